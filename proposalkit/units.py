@@ -1,0 +1,92 @@
+"""Units: decimal and binary byte sizes, suffixed numbers, bytes per dtype.
+
+Everything inside the library is in base units (bytes, FLOPs, seconds).
+GB is 10**9 bytes and GiB is 2**30 bytes (IEC 80000-13); the two are never
+mixed up. Formatting for people happens in the report layer.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+KB, MB, GB, TB = 10**3, 10**6, 10**9, 10**12
+KiB, MiB, GiB, TiB = 2**10, 2**20, 2**30, 2**40
+
+SECONDS_PER_HOUR = 3600
+
+# Decimal multipliers for counts (tokens, parameters, samples): SI prefixes,
+# written the way model cards write them ("7B", "2T", "16k").
+COUNT_SUFFIXES = {
+    "k": 10**3, "K": 10**3,
+    "M": 10**6,
+    "B": 10**9, "G": 10**9,
+    "T": 10**12,
+}
+
+MEMORY_SUFFIXES = {
+    "B": 1,
+    "KB": KB, "MB": MB, "GB": GB, "TB": TB,
+    "KiB": KiB, "MiB": MiB, "GiB": GiB, "TiB": TiB,
+}
+
+# Bits per stored element of each weight precision. int4 here is the bare
+# 4 bits; group-wise scales are added by memory.quantized_weight_bits().
+PRECISION_BITS = {
+    "fp32": 32,
+    "bf16": 16,
+    "fp16": 16,
+    "fp8": 8,
+    "int8": 8,
+    "int4": 4,
+}
+
+_NUMBER = r"[+-]?(?:\d+(?:_\d+)*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+_COUNT_RE = re.compile(rf"^\s*({_NUMBER})\s*([kKMBGT]?)\s*$")
+_MEMORY_RE = re.compile(rf"^\s*({_NUMBER})\s*([KMGT]i?B|B)\s*$")
+
+
+def bytes_per_element(precision: str) -> Fraction:
+    """Bytes per element as an exact fraction (int4 is 1/2, never 0)."""
+    return Fraction(PRECISION_BITS[precision], 8)
+
+
+def parse_count(value: object) -> float:
+    """A count that may carry a decimal suffix: 7B, 300B, 16k, 200M, 2T.
+
+    Raises ValueError with a short reason on anything else (booleans,
+    words, NaN, infinity).
+    """
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a number")
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        match = _COUNT_RE.match(value)
+        if not match:
+            raise ValueError("not a number (suffixes: k, M, B, T)")
+        number = float(match.group(1).replace("_", "")) * COUNT_SUFFIXES.get(match.group(2), 1)
+    else:
+        raise ValueError(f"a {type(value).__name__} is not a number")
+    if not math.isfinite(number):
+        raise ValueError("not a finite number")
+    return number
+
+
+def parse_memory(value: object) -> int:
+    """A memory size in bytes: 80GB = 80·10^9, 80GiB = 80·2^30; a bare number is bytes."""
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a size")
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        match = _MEMORY_RE.match(value)
+        if not match:
+            raise ValueError("not a memory size (use e.g. 80GB or 80GiB)")
+        number = float(match.group(1).replace("_", "")) * MEMORY_SUFFIXES[match.group(2)]
+    else:
+        raise ValueError(f"a {type(value).__name__} is not a size")
+    if not math.isfinite(number):
+        raise ValueError("not a finite number")
+    return round(number)
