@@ -1,0 +1,275 @@
+"""Storage a campaign needs: checkpoints, datasets, peak scratch; project, scratch, archive.
+
+Pure: plain numbers in (parameters, adapter parameters, tokens, vocabulary,
+checkpoints retained, concurrent runs), integer bytes out. Nothing here knows
+about ModelSpec or the workload schema, so the planner can call it with
+whatever it computed. Formatting (GB, GiB) happens in the report layer.
+
+Bytes per parameter of a checkpoint (each constant below carries its source):
+
+* weights only: params × bytes of the saved precision (bf16: 2).
+* full training state, mixed-precision AdamW: 16-bit weights (2) + fp32 master
+  weights (4) + fp32 Adam first and second moments (4 + 4) = 14 bytes/param.
+  Gradients are not saved: they are recomputed from the next batch and zeroed
+  every step, so resuming needs only weights, optimizer state and the
+  step/scheduler/RNG counters (a few kB) — PyTorch's optimizer ``state_dict``
+  holds ``exp_avg`` and ``exp_avg_sq`` per parameter, not gradients. The same
+  accounting in memory is the ZeRO paper's 2Ψ + 2Ψ + KΨ with K = 12
+  (Rajbhandari et al. 2020, §3.1); the checkpoint drops the 2Ψ of fp16 gradients.
+* LoRA: only the adapter is saved (the frozen base model is re-downloaded);
+  PEFT keeps trainable adapter weights in fp32 (``autocast_adapter_dtype=True``
+  upcasts bf16/fp16 adapters to float32), so adapter weights are 4 bytes/param
+  and the full adapter state with AdamW 4 + 8 = 12 bytes/param.
+
+Cross-check (tests/test_storage.py): BLOOM-176B's model card lists a 329 GB
+bf16 checkpoint and 2.3 TB with optimizer states. 176,247,271,424 params × 2 B
+= 352.5 × 10^9 B = 328.3 GiB, and × 14 B = 2.244 TiB: the card's sizes are
+binary units rounded up, as ``du -h`` prints them (⌈328.3⌉ = 329 G, ⌈2.244⌉ to
+one decimal = 2.3 T). In decimal units they would be 352 GB and 2.5 TB.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fractions import Fraction
+
+from .units import bytes_per_element
+
+# fp32 master copy of the weights kept by mixed-precision training
+# (Micikevicius et al. 2018, "Mixed Precision Training", §3.1; ZeRO §3.1).
+FP32_MASTER_BYTES_PER_PARAM = 4
+
+# Optimizer state saved per trainable parameter, bytes.
+OPTIMIZER_STATE_BYTES_PER_PARAM = {
+    # Adam/AdamW: exp_avg + exp_avg_sq in fp32 (PyTorch torch.optim.AdamW state;
+    # Loshchilov & Hutter 2019 for the decoupled weight decay, which adds no state).
+    "adamw": 8,
+    # bitsandbytes 8-bit AdamW: the two moments stored as 8-bit codes, 1 byte each
+    # (Dettmers et al. 2022, "8-bit Optimizers via Block-wise Quantization"); the
+    # per-block fp32 scales (one per 2,048 values) add 0.4% and are ignored.
+    "adamw-8bit": 2,
+    # SGD with momentum: one fp32 momentum buffer (torch.optim.SGD, momentum > 0).
+    "sgd": 4,
+}
+
+# Mixed-precision AdamW full training state: 2 + 4 + 8 = 14 bytes per parameter.
+MIXED_PRECISION_ADAMW_BYTES_PER_PARAM = 2 + FP32_MASTER_BYTES_PER_PARAM + OPTIMIZER_STATE_BYTES_PER_PARAM["adamw"]
+
+# Token ids on disk: uint16 when every id fits (vocab ≤ 65,536), else 4 bytes
+# (uint32/int32). nanoGPT's data/openwebtext/prepare.py writes GPT-2 tokens as
+# np.uint16 "since enc.max_token_value == 50256 is < 2**16".
+UINT16_MAX_VOCAB = 2**16
+
+# Raw text per token: ~4 characters of common English text per token (OpenAI,
+# "What are tokens and how to count them": "1 token ~= 4 chars in English"),
+# 1 byte per character for ASCII in UTF-8. Other languages and code differ.
+RAW_TEXT_BYTES_PER_TOKEN = 4.0
+
+# PEFT keeps trainable adapter weights in float32 by default.
+LORA_ADAPTER_PRECISION = "fp32"
+
+
+@dataclass(frozen=True)
+class CheckpointSize:
+    """One checkpoint, weights only and with the full training state, in bytes."""
+
+    weights_bytes: int
+    full_state_bytes: int
+    weights_bytes_per_param: Fraction
+    full_state_bytes_per_param: Fraction
+    basis: str              # the bytes-per-parameter sum, written out
+
+
+@dataclass(frozen=True)
+class DatasetSize:
+    """A training set's size on disk, tokenized and as raw text."""
+
+    tokens: int
+    token_id_bytes: int     # 2 (uint16) or 4 (uint32)
+    tokenized_bytes: int
+    raw_text_bytes: int     # estimate at RAW_TEXT_BYTES_PER_TOKEN
+    raw_bytes_per_token: float
+
+
+@dataclass(frozen=True)
+class WorkloadStorage:
+    """What one workload stores; inputs to ``storage_totals``."""
+
+    name: str
+    checkpoint_bytes: int           # one full-state checkpoint (what a restart reads)
+    final_weights_bytes: int        # the weights kept at the end of one variant
+    dataset_tokenized_bytes: int = 0
+    dataset_raw_bytes: int = 0
+    retained: int = 1               # checkpoints kept on scratch per run
+    concurrency: int = 1            # runs at once
+    variants: int = 1               # runs in all (each keeps its final weights)
+
+    @property
+    def peak_scratch_bytes(self) -> int:
+        return peak_scratch_bytes(self.checkpoint_bytes, self.retained, self.concurrency,
+                                  self.dataset_tokenized_bytes)
+
+
+@dataclass(frozen=True)
+class StorageTotals:
+    """Project, scratch and archive space over all workloads, in bytes."""
+
+    project_bytes: int
+    scratch_bytes: int
+    archive_bytes: int
+    by_workload: tuple[tuple[str, int, int, int], ...]  # (name, project, scratch, archive)
+
+
+def _count(name: str, value: int | float, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name}: expected a number, got {value!r}")
+    if value < minimum or value != int(value):
+        raise ValueError(f"{name}: expected a whole number ≥ {minimum}, got {value!r}")
+    return int(value)
+
+
+def _bytes(params: int, per_param: Fraction) -> int:
+    """params × bytes/param, rounded up to whole bytes (int4 is half a byte, never 0)."""
+    return math.ceil(params * per_param)
+
+
+def _optimizer_bytes(optimizer: str) -> int:
+    try:
+        return OPTIMIZER_STATE_BYTES_PER_PARAM[optimizer]
+    except KeyError:
+        raise ValueError(
+            f"optimizer: expected one of {', '.join(OPTIMIZER_STATE_BYTES_PER_PARAM)}, got {optimizer!r}"
+        ) from None
+
+
+def weights_checkpoint_bytes(params: int, precision: str = "bf16") -> int:
+    """Weights-only checkpoint: params × bytes of the saved precision (bf16: 2 B/param)."""
+    params = _count("params", params)
+    return _bytes(params, bytes_per_element(precision))
+
+
+def training_state_bytes_per_param(precision: str = "bf16", optimizer: str = "adamw") -> Fraction:
+    """Bytes per trainable parameter of a resumable checkpoint.
+
+    Weights in their training precision, plus an fp32 master copy when that
+    precision is below fp32 (mixed precision), plus the optimizer state.
+    bf16 + AdamW: 2 + 4 + 8 = 14. fp32 + AdamW: 4 + 8 = 12. No gradients
+    (see the module docstring).
+    """
+    weights = bytes_per_element(precision)
+    master = FP32_MASTER_BYTES_PER_PARAM if weights < 4 else 0
+    return weights + master + _optimizer_bytes(optimizer)
+
+
+def full_checkpoint_bytes(params: int, precision: str = "bf16", optimizer: str = "adamw") -> int:
+    """Full training-state checkpoint of a full fine-tune or pretraining run."""
+    params = _count("params", params)
+    return _bytes(params, training_state_bytes_per_param(precision, optimizer))
+
+
+def _basis(precision: str, optimizer: str) -> str:
+    weights = bytes_per_element(precision)
+    parts = [f"{_num(weights)} ({precision} weights)"]
+    if weights < 4:
+        parts.append(f"{FP32_MASTER_BYTES_PER_PARAM} (fp32 master weights)")
+    parts.append(f"{_optimizer_bytes(optimizer)} ({optimizer} state)")
+    total = training_state_bytes_per_param(precision, optimizer)
+    return " + ".join(parts) + f" = {_num(total)} bytes/param; gradients are not saved"
+
+
+def _num(x: Fraction | int | float) -> str:
+    return f"{float(x):g}"
+
+
+def checkpoint_size(params: int, precision: str = "bf16", optimizer: str = "adamw") -> CheckpointSize:
+    """Checkpoint of a full fine-tune or pretraining run: weights only and full state."""
+    params = _count("params", params)
+    full = training_state_bytes_per_param(precision, optimizer)
+    return CheckpointSize(
+        weights_bytes=weights_checkpoint_bytes(params, precision),
+        full_state_bytes=_bytes(params, full),
+        weights_bytes_per_param=bytes_per_element(precision),
+        full_state_bytes_per_param=full,
+        basis=_basis(precision, optimizer),
+    )
+
+
+def lora_checkpoint_size(adapter_params: int, adapter_precision: str = LORA_ADAPTER_PRECISION,
+                         optimizer: str = "adamw") -> CheckpointSize:
+    """Checkpoint of a LoRA/QLoRA run: the adapter alone (the frozen base is not saved).
+
+    Weights only = adapter params × bytes of the adapter precision (fp32 in PEFT
+    by default); full state = + the optimizer state of the adapter params
+    (fp32 adapters need no separate master copy): fp32 + AdamW = 4 + 8 = 12 B/param.
+    """
+    adapter_params = _count("adapter_params", adapter_params)
+    size = checkpoint_size(adapter_params, adapter_precision, optimizer)
+    return CheckpointSize(size.weights_bytes, size.full_state_bytes, size.weights_bytes_per_param,
+                          size.full_state_bytes_per_param,
+                          "LoRA adapter only (frozen base model not saved): " + size.basis)
+
+
+def token_id_bytes(vocab_size: int) -> int:
+    """Bytes per stored token id: 2 (uint16) for a vocabulary of ≤ 65,536 ids, else 4."""
+    vocab_size = _count("vocab_size", vocab_size, minimum=1)
+    return 2 if vocab_size <= UINT16_MAX_VOCAB else 4
+
+
+def dataset_size(tokens: int | float, vocab_size: int,
+                 raw_bytes_per_token: float = RAW_TEXT_BYTES_PER_TOKEN) -> DatasetSize:
+    """A dataset's size from its token count: tokenized (ids on disk) and raw text (estimate).
+
+    ``tokens`` is the unique training tokens stored once (not tokens × epochs).
+    """
+    tokens = _count("tokens", tokens)
+    width = token_id_bytes(vocab_size)
+    if not (raw_bytes_per_token > 0 and math.isfinite(raw_bytes_per_token)):
+        raise ValueError(f"raw_bytes_per_token: expected a positive number, got {raw_bytes_per_token!r}")
+    return DatasetSize(
+        tokens=tokens,
+        token_id_bytes=width,
+        tokenized_bytes=tokens * width,
+        raw_text_bytes=math.ceil(tokens * raw_bytes_per_token),
+        raw_bytes_per_token=raw_bytes_per_token,
+    )
+
+
+def peak_scratch_bytes(checkpoint_bytes: int, retained: int, concurrency: int = 1,
+                       dataset_bytes: int = 0) -> int:
+    """Peak scratch: checkpoint size × checkpoints retained × concurrent runs (+ the dataset).
+
+    NAIRR community guide, proposal checklist: "peak scratch (checkpoint size ×
+    retained × concurrent runs)". The dataset is staged once and shared by the
+    concurrent runs.
+    """
+    checkpoint_bytes = _count("checkpoint_bytes", checkpoint_bytes)
+    retained = _count("retained", retained, minimum=1)
+    concurrency = _count("concurrency", concurrency, minimum=1)
+    dataset_bytes = _count("dataset_bytes", dataset_bytes)
+    return checkpoint_bytes * retained * concurrency + dataset_bytes
+
+
+def storage_totals(workloads: Iterable[WorkloadStorage]) -> StorageTotals:
+    """Project, scratch and archive totals over workloads.
+
+    * scratch = Σ peak scratch (as if every workload ran at once: an upper bound).
+    * project = raw and tokenized datasets + the final weights of every variant,
+      kept for the life of the allocation.
+    * archive = the final weights of every variant + the raw dataset, what is
+      needed to reproduce or reuse the results afterwards (tokenized data can be
+      regenerated from raw text).
+    """
+    rows = []
+    for w in workloads:
+        finals = w.final_weights_bytes * _count("variants", w.variants, minimum=1)
+        project = w.dataset_raw_bytes + w.dataset_tokenized_bytes + finals
+        archive = finals + w.dataset_raw_bytes
+        rows.append((w.name, project, w.peak_scratch_bytes, archive))
+    return StorageTotals(
+        project_bytes=sum(r[1] for r in rows),
+        scratch_bytes=sum(r[2] for r in rows),
+        archive_bytes=sum(r[3] for r in rows),
+        by_workload=tuple(rows),
+    )
