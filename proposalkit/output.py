@@ -1,0 +1,118 @@
+"""Plan → JSON (schema_version 1, CONTRACT.md) and → a text table for the terminal."""
+
+from __future__ import annotations
+
+import json
+
+from .planner import Candidate, Plan, WorkloadPlan
+from .units import GiB
+
+SCHEMA_VERSION = 1
+
+
+def _round(x: float | None, digits: int = 6) -> float | None:
+    return None if x is None else round(float(x), digits)
+
+
+def _candidate(c: Candidate) -> dict:
+    return {"gpu": c.gpu, "count": c.count, "fits": c.fits, "per_gpu_bytes": c.per_gpu_bytes,
+            "usable_bytes": c.usable_bytes, "gpu_hours_requested": _round(c.gpu_hours_requested),
+            "reason": c.reason}
+
+
+def workload_dict(w: WorkloadPlan) -> dict:
+    tp = w.throughput
+    s = w.settings
+    out = {
+        "name": w.name,
+        "kind": w.kind,
+        "method": w.method,
+        "model": {"id": w.model.id, "params": w.model.params, "active_params": w.model.active_params},
+        "gpu": {"type": w.gpu.id, "count": w.gpu_count, "memory_bytes": w.gpu.usable_memory_bytes,
+                "nominal_memory_bytes": w.gpu.memory_bytes},
+        "memory": {"per_gpu_bytes": w.memory.total, "components": w.memory.components()},
+        "tokens": w.tokens,
+        "tokens_per_second": _round(tp.tokens_per_second, 3),
+        "runtime_hours": _round(w.runtime_hours),
+        "variants": s.variants,
+        "gpu_hours": _round(w.gpu_hours),
+        "buffer": s.buffer,
+        "gpu_hours_requested": _round(w.gpu_hours_requested),
+        "throughput_source": tp.source,
+        "derivation": {"tokens": w.tokens_derivation, "throughput": tp.derivation},
+        "settings": {
+            "precision": s.precision, "seq_len": s.seq_len, "micro_batch": s.micro_batch,
+            "optimizer": s.optimizer if w.kind != "inference" else None,
+            "zero_stage": w.zero_stage, "activation_checkpointing": w.activation_checkpointing,
+            "flash_attention": s.flash_attention, "tensor_parallel": s.tensor_parallel,
+            "pipeline_parallel": s.pipeline_parallel, "context": s.context, "batch": s.batch,
+            "lora": {"rank": s.lora.rank, "targets": list(s.lora.targets)} if s.lora else None,
+            "concurrency": s.concurrency,
+        },
+        "trainable_params": w.trainable_params,
+        "mfu": _round(tp.mfu), "mfu_source": tp.mfu_source,
+        "flops_per_token": None if tp.flops_per_token is None else {
+            "model": tp.flops_per_token.model, "hardware": tp.flops_per_token.hardware,
+            "formula": tp.flops_per_token.formula},
+        "alternatives": [_candidate(c) for c in w.alternatives],
+        "cross_checks": [{"name": c.name, "bytes": c.bytes, "formula": c.formula, "source": c.source}
+                         for c in w.cross_checks],
+        "assumptions": list(w.assumptions),
+        "warnings": list(w.warnings),
+    }
+    return out
+
+
+def plan_dict(plan: Plan) -> dict:
+    by_type: dict[str, float] = {k: _round(v) for k, v in plan.by_gpu_type().items()}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "workloads": [workload_dict(w) for w in plan.workloads],
+        "totals": {"gpu_hours": _round(plan.gpu_hours), "gpu_hours_requested": _round(plan.gpu_hours_requested),
+                   "by_gpu_type": by_type},
+        "warnings": list(plan.warnings),
+    }
+
+
+def plan_json(plan: Plan) -> str:
+    return json.dumps(plan_dict(plan), indent=2, ensure_ascii=False) + "\n"
+
+
+def _hours(x: float) -> str:
+    return f"{x:,.1f}" if x < 1000 else f"{x:,.0f}"
+
+
+def _count(n: int) -> str:
+    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= size:
+            return f"{n / size:.3g}{unit}"
+    return str(n)
+
+
+def plan_text(plan: Plan) -> str:
+    """A fixed-width table a person reads in a terminal."""
+    header = ("workload", "kind", "model", "GPUs", "mem/GPU", "tokens", "h/run", "runs", "GPU-h", "+buffer")
+    rows = []
+    for w in plan.workloads:
+        kind = w.kind if w.kind == "inference" else f"{w.kind}/{w.method}"
+        rows.append((w.name, kind, w.model.id, f"{w.gpu_count}× {w.gpu.id}",
+                     f"{w.memory.total / GiB:.1f} GiB", _count(w.tokens) if w.tokens else "—",
+                     _hours(w.runtime_hours), str(w.settings.variants), _hours(w.gpu_hours),
+                     _hours(w.gpu_hours_requested)))
+    rows.append(("total", "", "", "", "", "", "", "", _hours(plan.gpu_hours), _hours(plan.gpu_hours_requested)))
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+    numeric = {4, 5, 6, 7, 8, 9}
+
+    def line(row) -> str:
+        return "  ".join(c.rjust(widths[i]) if i in numeric else c.ljust(widths[i]) for i, c in enumerate(row)).rstrip()
+
+    out = [line(header), "  ".join("-" * n for n in widths)]
+    out += [line(r) for r in rows[:-1]]
+    out += ["  ".join("-" * n for n in widths), line(rows[-1])]
+    by_type = plan.by_gpu_type()
+    out.append("")
+    out.append("requested GPU-hours by type: " + ", ".join(f"{k} {_hours(v)}" for k, v in by_type.items()))
+    if plan.warnings:
+        out.append("")
+        out += [f"warning: {w}" for w in plan.warnings]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,118 @@
+"""Runtime and GPU-hours against published figures, and the seeds' worked examples recomputed.
+
+Expected values are computed here from the published inputs, with the source
+beside each number; the seeds' printed results are not copied (two of them
+are arithmetically wrong, see the comments).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from proposalkit import catalog
+from proposalkit.compute import DEFAULT_MFU, matmul_params, training_flops_per_token
+from proposalkit.loading import LoadedWorkload
+from proposalkit.planner import plan_workload
+from proposalkit.schema import Workload
+
+
+def plan(**fields):
+    spec = Workload.model_validate(fields)
+    from proposalkit.loading import _resolve_model, Source
+
+    model, problems = _resolve_model(spec, 0, Source("test"), ".")
+    assert not problems, problems
+    return plan_workload(LoadedWorkload(spec, model, "test.yaml", 1, 0))
+
+
+# Touvron et al. 2023 (Llama 2), Table 2: pretraining on A100-80GB, 2.0T tokens,
+# context 4096: 7B 184,320 GPU-hours; 70B 1,720,320 GPU-hours.
+LLAMA2 = [("llama-2-7b", 184_320), ("llama-2-70b", 1_720_320)]
+
+
+@pytest.mark.parametrize("model_id, published_gpu_hours", LLAMA2)
+def test_published_llama2_pretraining_gpu_hours(model_id, published_gpu_hours):
+    # Tensor parallelism 8 within a node (with sequence parallelism), as Megatron-style 70B
+    # recipes on A100-80GB use, so no activation recompute is needed; Table 2 gives only the hours.
+    p = plan(name="pt", kind="pretrain", model=model_id, tokens="2T", seq_len=4096,
+             gpu="a100-80gb", gpus=2048, buffer=0, tensor_parallel=8)
+    assert p.activation_checkpointing is False
+    ratio = p.gpu_hours / published_gpu_hours
+    # The default MFU (0.40) sits at the low end of published achieved MFU
+    # (Llama 3: 0.38-0.43; Llama 2's own hours imply 0.445-0.46 under our FLOPs
+    # count, see below), so the estimate must never fall below Meta's figure
+    # (an under-request) and stay within 20%: the spread of published MFU
+    # (0.38-0.46) around the default is about that wide.
+    assert 1.0 <= ratio <= 1.20, ratio
+
+
+@pytest.mark.parametrize("model_id, published_gpu_hours, implied_low, implied_high", [
+    ("llama-2-7b", 184_320, 0.44, 0.45), ("llama-2-70b", 1_720_320, 0.45, 0.47)])
+def test_published_llama2_implied_mfu(model_id, published_gpu_hours, implied_low, implied_high):
+    """MFU implied by Table 2: tokens × FLOPs/token ÷ (GPU-seconds × 312 TFLOP/s, A100 datasheet)."""
+    model = catalog.models()[model_id]
+    flops = training_flops_per_token(model, "full", 4096).model
+    implied = 2.0e12 * flops / (published_gpu_hours * 3600 * 312e12)
+    assert implied_low <= implied <= implied_high
+    assert DEFAULT_MFU <= implied  # the default is conservative against Llama 2
+
+
+def test_flops_per_token_by_hand_llama2_7b():
+    """Llama-2-7B config: L=32, h=4096, a=32, vocab 32000, N=6,738,415,616 (published).
+    N without the 32000×4096 input embedding = 6,607,343,616.
+    6N = 39,644,061,696; attention 12·L·h·T at T=4096 = 12·32·4096·4096 = 6,442,450,944."""
+    model = catalog.models()["llama-2-7b"]
+    assert matmul_params(model) == 6_738_415_616 - 32_000 * 4_096
+    fpt = training_flops_per_token(model, "full", 4096)
+    assert fpt.dense == 39_644_061_696
+    assert fpt.attention == 6_442_450_944
+    lora = training_flops_per_token(model, "lora", 4096)
+    assert lora.dense == 4 * 6_607_343_616  # no weight-gradient GEMMs for frozen weights
+    ckpt = training_flops_per_token(model, "full", 4096, activation_checkpointing=True)
+    assert ckpt.hardware == pytest.approx(8 * 6_607_343_616 + 16 * 32 * 4096 * 4096)
+    assert ckpt.model == fpt.model  # MFU stays defined on model FLOPs
+
+
+def test_seed_001_training_time_recomputed():
+    """Seed 001: 7B params, 300B tokens, 312 TFLOP/s (A100 bf16), 8 GPUs, utilization 0.8.
+    T = 300e9 × 6 × 7e9 ÷ (312e12 × 8 × 0.8) = 1.26e22 ÷ 1.9968e15 = 6,310,096 s = 1,752.8 h.
+    (The seed prints 6,310 s ≈ 1.75 h: off by a factor of 1000.)"""
+    p = plan(name="seed001", kind="pretrain", model={"params": "7B"}, tokens="300B",
+             gpu="a100-80gb", gpus=8, mfu=0.8, buffer=0)
+    assert p.runtime_hours == pytest.approx(300e9 * 6 * 7e9 / (312e12 * 8 * 0.8) / 3600)
+    assert p.runtime_hours == pytest.approx(1752.8, abs=0.05)
+    assert p.gpu_hours == pytest.approx(1752.8 * 8, abs=0.5)
+
+
+def test_seed_000_lora_pilot_recomputed():
+    """Seed 000: pilot 55k tokens/s on 1× A100-40GB; 50k samples × 2k tokens × 2 epochs = 200M tokens;
+    30% buffer; 10 variants. Runtime = 200e6 ÷ 55e3 ÷ 3600 = 1.0101 h for BOTH epochs (the seed
+    says ~1 h per epoch, ~2 h total: the epochs counted twice); requested per variant
+    1.0101 × 1.3 = 1.3131 GPU-h; 10 variants = 13.13 GPU-h (not the seed's ~26)."""
+    p = plan(name="seed000", kind="finetune", method="lora", model="stable-code-3b",
+             data={"samples": 50_000, "seq_len": 2_000, "epochs": 2},
+             throughput={"tokens_per_second": "55k", "gpu": "a100-40gb", "gpus": 1}, variants=10)
+    assert p.tokens == 200_000_000
+    assert (p.gpu.id, p.gpu_count) == ("a100-40gb", 1)
+    assert p.throughput.source == "pilot"
+    assert p.runtime_hours == pytest.approx(200e6 / 55e3 / 3600)
+    assert p.gpu_hours == pytest.approx(10 * 200e6 / 55e3 / 3600)
+    assert p.gpu_hours_requested == pytest.approx(13.131, abs=1e-3)
+
+
+def test_pilot_moved_to_another_gpu_is_scaled_and_flagged():
+    """A pilot on 1× A100-40GB moved to 2× H100-SXM: × 2 GPUs × (989 ÷ 312) dense bf16 peaks
+    (NVIDIA A100 and H100 datasheets)."""
+    p = plan(name="moved", kind="finetune", method="lora", model="stable-code-3b", tokens="100M",
+             throughput={"tokens_per_second": 3000, "gpu": "a100-40gb", "gpus": 1}, gpu="h100-80gb", gpus=2)
+    assert p.throughput.source == "pilot-extrapolated"
+    assert p.throughput.tokens_per_second == pytest.approx(3000 * 2 * 989 / 312)
+    assert any("extrapolated" in w for w in p.warnings)
+
+
+def test_inference_service_costs_hours_times_gpus():
+    p = plan(name="serve", kind="inference", model="llama-3.1-8b", context="8k", batch=8, hours=720,
+             gpu="a100-80gb", gpus=2, buffer=0.2, variants=1)
+    assert p.runtime_hours == 720
+    assert p.gpu_hours == 1440
+    assert p.gpu_hours_requested == pytest.approx(1728)
