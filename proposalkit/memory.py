@@ -27,6 +27,11 @@ Sources, cited where used:
   group-wise scales, default group size 128.
 - Kwon et al. 2023, "Efficient Memory Management for LLM Serving with
   PagedAttention" (vLLM): KV cache 2·L·kv·d bytes-per-element per token.
+- Implementation facts, cited where used: PEFT (adapter dtype), artidoro/qlora
+  (QLoRA settings), torchtune docs (pure bf16 training), PyTorch FSDP notes
+  (prefetching), vLLM engine arguments (gpu_memory_utilization,
+  max_num_batched_tokens), pytorch/pytorch#107667 and Hugging Face's "Model
+  training anatomy" (CUDA context), Guo et al. 2024, GMLake (fragmentation).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .models import ModelSpec
+from .models import ModelSpec, attention_params, mlp_params_per_expert, norm_params
 from .units import GiB, PRECISION_BITS
 
 # --------------------------------------------------------------------------
@@ -514,7 +519,8 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
 
     Per layer: activation_bytes_per_layer(). Full activation checkpointing
     keeps each layer's input (e·s·b·h, ÷ t with sequence parallelism) and one
-    layer's full activations while it is recomputed (Korthikanti §4.2.1-5).
+    layer's full activations while it is recomputed (Korthikanti Table 2,
+    full activation recomputation: 2sbh per layer).
     Pipeline parallelism with 1F1B: the first stage holds p microbatches of its
     L/p layers, "p × L/p = L layers worth of activations" whatever p is
     (Korthikanti §4.2.3). The embedding dropout mask adds s·b·h·p/t; the last
@@ -711,6 +717,17 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
                 + (" (PEFT upcasts adapters to fp32 by default)" if lora.adapter_precision == "fp32" else "")
             )
 
+    gathered_weights, gathered_grads = zero3_gathered_bytes(model, setup)
+    if gathered_weights:
+        weights += gathered_weights
+        gradients += gathered_grads
+        notes.append(
+            "ZeRO-3/FSDP working set: the largest unit (a layer, or the embeddings) all-gathered, "
+            "twice for the prefetched next unit, plus its unsharded gradients before the reduce-scatter "
+            "(PyTorch FSDP notes, prefetching)"
+        )
+    elif stage == 3 and n > 1 and not model.has_architecture:
+        notes.append("ZeRO-3/FSDP all-gathered working set not counted: the model gives only a parameter count")
     if stage and n > 1:
         sharded = {1: "optimizer states", 2: "optimizer states and gradients", 3: "weights, gradients and optimizer states"}[stage]
         notes.append(f"ZeRO stage {stage} over {n} data-parallel GPUs shards the {sharded} (Rajbhandari et al. 2020 §5)")
@@ -727,6 +744,38 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
     overhead_bytes = _overhead(sum(parts), overhead)
     notes.append(_overhead_note(overhead))
     return MemoryBreakdown(*parts, overhead_bytes, notes=tuple(notes))
+
+
+def zero3_gathered_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[Fraction, Fraction]:
+    """Transient (weights, gradients) bytes of ZeRO-3 / FSDP full sharding, per GPU.
+
+    Sharded parameters are all-gathered one unit at a time (a transformer
+    layer when each block is wrapped; the embeddings and the LM head are units
+    of their own), and the next unit's all-gather is issued while the current
+    one is in use, so two units are live (PyTorch FSDP notes, "FSDP Prefetch
+    Nuances"; DeepSpeed ZeRO-3 prefetches likewise). In the backward the
+    unit's full gradient exists before its reduce-scatter. Zero unless stage
+    3 over more than one GPU and the architecture is known. Tensor
+    parallelism divides a unit by t.
+    """
+    if setup.zero_stage < 3 or setup.data_parallel < 2 or not model.has_architecture:
+        return Fraction(0), Fraction(0)
+    wb = _bytes(setup.precision)
+    layer = attention_params(model) + model.experts * mlp_params_per_expert(model) + 2 * norm_params(model)
+    if model.experts > 1:
+        layer += model.hidden * model.experts            # router
+    if setup.method == "qlora":
+        linear = linear_weight_params(model) // model.layers
+        layer_bytes = linear * NF4_BITS / 8 + (layer - linear) * wb
+    else:
+        layer_bytes = layer * wb
+    embedding = (model.vocab + model.learned_positions) * model.hidden
+    head = 0 if model.tied_embeddings else model.vocab * model.hidden
+    unit_bytes = max(layer_bytes, embedding * wb, head * wb) / setup.tensor_parallel
+    unit_params = max(layer, embedding, head) / Fraction(setup.tensor_parallel)
+    gathered_weights = 2 * unit_bytes
+    gathered_grads = unit_params * wb if setup.method == "full" else Fraction(0)
+    return gathered_weights, gathered_grads
 
 
 # --------------------------------------------------------------------------

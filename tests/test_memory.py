@@ -27,6 +27,7 @@ from proposalkit.memory import (
     training_activation_bytes,
     training_memory,
     weight_bytes,
+    zero3_gathered_bytes,
 )
 from proposalkit.models import ModelSpec
 from proposalkit.units import GiB
@@ -184,6 +185,25 @@ def test_zero_stages_shard_what_they_should():
     assert states[1] == (2 * p, 2 * p, 12 * p // n)
     assert states[2] == (2 * p, 2 * p // n, 12 * p // n)
     assert states[3] == (2 * p // n, 2 * p // n, 12 * p // n)       # ZeRO-3 divides all states
+
+
+def test_zero3_counts_the_all_gathered_working_set():
+    # Llama-3.1-8B: a layer is 2·4096² + 2·4096·1024 + 3·4096·14336 + 2·4096 = 218,112,000
+    # parameters, the embeddings 128256·4096 = 525,336,576: the largest unit. Two of them
+    # are live in bf16 (current + prefetched), and one unit's gradients before reduce-scatter.
+    layer = 2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096
+    assert layer == 218_112_000
+    unit = 128256 * 4096
+    setup = TrainingSetup(method="full", seq_len=1, data_parallel=8, zero_stage=3)
+    assert zero3_gathered_bytes(LLAMA31_8B, setup) == (2 * unit * 2, unit * 2)
+    m = training_memory(LLAMA31_8B, setup)
+    p = LLAMA31_8B.params
+    assert m.weights == math.ceil(Fraction(2 * p, 8)) + 4 * unit
+    assert m.gradients == math.ceil(Fraction(2 * p, 8)) + 2 * unit
+    assert m.optimizer == math.ceil(Fraction(12 * p, 8))
+    # nothing to gather on one GPU or below stage 3
+    assert zero3_gathered_bytes(LLAMA31_8B, TrainingSetup(method="full", seq_len=1, zero_stage=3)) == (0, 0)
+    assert zero3_gathered_bytes(LLAMA31_8B, TrainingSetup(method="full", seq_len=1, data_parallel=8, zero_stage=2)) == (0, 0)
 
 
 def test_tensor_and_pipeline_parallel_divide_before_zero():
