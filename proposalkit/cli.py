@@ -1,18 +1,20 @@
 """Command line: arguments, exit codes and messages; nothing else.
 
 Exit codes: 0 ok · 1 infeasible (a pinned GPU/count cannot hold a workload,
-or `check` found a cap exceeded) · 2 invalid input. Errors go to stderr,
+or `check` found a cap exceeded) · 2 invalid input · 3 an internal error
+(a bug: one line on stderr; PROPOSALKIT_DEBUG=1 shows the traceback). Errors go to stderr,
 never as a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .errors import InfeasibleError, InputError
 
-EXIT_OK, EXIT_INFEASIBLE, EXIT_INPUT = 0, 1, 2
+EXIT_OK, EXIT_INFEASIBLE, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 class _Parser(argparse.ArgumentParser):
@@ -164,6 +166,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     except KeyboardInterrupt:
         return 130
+    except Exception as error:  # a bug of ours: one line, the traceback only on request
+        if os.environ.get("PROPOSALKIT_DEBUG"):
+            raise
+        print(f"proposalkit: internal error: {type(error).__name__}: {error} "
+              "(a bug in proposalkit; set PROPOSALKIT_DEBUG=1 for the traceback and please report it)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

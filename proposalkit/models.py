@@ -8,6 +8,7 @@ copied), and the catalog tests hold it equal to the published count.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 
 @dataclass(frozen=True)
@@ -55,14 +56,14 @@ class ModelSpec:
     def head_size(self) -> int:
         return self.head_dim if self.head_dim is not None else self.hidden // self.heads
 
-    @property
+    @cached_property
     def params(self) -> int:
         """Total parameters: the user's count, else computed from the shape."""
         if self.params_override is not None:
             return self.params_override
         return parameter_count(self)
 
-    @property
+    @cached_property
     def active_params(self) -> int:
         """Parameters a token passes through (differs from params for MoE)."""
         if self.params_override is not None or self.experts == 1:

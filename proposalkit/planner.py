@@ -71,6 +71,8 @@ class Candidate:
     activation_checkpointing: bool | None
     extrapolated: bool
     reason: str = ""
+    cost: float | None = None       # what the choice compared: the target resource's unit, else requested GPU-hours
+    cost_unit: str = "GPU-hours"
 
 
 @dataclass(frozen=True)
@@ -373,7 +375,7 @@ def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | Non
         checkpoint, arithmetic = 0, "no training checkpoints (inference)"
         dataset = raw = 0
         dataset_text = "no training data (inference)"
-        return StoragePlan(checkpoint, arithmetic, weights, dataset, raw, dataset_text, 0, s.concurrency,
+        return StoragePlan(checkpoint, arithmetic, weights, dataset, raw, dataset_text, 1, s.concurrency,
                            s.variants)
     if w.method in ("lora", "qlora"):
         ckpt = storage_model.lora_checkpoint_size(trainable)
@@ -420,11 +422,11 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
             charge = None
             if target is not None and gpu.id in target.gpus:
                 charge = target.charge(gpu.id, count, hours * (1 + s.buffer), s.variants)
-            cand = Candidate(gpu.id, count, True, mem.total, gpu.usable_memory_bytes, requested, stage, ckpt,
-                             extrapolated)
-            candidates.append(cand)
             # With a target resource the allocation is charged in its unit, so that is the cost.
             cost = charge.amount if charge is not None else requested
+            cand = Candidate(gpu.id, count, True, mem.total, gpu.usable_memory_bytes, requested, stage, ckpt,
+                             extrapolated, cost=cost, cost_unit=charge.unit if charge is not None else "GPU-hours")
+            candidates.append(cand)
             # A measured pilot beats any extrapolation of it (DESIGN.md): the pilot's own
             # configuration wins whenever it fits; otherwise the cheapest, then fewer GPUs,
             # then the smaller GPU.
@@ -497,18 +499,21 @@ def _alternatives(candidates: list[Candidate], chosen: Candidate) -> tuple[Candi
         if c.gpu == chosen.gpu and c.count == chosen.count:
             continue
         current = by_type.get(c.gpu)
-        if c.fits and (current is None or not current.fits or c.gpu_hours_requested < current.gpu_hours_requested):
+        if c.fits and (current is None or not current.fits or c.cost < current.cost):
             by_type[c.gpu] = c
         elif not c.fits and (current is None or (not current.fits and c.count > current.count)):
             by_type[c.gpu] = c
     out = []
     for c in by_type.values():
         if c.fits:
-            if c.gpu_hours_requested > chosen.gpu_hours_requested * (1 + 1e-9):
-                more = c.gpu_hours_requested / chosen.gpu_hours_requested - 1
-                reason = f"fits on {c.count}× {c.gpu} but costs {more:.0%} more GPU-hours"
-            elif c.extrapolated and not chosen.extrapolated:
-                reason = f"fits on {c.count}× {c.gpu} at the same cost, but only by extrapolating the pilot"
+            if c.extrapolated and not chosen.extrapolated:
+                reason = (f"fits on {c.count}× {c.gpu}, but its throughput would be extrapolated from the "
+                          "pilot; the measured configuration is preferred")
+            elif c.cost > chosen.cost * (1 + 1e-9):
+                more = c.cost / chosen.cost - 1
+                reason = f"fits on {c.count}× {c.gpu} but costs {more:.0%} more {c.cost_unit}"
+                if c.activation_checkpointing:
+                    reason += " (needs activation checkpointing: the recompute costs time)"
             else:
                 reason = f"fits on {c.count}× {c.gpu} at the same cost; ties go to fewer GPUs, then the smaller GPU"
             out.append(Candidate(**{**c.__dict__, "reason": reason}))
