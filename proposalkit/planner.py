@@ -253,12 +253,22 @@ def _memory(model: ModelSpec, w, s: Settings, count: int, zero_stage: int, check
     return training_memory(model, setup, DEFAULT_OVERHEAD)
 
 
-def _fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int):
+def _fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict):
     """The first setting (no checkpointing before checkpointing, lower ZeRO
     stage first) under which the workload fits on `count` GPUs of `gpu`;
-    else the smallest-memory setting, marked as not fitting."""
+    else the smallest-memory setting, marked as not fitting.
+
+    Memory does not depend on the GPU type, so `cache` (one per workload)
+    keeps each (count, stage, checkpointing) breakdown for every type."""
+
+    def memory(stage: int, ckpt: bool) -> MemoryBreakdown:
+        key = (count, stage, ckpt)
+        if key not in cache:
+            cache[key] = _memory(model, w, s, count, stage, ckpt)
+        return cache[key]
+
     if w.kind == "inference":
-        mem = _memory(model, w, s, count, 0, False)
+        mem = memory(0, False)
         return mem.total <= gpu.usable_memory_bytes, mem, None, None
     model_parallel = s.tensor_parallel * s.pipeline_parallel
     dp = count // model_parallel
@@ -267,7 +277,7 @@ def _fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int):
     smallest = None
     for ckpt in ckpts:
         for stage in stages:
-            mem = _memory(model, w, s, count, stage, ckpt)
+            mem = memory(stage, ckpt)
             if mem.total <= gpu.usable_memory_bytes:
                 return True, mem, stage, ckpt
             if smallest is None or mem.total < smallest[0].total:
@@ -406,9 +416,10 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
 
     candidates: list[Candidate] = []
     best = None  # (sort key, candidate, mem, throughput, hours, charge)
+    memory_cache: dict = {}
     for gpu in _candidate_gpus(w, target, gpus):
         for count in _candidate_counts(w, s, gpu, target):
-            fits, mem, stage, ckpt = _fit(model, w, s, gpu, count)
+            fits, mem, stage, ckpt = _fit(model, w, s, gpu, count, memory_cache)
             if not fits:
                 candidates.append(Candidate(gpu.id, count, False, mem.total, gpu.usable_memory_bytes,
                                             None, stage, ckpt, False,
