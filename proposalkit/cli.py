@@ -24,22 +24,11 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_INPUT)
 
 
-def _resource_ids():
-    from . import resources
-
-    return set(resources.known_ids())
-
-
-def _resource_lookup():  # transitional: resources are resolved inside the planner now
-    return None
-
-
 def _plan(paths: list[str]):
     from .loading import load_files
     from .planner import plan_files
 
-    files = load_files(paths, _resource_ids())
-    return plan_files(files)
+    return plan_files(load_files(paths))
 
 
 def cmd_plan(args) -> int:

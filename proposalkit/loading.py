@@ -402,13 +402,27 @@ def _check(workload: Workload, index: int, source: Source, resource_ids) -> list
     return problems
 
 
-def load_file(path: str, resource_ids=None) -> LoadedFile:
-    """Read, validate and resolve one workload file; raise InputError with every problem."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except OSError as error:
-        raise InputError([Problem(path, None, "", f"cannot read the file ({error.strerror})")]) from None
+def known_resource_ids() -> set[str]:
+    from . import resources
+
+    return set(resources.known_ids())
+
+
+def load_file(path: str, resource_ids=None, *, raw: bytes | None = None, base_dir: str | None = None) -> LoadedFile:
+    """Read, validate and resolve one workload file; raise InputError with every problem.
+
+    `raw` gives the file's bytes when they do not come from `path` (a version
+    read from git); `path` then only names them in messages, and `config:`
+    paths resolve against `base_dir`. `resource_ids` defaults to the catalog's.
+    """
+    if resource_ids is None:
+        resource_ids = known_resource_ids()
+    if raw is None:
+        try:
+            with open(path, "rb") as handle:
+                raw = handle.read()
+        except OSError as error:
+            raise InputError([Problem(path, None, "", f"cannot read the file ({error.strerror})")]) from None
     data, source = _parse_yaml(path, raw)
     if not isinstance(data, dict):
         raise InputError([Problem(path, source.line(()), "",
@@ -433,7 +447,7 @@ def load_file(path: str, resource_ids=None) -> LoadedFile:
                                 " — see 'proposalkit catalog resources')"))
     seen: dict[str, int] = {}
     loaded = []
-    base_dir = os.path.dirname(os.path.abspath(path))
+    base_dir = base_dir if base_dir is not None else os.path.dirname(os.path.abspath(path))
     for index, workload in enumerate(document.workloads):
         at = ("workloads", index, "name")
         if workload.name in seen:
@@ -462,6 +476,8 @@ def _unique(problems: list[Problem]) -> list[Problem]:
 
 def load_files(paths: list[str], resource_ids=None) -> list[LoadedFile]:
     """Load every file; all files' problems together, then raise. Names unique across files."""
+    if resource_ids is None:
+        resource_ids = known_resource_ids()
     loaded, problems = [], []
     for path in paths:
         try:

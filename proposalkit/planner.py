@@ -563,7 +563,7 @@ def _relaxed_fit(lw: LoadedWorkload, resource_id: str | None) -> str | None:
     return None
 
 
-def plan_files(files: list[LoadedFile], _unused=None) -> Plan:
+def plan_files(files: list[LoadedFile]) -> Plan:
     """Plan every workload of every file; collect all infeasible workloads before raising."""
     plans, problems = [], []
     proposal = next((f.proposal for f in files if f.proposal is not None), None)

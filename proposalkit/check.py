@@ -1,0 +1,93 @@
+"""`proposalkit check`: validate and plan for CI; every reason to fail, one per line.
+
+Fails (exit 1) when a workload cannot be planned (a pinned GPU type or count
+cannot hold it), when the total requested GPU-hours exceed `--max-gpu-hours`,
+or when the plan breaks its proposal track's caps (Start-Up: about 2,000
+GPU-hours on one resource; resources.cap_warnings). Invalid input raises
+InputError (exit 2) before any of that. Every number comes from the planner.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+from .errors import InfeasibleError, InputError, Problem
+
+
+def _plan_each(files):
+    """Plan every workload on its own, so one infeasible workload does not hide
+    the others or the caps: → (the feasible workloads' plans, infeasible messages)."""
+    from .loading import LoadedFile
+    from .planner import plan_files
+
+    plans, messages = [], []
+    for f in files:
+        for lw in f.workloads:
+            try:
+                plans += plan_files([LoadedFile(f.path, f.proposal, (lw,))]).workloads
+            except InfeasibleError as error:
+                messages += error.messages
+    return tuple(plans), messages
+
+
+def _hours(x: float) -> str:
+    return f"{x:,.1f}"
+
+
+def _largest(plans, n: int = 3) -> str:
+    top = sorted(plans, key=lambda w: (-w.gpu_hours_requested, w.name))[:n]
+    return ", ".join(f"{w.name} {_hours(w.gpu_hours_requested)}" for w in top)
+
+
+def _track_problems(files, plans, total: float) -> list[str]:
+    """The proposal track's caps (resources.cap_warnings) when the proposal names a track.
+
+    The first file with a proposal block speaks for the plan, as in planner.plan_files.
+    Calendar time is left to `plan`'s warnings: the planner's campaign length assumes
+    the workloads run one after another, an upper bound, not a cap to fail CI on.
+    """
+    from . import resources
+
+    where, proposal = next(((f.path, f.proposal) for f in files if f.proposal is not None), (None, None))
+    if proposal is None or proposal.track is None:
+        return []
+    used = sorted({w.charge.resource_id for w in plans if w.charge is not None})
+    return [f"{where}: proposal.track: {message}"
+            for message in resources.cap_warnings(proposal.track, total, used, calendar_days=0.0)]
+
+
+def check(paths: list[str], max_gpu_hours: float | None = None) -> tuple[list[str], str]:
+    """→ (every reason to fail, the one-line summary). Raises InputError for invalid input."""
+    from .loading import load_files
+    from .planner import Plan
+
+    if max_gpu_hours is not None and not (math.isfinite(max_gpu_hours) and max_gpu_hours > 0):
+        raise InputError([Problem("proposalkit check", None, "--max-gpu-hours",
+                                  f"expected a positive number of GPU-hours (got {max_gpu_hours:g})")])
+    files = load_files(paths)
+    plans, reasons = _plan_each(files)
+    total = Plan(plans, None).gpu_hours_requested
+    partial = f"; {len(reasons)} infeasible workload(s) not counted" if reasons else ""
+    if max_gpu_hours is not None and total > max_gpu_hours:
+        where = ", ".join(f.path for f in files)
+        reasons.append(f"{where}: total requested GPU-hours {_hours(total)} exceed --max-gpu-hours "
+                       f"{_hours(max_gpu_hours)} by {_hours(total - max_gpu_hours)} "
+                       f"(largest: {_largest(plans)}{partial})")
+    reasons += _track_problems(files, plans, total)
+    n = len(plans)
+    cap = f" (cap {_hours(max_gpu_hours)})" if max_gpu_hours is not None else ""
+    ok = (f"OK: {n} workload{'s' if n != 1 else ''} in {len(files)} file{'s' if len(files) != 1 else ''} "
+          f"feasible; {_hours(total)} requested GPU-hours{cap}.")
+    return reasons, ok
+
+
+def run_check(paths: list[str], max_gpu_hours: float | None = None) -> int:
+    """`proposalkit check`: 0 when feasible and under every cap; else 1, each reason on stderr."""
+    reasons, ok = check(paths, max_gpu_hours)
+    if reasons:
+        for reason in reasons:
+            print(reason, file=sys.stderr)
+        return 1
+    print(ok)
+    return 0

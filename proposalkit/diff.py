@@ -1,0 +1,442 @@
+"""Two versions of a plan → the budget change a reviewer reads in a pull request.
+
+OLD and NEW are workload files, `REV:PATH` read with `git show`, or
+`/dev/null` (no workloads: a file added or deleted). Both are loaded and
+planned like any file; every number comes from the plans' JSON form
+(output.plan_dict), never recomputed here. Workloads are matched by name;
+a removed and an added workload whose settings are identical except the
+name (and description) are one renamed workload.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from .errors import InputError, Problem
+from .units import GiB
+
+SCHEMA_VERSION = 1
+EMPTY = "/dev/null"   # git's name for the missing side of an added or deleted file
+
+# Categories in the order they are reported.
+CATEGORIES = ("added", "removed", "renamed", "changed", "unchanged")
+
+
+# ----------------------------------------------------------------- reading
+
+@dataclass(frozen=True)
+class Version:
+    """One planned workload of one side: its plan (JSON form) and its settings."""
+
+    name: str
+    plan: dict                 # output.workload_dict
+    settings: dict             # the workload as validated (defaults merged), JSON form
+
+    @property
+    def requested(self) -> float:
+        return self.plan["gpu_hours_requested"]
+
+    @property
+    def resource_id(self) -> str | None:
+        """The target resource (partition) the planner charged, if any."""
+        return (self.plan.get("resource") or {}).get("id")
+
+    def rename_key(self) -> str:
+        """Everything that defines the workload except its name and description."""
+        settings = {k: v for k, v in self.settings.items() if k not in ("name", "description")}
+        return json.dumps([settings, self.resource_id, self.plan["model"]["params"]], sort_keys=True)
+
+
+@dataclass(frozen=True)
+class Side:
+    label: str                 # what the user typed: a path, REV:PATH or /dev/null
+    workloads: dict[str, Version]
+    totals: dict               # output.plan_dict()["totals"]
+
+
+def _git(args: list[str], label: str) -> bytes:
+    try:
+        done = subprocess.run(["git", *args], capture_output=True)
+    except FileNotFoundError:
+        raise InputError([Problem(label, None, "", "cannot read it from git: the 'git' command was not found "
+                                                   "(install git, or give a file path)")]) from None
+    if done.returncode != 0:
+        lines = [ln.strip() for ln in done.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+        message = lines[0] if lines else f"git {args[0]} exited with {done.returncode}"
+        raise InputError([Problem(label, None, "", f"cannot read it from git ({message})")])
+    return done.stdout
+
+
+def _working_tree_path(path: str, label: str) -> str:
+    """Where REV:PATH's file lives in the working tree (git reads PATH from the
+    repository root, or from the current directory when it starts with ./ or ../)."""
+    if path.startswith(("./", "../")):
+        return os.path.abspath(path)
+    top = _git(["rev-parse", "--show-toplevel"], label).decode("utf-8", "replace").strip()
+    return os.path.join(top, path)
+
+
+def _load_text(raw: bytes, label: str, original: str, resource_ids):
+    """Load workload-file bytes read from git as if they were the file `original`, naming them `label`.
+
+    `config:` paths resolve next to the original in the working tree; nothing is written to disk.
+    """
+    from .loading import load_file
+
+    return load_file(label, resource_ids, raw=raw, base_dir=os.path.dirname(os.path.abspath(original)))
+
+
+def _load(spec: str, resource_ids):
+    """One side → the loaded files ([] for /dev/null)."""
+    from .loading import load_file
+
+    if spec == EMPTY:
+        return []
+    if os.path.exists(spec) or ":" not in spec:
+        return [load_file(spec, resource_ids)]
+    rev, path = spec.split(":", 1)
+    raw = _git(["show", f"{rev}:{path}"], spec)
+    return [_load_text(raw, spec, _working_tree_path(path, spec), resource_ids)]
+
+
+def read_side(spec: str) -> Side:
+    """Load and plan one side of the diff."""
+    from .loading import known_resource_ids
+    from .output import plan_dict
+    from .planner import plan_files
+
+    files = _load(spec, known_resource_ids())
+    planned = plan_dict(plan_files(files))
+    settings = {lw.spec.name: lw.spec.model_dump(mode="json") for f in files for lw in f.workloads}
+    workloads = {w["name"]: Version(w["name"], w, settings[w["name"]]) for w in planned["workloads"]}
+    return Side(spec, workloads, planned["totals"])
+
+
+# ----------------------------------------------------------------- comparing
+
+def _hours(x: float) -> str:
+    return f"{x:,.1f}"
+
+
+def _delta(x: float) -> str:
+    x = 0.0 if abs(x) < 0.05 else x       # no "-0.0"
+    return f"{x:+,.1f}"
+
+
+def _pct(before: float, after: float) -> str:
+    """'+29.6%'; empty when nothing to compare against or nothing changed."""
+    if before == 0:
+        return ""
+    p = 100 * (after - before) / before
+    return "" if abs(p) < 0.05 else f"{p:+.1f}%"
+
+
+def _count(n: int | None) -> str:
+    if n is None:
+        return "unset"
+    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= size:
+            return f"{n / size:.4g}{unit}"
+    return str(n)
+
+
+def _value(v: object) -> str:
+    """A workload-file value written the way YAML flow style reads."""
+    if v is None:
+        return "unset"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, int) and v >= 10_000:
+        return _count(v)
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_value(x)}" for k, x in v.items() if x is not None) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    return str(v)
+
+
+def _runtime(h: float) -> str:
+    return _hours(h) if h >= 10 else f"{h:.3g}"
+
+
+def _plain(n: int | None) -> str:
+    return "unset" if n is None else f"{n:,}"
+
+
+def _text(label: str, a: object, b: object, show: Callable[[object], str]) -> str:
+    """'tokens 200M → 400M'; of two mappings only the keys that differ: 'LoRA rank 16 → 32'."""
+    if isinstance(a, dict) and isinstance(b, dict) and label != "GPUs":
+        keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
+        return f"{label} " + ", ".join(f"{k} {_value(a.get(k))} → {_value(b.get(k))}" for k in keys)
+    return f"{label} {show(a)} → {show(b)}"
+
+
+def _lora(v: dict | None) -> str:
+    return "none" if v is None else f"rank {v['rank']} on {', '.join(v['targets'])}"
+
+
+THROUGHPUT_SOURCES = {"pilot": "the pilot", "pilot-extrapolated": "the pilot, extrapolated",
+                      "flops": "FLOPs × MFU", "service": "service hours"}
+
+
+@dataclass(frozen=True)
+class Field:
+    """A planned quantity compared between versions.
+
+    `inputs` are the workload-file fields whose change this quantity shows, so
+    an input is listed on its own only when none of its quantities changed.
+    """
+
+    key: str
+    label: str
+    get: Callable[[Version], object]
+    show: Callable[[object], str]
+    inputs: tuple[str, ...] = ()
+
+
+def _setting(name: str, label: str, show: Callable[[object], str] = _value, inputs: tuple[str, ...] | None = None):
+    return Field(f"settings.{name}", label, lambda v: v.plan["settings"][name], show,
+                 (name,) if inputs is None else inputs)
+
+
+FIELDS: tuple[Field, ...] = (
+    Field("model", "model", lambda v: v.plan["model"]["id"], str, ("model",)),
+    Field("kind", "kind", lambda v: v.plan["kind"], str, ("kind",)),
+    Field("method", "method", lambda v: v.plan["method"], _value, ("method",)),
+    Field("gpu", "GPUs", lambda v: {"type": v.plan["gpu"]["type"], "count": v.plan["gpu"]["count"]},
+          lambda g: f"{g['count']}× {g['type']}", ("gpu", "gpus")),
+    Field("memory.per_gpu_bytes", "memory/GPU", lambda v: v.plan["memory"]["per_gpu_bytes"],
+          lambda b: f"{b / GiB:,.1f} GiB"),
+    Field("tokens", "tokens", lambda v: v.plan["tokens"], _count, ("tokens", "data")),
+    Field("tokens_per_second", "throughput", lambda v: v.plan["tokens_per_second"],
+          lambda t: "unset" if t is None else f"{t:,.0f} tokens/s", ("throughput",)),
+    Field("throughput_source", "throughput from", lambda v: v.plan["throughput_source"],
+          lambda s: THROUGHPUT_SOURCES.get(s, str(s)), ("throughput",)),
+    Field("runtime_hours", "h/run", lambda v: v.plan["runtime_hours"], _runtime, ("hours",)),
+    Field("variants", "variants", lambda v: v.plan["variants"], str, ("variants",)),
+    Field("buffer", "buffer", lambda v: v.plan["buffer"], lambda b: f"{100 * b:g}%", ("buffer",)),
+    Field("mfu", "MFU", lambda v: v.plan["mfu"], lambda m: "unset" if m is None else f"{m:.3g}", ("mfu",)),
+    _setting("precision", "precision"),
+    _setting("seq_len", "seq_len", _plain),
+    _setting("micro_batch", "micro_batch"),
+    _setting("optimizer", "optimizer"),
+    _setting("zero_stage", "ZeRO stage"),
+    _setting("activation_checkpointing", "checkpointing"),
+    _setting("flash_attention", "FlashAttention"),
+    _setting("tensor_parallel", "tensor_parallel"),
+    _setting("pipeline_parallel", "pipeline_parallel"),
+    _setting("context", "context", _plain),
+    _setting("batch", "batch"),
+    _setting("lora", "LoRA", _lora),
+    _setting("concurrency", "concurrency"),
+    Field("resource", "resource", lambda v: v.resource_id, _value, ("resource",)),
+)
+
+
+@dataclass(frozen=True)
+class Change:
+    key: str
+    label: str
+    before: object
+    after: object
+    text: str                  # "tokens 200M → 400M"
+
+
+def changes(old: Version, new: Version) -> list[Change]:
+    """What differs between two versions: planned quantities first, then any
+    changed workload-file field whose effect none of them shows."""
+    out: list[Change] = []
+    shown: set[str] = set()
+    for f in FIELDS:
+        a, b = f.get(old), f.get(new)
+        if a != b:
+            out.append(Change(f.key, f.label, a, b, _text(f.label, a, b, f.show)))
+            shown.update(f.inputs)
+    for key in sorted(set(old.settings) | set(new.settings)):
+        if key == "name" or key in shown:
+            continue
+        a, b = old.settings.get(key), new.settings.get(key)
+        if a != b:
+            out.append(Change(f"input.{key}", key, a, b, _text(key, a, b, _value)))
+    return out
+
+
+@dataclass(frozen=True)
+class Entry:
+    category: str              # added | removed | renamed | changed | unchanged
+    name: str                  # the name in NEW (in OLD for a removed workload)
+    old_name: str | None
+    before: Version | None
+    after: Version | None
+    changes: tuple[Change, ...]
+
+    @property
+    def delta(self) -> float:
+        return (self.after.requested if self.after else 0.0) - (self.before.requested if self.before else 0.0)
+
+
+@dataclass(frozen=True)
+class Diff:
+    old: Side
+    new: Side
+    entries: tuple[Entry, ...]
+
+    def of(self, category: str) -> list[Entry]:
+        return [e for e in self.entries if e.category == category]
+
+
+def compare(old: Side, new: Side) -> Diff:
+    """Match workloads by name, then pair removed and added ones with identical settings as renames."""
+    entries: list[Entry] = []
+    for name in sorted(set(old.workloads) & set(new.workloads)):
+        a, b = old.workloads[name], new.workloads[name]
+        found = changes(a, b)
+        entries.append(Entry("changed" if found else "unchanged", name, None, a, b, tuple(found)))
+    removed = [old.workloads[n] for n in sorted(set(old.workloads) - set(new.workloads))]
+    added = [new.workloads[n] for n in sorted(set(new.workloads) - set(old.workloads))]
+    for b in list(added):
+        match = next((a for a in removed if a.rename_key() == b.rename_key()), None)
+        if match is not None:
+            removed.remove(match)
+            added.remove(b)
+            entries.append(Entry("renamed", b.name, match.name, match, b, tuple(changes(match, b))))
+    entries += [Entry("added", b.name, None, None, b, ()) for b in added]
+    entries += [Entry("removed", a.name, None, a, None, ()) for a in removed]
+    entries.sort(key=lambda e: (CATEGORIES.index(e.category), e.name))
+    return Diff(old, new, tuple(entries))
+
+
+# ----------------------------------------------------------------- output
+
+def summary(d: Diff) -> str:
+    """'Requested GPU-hours: 1,234.5 → 1,600.0 (+365.5, +29.6%); 1 added, 1 removed, 2 changed.'"""
+    before = d.old.totals["gpu_hours_requested"]
+    after = d.new.totals["gpu_hours_requested"]
+    pct = _pct(before, after)
+    counts = [f"{len(d.of(c))} {c}" for c in CATEGORIES[:-1] if d.of(c)]
+    what = ", ".join(counts) if counts else "no workload changed"
+    return (f"Requested GPU-hours: {_hours(before)} → {_hours(after)} "
+            f"({_delta(after - before)}{', ' + pct if pct else ''}); {what}.")
+
+
+def _describe(v: Version) -> str:
+    p = v.plan
+    where = f"{p['gpu']['count']}× {p['gpu']['type']}"
+    if p["kind"] == "inference" and not p["tokens"]:
+        return f"{where}, service {_hours(p['runtime_hours'])} h"
+    runs = f", {p['variants']} variants" if p["variants"] != 1 else ""
+    return f"{where}, {_count(p['tokens'])} tokens{runs}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(d: Diff) -> str:
+    out = [summary(d), ""]
+    rows = [e for e in d.entries if e.category != "unchanged"]
+    if rows:
+        out += ["| workload | change | before | after | delta | what changed |",
+                "| --- | --- | ---: | ---: | ---: | --- |"]
+        for e in rows:
+            name = f"`{e.old_name}` → `{e.name}`" if e.category == "renamed" else f"`{e.name}`"
+            before = _hours(e.before.requested) if e.before else "—"
+            after = _hours(e.after.requested) if e.after else "—"
+            delta = _delta(e.delta)
+            if e.before and e.after and _pct(e.before.requested, e.after.requested):
+                delta += f" ({_pct(e.before.requested, e.after.requested)})"
+            if e.category == "added":
+                what = _describe(e.after)
+            elif e.category == "removed":
+                what = "was " + _describe(e.before)
+            else:
+                what = "; ".join(c.text for c in e.changes) or "name only"
+            out.append(f"| {name} | {e.category} | {before} | {after} | {delta} | {_cell(what)} |")
+        out.append("")
+    unchanged = d.of("unchanged")
+    if unchanged:
+        hours = sum(e.after.requested for e in unchanged)
+        noun = "workload" if len(unchanged) == 1 else "workloads"
+        out += [f"{len(unchanged)} {noun} unchanged ({_hours(hours)} requested GPU-hours).", ""]
+    t0, t1 = d.old.totals, d.new.totals
+    out += ["| totals | before | after | delta |", "| --- | ---: | ---: | ---: |"]
+
+    def row(label: str, a: float, b: float) -> str:
+        pct = _pct(a, b)
+        return f"| {label} | {_hours(a)} | {_hours(b)} | {_delta(b - a)}{f' ({pct})' if pct else ''} |"
+
+    out.append(row("**requested GPU-hours**", t0["gpu_hours_requested"], t1["gpu_hours_requested"]))
+    for gpu in sorted(set(t0["by_gpu_type"]) | set(t1["by_gpu_type"])):
+        out.append(row(f"GPU-hours on {gpu}", t0["by_gpu_type"].get(gpu, 0.0), t1["by_gpu_type"].get(gpu, 0.0)))
+    r0, r1 = t0.get("by_resource", {}), t1.get("by_resource", {})
+    for rid in sorted(set(r0) | set(r1)):
+        unit = (r1.get(rid) or r0[rid])["unit"]
+        out.append(row(f"{rid}, {unit}", r0.get(rid, {}).get("amount", 0.0), r1.get(rid, {}).get("amount", 0.0)))
+    out.append(row("GPU-hours before the buffer", t0["gpu_hours"], t1["gpu_hours"]))
+    return "\n".join(out) + "\n"
+
+
+def _numbers(v: Version | None) -> dict | None:
+    if v is None:
+        return None
+    p = v.plan
+    return {"model": p["model"]["id"], "kind": p["kind"], "method": p["method"],
+            "gpu": {"type": p["gpu"]["type"], "count": p["gpu"]["count"]},
+            "per_gpu_bytes": p["memory"]["per_gpu_bytes"], "tokens": p["tokens"],
+            "tokens_per_second": p["tokens_per_second"], "runtime_hours": p["runtime_hours"],
+            "variants": p["variants"], "buffer": p["buffer"], "gpu_hours": p["gpu_hours"],
+            "gpu_hours_requested": p["gpu_hours_requested"], "resource": v.resource_id}
+
+
+def _round(x: float) -> float:
+    return round(x, 6) + 0.0
+
+
+def diff_dict(d: Diff) -> dict:
+    """The JSON form (schema_version 1): every category a list, sorted by name."""
+    def entry(e: Entry) -> dict:
+        out = {"name": e.name}
+        if e.category == "renamed":
+            out["old_name"] = e.old_name
+        out |= {"before": _numbers(e.before), "after": _numbers(e.after),
+                "delta_gpu_hours_requested": _round(e.delta),
+                "changes": [{"field": c.key, "before": c.before, "after": c.after, "text": c.text}
+                            for c in e.changes]}
+        return out
+
+    t0, t1 = d.old.totals, d.new.totals
+    gpus = sorted(set(t0["by_gpu_type"]) | set(t1["by_gpu_type"]))
+    r0, r1 = t0.get("by_resource", {}), t1.get("by_resource", {})
+    by_resource = {rid: {"unit": (r1.get(rid) or r0[rid])["unit"],
+                         "amount": _round(r1.get(rid, {}).get("amount", 0.0) - r0.get(rid, {}).get("amount", 0.0))}
+                   for rid in sorted(set(r0) | set(r1))}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "old": d.old.label,
+        "new": d.new.label,
+        "summary": summary(d),
+        **{c: [entry(e) for e in d.of(c)] for c in CATEGORIES},
+        "totals": {
+            "before": t0,
+            "after": t1,
+            "delta": {"gpu_hours": _round(t1["gpu_hours"] - t0["gpu_hours"]),
+                      "gpu_hours_requested": _round(t1["gpu_hours_requested"] - t0["gpu_hours_requested"]),
+                      "by_gpu_type": {g: _round(t1["by_gpu_type"].get(g, 0.0) - t0["by_gpu_type"].get(g, 0.0))
+                                      for g in gpus},
+                      "by_resource": by_resource},
+        },
+    }
+
+
+def run_diff(old: str, new: str, fmt: str = "markdown") -> str:
+    """`proposalkit diff OLD NEW`: the budget change as Markdown or JSON."""
+    d = compare(read_side(old), read_side(new))
+    if fmt == "json":
+        return json.dumps(diff_dict(d), indent=2, ensure_ascii=False) + "\n"
+    return markdown(d)

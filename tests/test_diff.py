@@ -1,0 +1,427 @@
+"""`proposalkit diff`: added, removed, renamed and changed workloads; git REV:PATH; bad input; the CI workflow.
+
+Every workload pins `gpu`/`gpus` and gives a pilot measured on that same GPU
+and count, so the planner uses the pilot as is and the hours are computable by
+hand: runtime = tokens ÷ tokens/s ÷ 3600, GPU-hours = runtime × GPUs × variants,
+requested = GPU-hours × (1 + buffer). E.g. 200M tokens at 55,000 tokens/s =
+1.0101 h per run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from proposalkit.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOW = ROOT / ".github" / "workflows" / "budget.yml"
+
+
+def workload(name, tokens, tps, *, model="stable-code-3b", variants=1, gpu="a100-80gb", buffer=0.3, extra=""):
+    return textwrap.indent(textwrap.dedent(f"""\
+        - name: {name}
+          kind: finetune
+          method: lora
+          model: {model}
+          tokens: {tokens}
+          throughput: {{tokens_per_second: {tps}, gpu: {gpu}, gpus: 1}}
+          gpu: {gpu}
+          gpus: 1
+          variants: {variants}
+          buffer: {buffer}
+        """) + extra, "  ")
+
+
+def document(*workloads):
+    return "workloads:\n" + "".join(workloads)
+
+
+def requested(tokens, tps, variants=1, gpus=1, buffer=0.3):
+    """Hand arithmetic: requested GPU-hours of a pinned workload with a pilot on the same GPU and count."""
+    return tokens / tps / 3600 * gpus * variants * (1 + buffer)
+
+
+OLD = document(
+    workload("sweep", "200M", 55000, model="llama-3.1-8b", variants=10),   # 1.0101 h × 10 × 1.3 = 13.131
+    workload("old-name", "100M", 20000),                                    # 1.3889 h × 1.3 = 1.806
+    workload("gone", "45M", 20000),                                         # 0.625 h × 1.3 = 0.8125
+    workload("same", "18M", 20000),                                         # 0.25 h × 1.3 = 0.325
+)
+NEW = document(
+    workload("sweep", "400M", 55000, model="llama-3.1-8b", variants=20),   # 2.0202 h × 20 × 1.3 = 52.525
+    workload("new-name", "100M", 20000),                                    # renamed: same settings
+    workload("fresh", "72M", 20000),                                        # 1.0 h × 1.3 = 1.3
+    workload("same", "18M", 20000),
+)
+BEFORE = {"sweep": requested(200e6, 55000, 10), "old-name": requested(100e6, 20000),
+          "gone": requested(45e6, 20000), "same": requested(18e6, 20000)}
+AFTER = {"sweep": requested(400e6, 55000, 20), "new-name": requested(100e6, 20000),
+         "fresh": requested(72e6, 20000), "same": requested(18e6, 20000)}
+
+
+@pytest.fixture
+def files(tmp_path):
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(OLD, encoding="utf-8")
+    new.write_text(NEW, encoding="utf-8")
+    return old, new
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def plan_json(capsys, path):
+    code, out, err = run(capsys, "plan", path, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+# ----------------------------------------------------------------- the numbers
+
+def test_hand_arithmetic_matches_the_plans(files, capsys):
+    old, new = (plan_json(capsys, p) for p in files)
+    for plan, expected in ((old, BEFORE), (new, AFTER)):
+        got = {w["name"]: w["gpu_hours_requested"] for w in plan["workloads"]}
+        assert got == pytest.approx(expected, abs=1e-6)
+
+
+def test_summary_line(files, capsys):
+    code, out, err = run(capsys, "diff", *files)
+    assert code == 0, err
+    before, after = sum(BEFORE.values()), sum(AFTER.values())   # 15.93 → 55.98
+    assert out.splitlines()[0] == (
+        f"Requested GPU-hours: {before:,.1f} → {after:,.1f} (+{after - before:,.1f}, "
+        f"+{100 * (after - before) / before:.1f}%); 1 added, 1 removed, 1 renamed, 1 changed.")
+    assert out.splitlines()[0] == "Requested GPU-hours: 16.1 → 56.0 (+39.9, +248.1%); 1 added, 1 removed, 1 renamed, 1 changed."
+
+
+def test_table_rows(files, capsys):
+    _, out, _ = run(capsys, "diff", *files)
+    lines = out.splitlines()
+    table = lines[lines.index("| workload | change | before | after | delta | what changed |"):]
+    # Category order (added, removed, renamed, changed), then name.
+    assert table[2:6] == [
+        "| `fresh` | added | — | 1.3 | +1.3 | 1× a100-80gb, 72M tokens |",
+        "| `gone` | removed | 0.8 | — | -0.8 | was 1× a100-80gb, 45M tokens |",
+        "| `old-name` → `new-name` | renamed | 1.8 | 1.8 | +0.0 | name only |",
+        "| `sweep` | changed | 13.1 | 52.5 | +39.4 (+300.0%) | tokens 200M → 400M; h/run 1.01 → 2.02; variants 10 → 20 |",
+    ]
+    assert "1 workload unchanged (0.3 requested GPU-hours)." in lines
+    assert "`same`" not in out
+
+
+def test_totals_table(files, capsys):
+    _, out, _ = run(capsys, "diff", *files)
+    before, after = sum(BEFORE.values()), sum(AFTER.values())
+    assert f"| **requested GPU-hours** | {before:,.1f} | {after:,.1f} | +{after - before:,.1f} (+248.1%) |" in out
+    assert out.count("| GPU-hours on ") == 1   # every workload runs on a100-80gb
+    assert f"| GPU-hours on a100-80gb | {before:,.1f} | {after:,.1f} | +{after - before:,.1f} (+248.1%) |" in out
+    assert (f"| GPU-hours before the buffer | {before / 1.3:,.1f} | {after / 1.3:,.1f} | "
+            f"+{(after - before) / 1.3:,.1f} (+248.1%) |") in out
+
+
+def test_json(files, capsys):
+    code, out, err = run(capsys, "diff", *files, "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["schema_version"] == 1
+    assert (d["old"], d["new"]) == (str(files[0]), str(files[1]))
+    assert [e["name"] for e in d["added"]] == ["fresh"]
+    assert [e["name"] for e in d["removed"]] == ["gone"]
+    assert [(e["old_name"], e["name"]) for e in d["renamed"]] == [("old-name", "new-name")]
+    assert [e["name"] for e in d["changed"]] == ["sweep"]
+    assert [e["name"] for e in d["unchanged"]] == ["same"]
+    sweep = d["changed"][0]
+    assert [c["field"] for c in sweep["changes"]] == ["tokens", "runtime_hours", "variants"]
+    assert sweep["changes"][0] | {"text": None} == {"field": "tokens", "before": 200_000_000,
+                                                     "after": 400_000_000, "text": None}
+    assert sweep["before"]["gpu_hours_requested"] == pytest.approx(BEFORE["sweep"], abs=1e-6)
+    assert sweep["after"]["gpu_hours_requested"] == pytest.approx(AFTER["sweep"], abs=1e-6)
+    assert sweep["delta_gpu_hours_requested"] == pytest.approx(AFTER["sweep"] - BEFORE["sweep"], abs=1e-5)
+    assert d["added"][0]["before"] is None and d["removed"][0]["after"] is None
+    # Totals are the plans' own totals; the delta is their difference.
+    old, new = (plan_json(capsys, p) for p in files)
+    assert d["totals"]["before"] == old["totals"] and d["totals"]["after"] == new["totals"]
+    for key in ("gpu_hours", "gpu_hours_requested"):
+        assert d["totals"]["delta"][key] == pytest.approx(new["totals"][key] - old["totals"][key], abs=1e-6)
+    assert d["summary"] == run(capsys, "diff", *files)[1].splitlines()[0]
+
+
+def test_output_is_deterministic(files, capsys):
+    first = run(capsys, "diff", *files, "--format", "json")[1]
+    assert run(capsys, "diff", *files, "--format", "json")[1] == first
+
+
+def test_what_changed_lists_gpu_throughput_buffer_and_lora(tmp_path, capsys):
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(document(workload("a", "200M", 55000, model="llama-3.1-8b")), encoding="utf-8")
+    new.write_text(document(workload("a", "200M", 110000, model="llama-3.1-8b", gpu="h100-80gb", buffer=0.2,
+                                     extra="  lora: {rank: 32}\n")), encoding="utf-8")
+    _, out, _ = run(capsys, "diff", old, new)
+    row = next(line for line in out.splitlines() if line.startswith("| `a` |"))
+    for piece in ("GPUs 1× a100-80gb → 1× h100-80gb", "throughput 55,000 tokens/s → 110,000 tokens/s",
+                  "h/run 1.01 → 0.505", "buffer 30% → 20%", "LoRA rank 16 → 32", "memory/GPU "):
+        assert piece in row
+    # 1.0101 h × 1.3 → 0.50505 h × 1.2
+    assert f"| {requested(200e6, 55000):,.1f} | {requested(200e6, 110000, buffer=0.2):,.1f} |" in row
+
+
+def test_different_settings_under_a_new_name_are_not_a_rename(tmp_path, capsys):
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(document(workload("a", "100M", 20000)), encoding="utf-8")
+    new.write_text(document(workload("b", "101M", 20000)), encoding="utf-8")
+    _, out, _ = run(capsys, "diff", old, new)
+    assert out.splitlines()[0].endswith("; 1 added, 1 removed.")
+
+
+def test_a_description_does_not_stop_a_rename(tmp_path, capsys):
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(document(workload("a", "100M", 20000)), encoding="utf-8")
+    new.write_text(document(workload("b", "100M", 20000, extra="  description: the same run\n")), encoding="utf-8")
+    _, out, _ = run(capsys, "diff", old, new)
+    assert "| `a` → `b` | renamed | 1.8 | 1.8 | +0.0 | description unset → the same run |" in out
+
+
+def test_defaults_moved_into_defaults_is_no_change(tmp_path, capsys):
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(document(workload("a", "100M", 20000, buffer=0.25)), encoding="utf-8")
+    new.write_text("defaults:\n  buffer: 0.25\n" + document(workload("a", "100M", 20000)).replace("    buffer: 0.3\n", ""),
+                   encoding="utf-8")
+    _, out, _ = run(capsys, "diff", old, new)
+    assert out.splitlines()[0] == "Requested GPU-hours: 1.7 → 1.7 (+0.0); no workload changed."
+    assert "1 workload unchanged (1.7 requested GPU-hours)." in out
+    assert "| workload |" not in out
+
+
+def test_totals_by_resource(tmp_path, capsys):
+    """With a target resource, its charge (from the plans' JSON) gets a totals row and a JSON delta."""
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    head = "proposal:\n  resource: ncsa-delta\n"
+    old.write_text(head + document(workload("a", "200M", 55000, gpu="a100-40gb")), encoding="utf-8")
+    new.write_text(head + document(workload("a", "200M", 55000, gpu="a100-40gb", variants=3)), encoding="utf-8")
+    before, after = (plan_json(capsys, p)["totals"]["by_resource"] for p in (old, new))
+    assert list(before) == list(after) and len(before) == 1
+    (rid, charge), = after.items()
+    a, b = before[rid]["amount"], charge["amount"]
+    _, out, _ = run(capsys, "diff", old, new)
+    assert f"| {rid}, {charge['unit']} | {a:,.1f} | {b:,.1f} | +{b - a:,.1f} (+200.0%) |" in out
+    d = json.loads(run(capsys, "diff", old, new, "--format", "json")[1])
+    assert d["totals"]["delta"]["by_resource"] == {rid: {"unit": charge["unit"], "amount": pytest.approx(b - a)}}
+
+
+def test_dev_null_is_an_added_or_deleted_file(files, capsys):
+    _, out, _ = run(capsys, "diff", "/dev/null", files[1])
+    assert out.splitlines()[0] == f"Requested GPU-hours: 0.0 → {sum(AFTER.values()):,.1f} (+56.0); 4 added."
+    _, out, _ = run(capsys, "diff", files[0], "/dev/null")
+    assert out.splitlines()[0] == f"Requested GPU-hours: 16.1 → 0.0 (-16.1, -100.0%); 4 removed."
+
+
+# ----------------------------------------------------------------- git
+
+def git(cwd, *args):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=cwd, check=True,
+                   capture_output=True)
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    """A repository whose HEAD has OLD as w.yaml, with NEW in the working tree."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "w.yaml").write_text(OLD, encoding="utf-8")
+    git(root, "add", "w.yaml")
+    git(root, "commit", "-q", "-m", "v1")
+    (root / "w.yaml").write_text(NEW, encoding="utf-8")
+    monkeypatch.chdir(root)
+    return root
+
+
+def test_git_rev_path(repo, capsys, files):
+    code, out, err = run(capsys, "diff", "HEAD:w.yaml", "w.yaml")
+    assert code == 0, err
+    assert out == run(capsys, "diff", *files)[1]
+    d = json.loads(run(capsys, "diff", "HEAD:w.yaml", "w.yaml", "--format", "json")[1])
+    assert (d["old"], d["new"]) == ("HEAD:w.yaml", "w.yaml")
+    assert sorted(os.listdir(repo)) == [".git", "w.yaml"]   # no temporary file left behind
+
+
+def test_git_path_from_a_subfolder(repo, capsys, monkeypatch):
+    (repo / "sub").mkdir()
+    monkeypatch.chdir(repo / "sub")
+    # git reads REV:PATH from the repository root, or from here when PATH starts with ./ or ../
+    code, out, err = run(capsys, "diff", "HEAD:w.yaml", "HEAD:../w.yaml")
+    assert code == 0, err
+    assert out.splitlines()[0] == "Requested GPU-hours: 16.1 → 16.1 (+0.0); no workload changed."
+
+
+def test_git_config_path_resolves_in_the_working_tree(tmp_path, capsys, monkeypatch):
+    root = tmp_path / "repo"
+    (root / "workloads").mkdir(parents=True)
+    (root / "models" / "tiny").mkdir(parents=True)
+    (root / "models" / "tiny" / "config.json").write_text(json.dumps({
+        "hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 8,
+        "intermediate_size": 1376, "vocab_size": 32000, "max_position_embeddings": 2048}), encoding="utf-8")
+    text = document(workload("tiny", "100M", 20000, model="{config: ../models/tiny/config.json}"))
+    (root / "workloads" / "w.yaml").write_text(text, encoding="utf-8")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "v1")
+    (root / "workloads" / "w.yaml").write_text(text.replace("100M", "200M"), encoding="utf-8")
+    monkeypatch.chdir(root)
+    code, out, err = run(capsys, "diff", "HEAD:workloads/w.yaml", "workloads/w.yaml")
+    assert code == 0, err
+    assert "tokens 100M → 200M" in out
+    assert sorted(os.listdir(root / "workloads")) == ["w.yaml"]
+
+
+# ----------------------------------------------------------------- bad input
+
+def test_bad_rev(repo, capsys):
+    code, out, err = run(capsys, "diff", "no-such-rev:w.yaml", "w.yaml")
+    assert code == 2 and out == ""
+    assert err.startswith("no-such-rev:w.yaml: cannot read it from git (fatal: ")
+    assert "no-such-rev" in err.split("(", 1)[1] and "Traceback" not in err
+
+
+def test_path_missing_at_rev(repo, capsys):
+    code, _, err = run(capsys, "diff", "HEAD:nope.yaml", "w.yaml")
+    assert code == 2
+    assert err.startswith("HEAD:nope.yaml: cannot read it from git (fatal: ") and "nope.yaml" in err
+
+
+def test_missing_file(files, capsys, tmp_path):
+    code, out, err = run(capsys, "diff", tmp_path / "missing.yaml", files[1])
+    assert (code, out) == (2, "")
+    assert err == f"{tmp_path / 'missing.yaml'}: cannot read the file (No such file or directory)\n"
+
+
+def test_invalid_yaml_in_new(files, capsys, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("workloads:\n  - name: a\n    kind: [finetune\n", encoding="utf-8")
+    code, out, err = run(capsys, "diff", files[0], bad)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"{bad}:4: malformed YAML: ")
+
+
+def test_invalid_input_at_rev_is_named_rev_path_and_line(repo, capsys):
+    (repo / "w.yaml").write_text(OLD.replace("variants: 10", "variants: ten"), encoding="utf-8")
+    git(repo, "commit", "-q", "-am", "typo")
+    code, _, err = run(capsys, "diff", "HEAD:w.yaml", "HEAD~1:w.yaml")
+    assert code == 2
+    assert err.startswith("HEAD:w.yaml:10: workloads[0].variants: ")
+    assert ".proposalkit-diff" not in err and "Traceback" not in err
+
+
+def test_git_missing(repo, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", str(repo))
+    code, _, err = run(capsys, "diff", "HEAD:w.yaml", "w.yaml")
+    assert code == 2
+    assert err == "HEAD:w.yaml: cannot read it from git: the 'git' command was not found (install git, or give a file path)\n"
+
+
+# ----------------------------------------------------------------- the CI workflow
+
+def workflow():
+    return yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+
+
+def step(name_part):
+    return next(s for s in workflow()["jobs"]["budget"]["steps"] if name_part in s.get("name", ""))
+
+
+def test_workflow_structure():
+    w = workflow()
+    on = w.get("on", w.get(True))            # YAML 1.1 reads the key `on` as true
+    assert on == {"pull_request": {"paths": ["workloads/**"]}}
+    assert w["permissions"]["pull-requests"] == "write"
+    job = w["jobs"]["budget"]
+    assert job["env"]["BASE"] == "origin/${{ github.base_ref }}"
+    steps = job["steps"]
+    checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout@"))
+    assert checkout["with"]["fetch-depth"] == 0
+    assert any(s.get("uses", "").startswith("actions/setup-python@") for s in steps)
+    runs = [s.get("run", "") for s in steps]
+    assert "pip install -e ." in runs
+    assert "proposalkit check workloads/*.yaml" in runs
+    assert 'proposalkit diff "$old" "$new"' in step("Diff")["run"]
+    assert "--no-renames" in step("Diff")["run"]   # a moved file is a deletion and an addition, both diffed
+    assert 'gh pr comment "$PR" --body-file budget-diff.md' in step("Comment")["run"]
+    assert step("Comment")["env"]["GH_TOKEN"] == "${{ github.token }}"
+
+
+def bash(script, cwd, env):
+    """Run a workflow step the way GitHub runs `shell: bash`."""
+    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=cwd, env=env,
+                          capture_output=True, text=True)
+
+
+def pull_request(tmp_path, base: dict, head: dict):
+    """A repository with `base` files on main (as origin/main) and `head` files on a branch
+    checked out; → (root, environment of a workflow step)."""
+    root = tmp_path / "repo"
+    (root / "workloads").mkdir(parents=True)
+    for name, text in base.items():
+        (root / "workloads" / name).write_text(text, encoding="utf-8")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "base")
+    git(root, "update-ref", "refs/remotes/origin/main", "HEAD")      # what fetch-depth: 0 gives
+    git(root, "checkout", "-q", "-b", "feature")
+    for name in base:
+        if name not in head:
+            git(root, "rm", "-q", f"workloads/{name}")
+    for name, text in head.items():
+        (root / "workloads" / name).write_text(text, encoding="utf-8")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "change")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "BASE": "origin/main", "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    return root, env
+
+
+def test_workflow_commands_on_a_pull_request(tmp_path):
+    """The check and diff steps, run on a change that modifies one workload file, adds one
+    and deletes one."""
+    root, env = pull_request(tmp_path, {"plan.yaml": OLD, "retired.yaml": document(workload("retired", "45M", 20000))},
+                             {"plan.yaml": NEW, "extra.yaml": document(workload("extra", "72M", 20000))})
+
+    checked = bash(step("Check")["run"], root, env)
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout.startswith("OK: 5 workloads in 2 files feasible; ")
+
+    diffed = bash(step("Diff")["run"], root, env)
+    assert diffed.returncode == 0, diffed.stderr
+    body = (root / "budget-diff.md").read_text(encoding="utf-8")
+    assert (tmp_path / "summary.md").read_text(encoding="utf-8") == body
+    sections = body.split("### Budget change: ")[1:]
+    assert [s.splitlines()[0] for s in sections] == ["`workloads/extra.yaml`", "`workloads/plan.yaml`",
+                                                     "`workloads/retired.yaml`"]
+    assert sections[0].splitlines()[2] == "Requested GPU-hours: 0.0 → 1.3 (+1.3); 1 added."
+    assert sections[1].splitlines()[2] == ("Requested GPU-hours: 16.1 → 56.0 (+39.9, +248.1%); "
+                                           "1 added, 1 removed, 1 renamed, 1 changed.")
+    assert sections[2].splitlines()[2] == "Requested GPU-hours: 0.8 → 0.0 (-0.8, -100.0%); 1 removed."
+
+
+def test_workflow_on_invalid_input(tmp_path):
+    """check fails the job with FILE:LINE; the comment still says why the diff failed."""
+    root, env = pull_request(tmp_path, {"plan.yaml": OLD}, {"plan.yaml": OLD.replace("variants: 10", "variants: ten")})
+    checked = bash(step("Check")["run"], root, env)
+    assert checked.returncode == 2
+    assert checked.stderr.startswith("workloads/plan.yaml:10: workloads[0].variants: ")
+    diffed = bash(step("Diff")["run"], root, env)
+    assert diffed.returncode == 0, diffed.stderr
+    body = (root / "budget-diff.md").read_text(encoding="utf-8").splitlines()
+    assert body[:5] == ["### Budget change: `workloads/plan.yaml`", "", "proposalkit diff failed:", "", "```"]
+    assert body[5].startswith("workloads/plan.yaml:10: workloads[0].variants: ")
