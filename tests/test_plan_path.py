@@ -65,3 +65,12 @@ def test_catalog_commands_list_sources(capsys):
         assert main(["catalog", what]) == 0
     out = capsys.readouterr().out
     assert "h100-80gb" in out and "llama-3.1-8b" in out and "ncsa-delta-a100" in out
+
+
+def test_committed_json_schema_is_current(capsys):
+    """docs/workload.schema.json (what editors load) equals `proposalkit schema`; regenerate with
+    `proposalkit schema > docs/workload.schema.json`."""
+    from proposalkit.cli import main
+
+    main(["schema"])
+    assert (ROOT / "docs" / "workload.schema.json").read_text(encoding="utf-8") == capsys.readouterr().out
