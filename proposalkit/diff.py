@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable
 
 from .errors import InputError, Problem

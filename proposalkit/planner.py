@@ -7,7 +7,7 @@ recorded as an assumption, so the report can print it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from . import catalog
 from .catalog import GPUSpec

@@ -224,7 +224,7 @@ def test_dev_null_is_an_added_or_deleted_file(files, capsys):
     _, out, _ = run(capsys, "diff", "/dev/null", files[1])
     assert out.splitlines()[0] == f"Requested GPU-hours: 0.0 → {sum(AFTER.values()):,.1f} (+56.0); 4 added."
     _, out, _ = run(capsys, "diff", files[0], "/dev/null")
-    assert out.splitlines()[0] == f"Requested GPU-hours: 16.1 → 0.0 (-16.1, -100.0%); 4 removed."
+    assert out.splitlines()[0] == "Requested GPU-hours: 16.1 → 0.0 (-16.1, -100.0%); 4 removed."
 
 
 # ----------------------------------------------------------------- git
