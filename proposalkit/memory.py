@@ -250,8 +250,14 @@ def _require_architecture(model: ModelSpec, what: str) -> None:
         )
 
 
-def _bytes(precision: str) -> Fraction:
-    return Fraction(PRECISION_BITS[precision], 8)
+def _exact(numerator: int, denominator: int = 1) -> Fraction | int:
+    """numerator/denominator exactly: an int when whole (int arithmetic is far
+    faster than Fraction and just as exact), else a Fraction."""
+    return numerator // denominator if numerator % denominator == 0 else Fraction(numerator, denominator)
+
+
+def _bytes(precision: str) -> Fraction | int:
+    return _exact(PRECISION_BITS[precision], 8)
 
 
 def _fraction(x: float) -> Fraction:
@@ -282,7 +288,7 @@ def quantized_weight_bits(precision: str) -> Fraction:
     if precision == "int4":
         return INT4_BITS
     _choice(precision, INFERENCE_PRECISIONS, "precision")
-    return Fraction(PRECISION_BITS[precision])
+    return PRECISION_BITS[precision]
 
 
 def linear_weight_params(model: ModelSpec) -> int:
@@ -394,7 +400,7 @@ def kv_heads_per_gpu(model: ModelSpec, tensor_parallel: int) -> Fraction:
     When t exceeds the KV heads, vLLM replicates them so each rank keeps one
     (vLLM attention layers: num_kv_heads = max(1, total_kv_heads // tp_size)).
     """
-    return max(Fraction(model.kv_head_count, tensor_parallel), Fraction(1))
+    return max(_exact(model.kv_head_count, tensor_parallel), 1)
 
 
 # --------------------------------------------------------------------------
@@ -453,8 +459,8 @@ def activation_terms_per_layer(
     d, f = model.head_size, model.ffn_hidden
     q_width, kv_width = a * d, model.kv_head_count * d
     sb = s * b
-    split = Fraction(1, tensor_parallel)
-    replicated = split if sequence_parallel else Fraction(1)
+    split = _exact(1, tensor_parallel)
+    replicated = split if sequence_parallel else 1
     moe = model.experts > 1
     routed = model.experts_per_token if moe else 1
     inner_tensors = 3 if model.mlp == "swiglu" else 2
@@ -506,7 +512,7 @@ def activation_bytes_per_layer(
 def _lora_activation_bytes_per_layer(model: ModelSpec, lora: LoraSpec, sb: int, e: int, t: int) -> Fraction:
     """LoRA's own stored tensor per adapted matrix: the rank-r product x·A (e·sb·r),
     which B's gradient needs; the input x is already counted with the layer."""
-    total = Fraction(0)
+    total = 0
     routed = model.experts_per_token if model.experts > 1 else 1
     for _name, _d_in, _d_out, count in lora_matrices(model, lora):
         tokens = sb * (routed if count > 1 else 1)
@@ -539,8 +545,8 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     s, b, h, v = setup.seq_len, setup.micro_batch, model.hidden, model.vocab
     t, p = setup.tensor_parallel, setup.pipeline_parallel
     sp = setup.sequence_parallel or t == 1
-    split = Fraction(1, t)
-    replicated = split if sp else Fraction(1)
+    split = _exact(1, t)
+    replicated = split if sp else 1
 
     layer = sum(activation_terms_per_layer(
         model, s, b, flash_attention=setup.flash_attention, tensor_parallel=t,
@@ -598,7 +604,7 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
 # --------------------------------------------------------------------------
 
 
-def _optimizer_bytes_per_trainable(optimizer: str, master_copy: bool, moment_bytes: Fraction = Fraction(FP32_BYTES)) -> Fraction:
+def _optimizer_bytes_per_trainable(optimizer: str, master_copy: bool, moment_bytes: Fraction | int = FP32_BYTES) -> Fraction | int:
     """Optimizer-state bytes per trainable parameter (ZeRO counts the fp32 master copy here).
 
     AdamW keeps two moments, SGD with momentum one, each `moment_bytes` wide
@@ -652,10 +658,10 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
     """
     _validate_training(model, setup)
     t, p, n, stage = setup.tensor_parallel, setup.pipeline_parallel, setup.data_parallel, setup.zero_stage
-    model_split = Fraction(1, t * p)
-    weight_shard = Fraction(1, n) if stage >= 3 else Fraction(1)
-    grad_shard = Fraction(1, n) if stage >= 2 else Fraction(1)
-    opt_shard = Fraction(1, n) if stage >= 1 else Fraction(1)
+    model_split = _exact(1, t * p)
+    weight_shard = _exact(1, n) if stage >= 3 else 1
+    grad_shard = _exact(1, n) if stage >= 2 else 1
+    opt_shard = _exact(1, n) if stage >= 1 else 1
     mixed = setup.precision != "fp32" and setup.master_weights
     pure_16bit = setup.precision != "fp32" and not setup.master_weights
     notes: list[str] = []
@@ -665,7 +671,7 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
         per_param_grad = _bytes(setup.precision)
         per_param_opt = _optimizer_bytes_per_trainable(
             setup.optimizer, master_copy=mixed,
-            moment_bytes=_bytes(setup.precision) if pure_16bit else Fraction(FP32_BYTES),
+            moment_bytes=_bytes(setup.precision) if pure_16bit else FP32_BYTES,
         )
         params = model.params * model_split
         weights = params * per_param_weight * weight_shard
@@ -702,7 +708,7 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
             adapters = 0
             notes.append("LoRA adapters not counted: the model gives only a parameter count (adapters are usually < 1% of it)")
         adapter_bytes = _bytes(lora.adapter_precision)
-        adapter_moment = _bytes(lora.adapter_precision) if pure_16bit else Fraction(FP32_BYTES)
+        adapter_moment = _bytes(lora.adapter_precision) if pure_16bit else FP32_BYTES
         adapter_opt = _optimizer_bytes_per_trainable(setup.optimizer, master_copy=False, moment_bytes=adapter_moment)
         adapter_params = adapters * model_split
         weights = (base * model_split + adapter_params * adapter_bytes) * weight_shard
@@ -759,7 +765,7 @@ def zero3_gathered_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[Fracti
     parallelism divides a unit by t.
     """
     if setup.zero_stage < 3 or setup.data_parallel < 2 or not model.has_architecture:
-        return Fraction(0), Fraction(0)
+        return 0, 0
     wb = _bytes(setup.precision)
     layer = attention_params(model) + model.experts * mlp_params_per_expert(model) + 2 * norm_params(model)
     if model.experts > 1:
@@ -774,7 +780,7 @@ def zero3_gathered_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[Fracti
     unit_bytes = max(layer_bytes, embedding * wb, head * wb) / setup.tensor_parallel
     unit_params = max(layer, embedding, head) / Fraction(setup.tensor_parallel)
     gathered_weights = 2 * unit_bytes
-    gathered_grads = unit_params * wb if setup.method == "full" else Fraction(0)
+    gathered_grads = unit_params * wb if setup.method == "full" else 0
     return gathered_weights, gathered_grads
 
 
