@@ -1,0 +1,382 @@
+"""The report (issue 4): golden Markdown and HTML, reproducible builds, the PDF's text, the
+template environment's guards, number formatting, atomic writes and the missing-Pango path.
+
+The PDF is rendered once for the module (`pdf_build`); PDF tests skip cleanly when WeasyPrint
+(or the Pango library under it) cannot be imported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from proposalkit import report
+from proposalkit.loading import load_files
+from proposalkit.planner import plan_files
+
+TESTS = Path(__file__).resolve().parent
+GOLDEN = TESTS / "golden"
+
+
+def _golden_module():
+    spec = importlib.util.spec_from_file_location("golden_update", TESTS / "golden_update.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _weasyprint_available() -> bool:
+    try:
+        report._import_weasyprint()
+    except (ImportError, OSError):
+        return False
+    return True
+
+
+SMALL = """\
+proposal:
+  title: Small test plan
+  pi: T. Tester
+workloads:
+  - name: tune-a
+    kind: finetune
+    method: lora
+    model: llama-3.1-8b
+    data: {samples: 1000, seq_len: 1024, epochs: 1}
+    throughput: {tokens_per_second: 4000, gpu: a100-80gb, gpus: 1}
+    gpu: a100-80gb
+    gpus: 1
+    variants: 3
+  - name: serve-b
+    kind: inference
+    model: llama-3.1-8b
+    context: 4k
+    batch: 4
+    hours: 100
+    gpu: a100-40gb
+    gpus: 1
+"""
+
+
+def plan_from(tmp_path: Path, text: str, name: str = "w.yaml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return plan_files(load_files([str(path)]))
+
+
+@pytest.fixture(scope="module")
+def golden_plan():
+    return plan_files(load_files([str(GOLDEN / "workloads.yaml")]))
+
+
+@pytest.fixture(scope="module")
+def pdf_build(tmp_path_factory, golden_plan):
+    """report.pdf of the golden plan, built once for the module."""
+    if not _weasyprint_available():
+        pytest.skip("WeasyPrint or Pango cannot be loaded")
+    out = tmp_path_factory.mktemp("pdf")
+    paths = report.write_reports(golden_plan, str(out), ["pdf"])
+    return out / "report.pdf", paths
+
+
+# ----------------------------------------------------------------- golden files
+
+
+@pytest.mark.parametrize("name", ["report.md", "report.html"])
+def test_golden_report_matches_byte_for_byte(name):
+    rendered = _golden_module().render_golden()[name]
+    expected = (GOLDEN / name).read_text(encoding="utf-8")
+    assert rendered == expected, (
+        f"tests/golden/{name} differs from the rendered report: run `make golden` "
+        "and review the diff (git diff tests/golden/)")
+
+
+def test_two_builds_are_byte_identical(tmp_path, golden_plan):
+    a = report.write_reports(golden_plan, str(tmp_path / "a"), ["md", "html"])
+    b = report.write_reports(golden_plan, str(tmp_path / "b"), ["md", "html"])
+    assert [Path(p).relative_to(tmp_path / "a") for p in a] == [Path(p).relative_to(tmp_path / "b") for p in b]
+    for pa, pb in zip(a, b):
+        assert Path(pa).read_bytes() == Path(pb).read_bytes(), pa
+
+
+def test_markdown_references_the_charts_written_beside_it(tmp_path, golden_plan):
+    paths = report.write_reports(golden_plan, str(tmp_path), ["md"])
+    assert sorted(Path(p).relative_to(tmp_path).as_posix() for p in paths) == [
+        "charts/gpu-hours.svg", "charts/memory.svg", "report.md"]
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "](charts/gpu-hours.svg)" in md and "](charts/memory.svg)" in md
+    assert (tmp_path / "charts/memory.svg").read_text(encoding="utf-8").startswith("<svg ")
+
+
+def test_html_is_self_contained(golden_plan):
+    html = report.render_html(report.report_context(golden_plan))
+    assert "<script" not in html.lower()
+    for needle in ("src=", "href=\"http", "@import", "url("):
+        assert needle not in html, needle
+    assert html.count("<svg ") == 2
+
+
+def test_html_and_markdown_hold_the_same_derivation(golden_plan):
+    context = report.report_context(golden_plan)
+    md, html = report.render_markdown(context), report.render_html(context)
+    for w in context.workloads:
+        for step in w.steps:
+            assert report.md_escape(step.text) in md
+            assert step.text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") in html
+
+
+# ----------------------------------------------------------------- content
+
+
+def test_report_content_follows_the_plan(golden_plan):
+    md = report.render_markdown(report.report_context(golden_plan))
+    body, appendix = md.split(report.APPENDIX_MARKER)
+    for w in golden_plan.workloads:
+        assert f"### {w.name}:" in body
+    assert "**899.2**" in body          # total requested = 134.46 + 164.75 + 600.0
+    assert f"{golden_plan.gpu_hours_requested:,.1f}" == "899.2"
+    # every number of the derivation substituted
+    assert "204,800,000 tokens ÷ 5,500 tokens/s ÷ 3,600 s/h = 10.34 h per run" in body
+    assert "10.34 h × 1 GPU × 10 runs = 103.43; × (1 + 30% buffer) = 134.46 requested" in body
+    assert "× (1 + 20% buffer) = 600.00 requested" in body
+    assert "2025-01-15" in md                     # the date given in the file
+    assert "Rules of thumb beside this estimate" in appendix
+    assert "## Appendix B. References" in appendix
+
+
+def test_references_list_only_what_the_plan_uses(golden_plan, tmp_path):
+    refs = [r.key for r in report.report_context(golden_plan).references]
+    for key in ("Rajbhandari et al. 2020", "Korthikanti et al. 2022", "Kaplan et al. 2020", "Hu et al. 2021",
+                "Kwon et al. 2023", "Chowdhery et al. 2022", "Dubey et al. 2024"):
+        assert key in refs
+    assert "Dettmers et al. 2023" not in refs        # no QLoRA in this plan
+    assert "NVIDIA A100 80GB SXM4" in refs and "Llama 3.1 8B" in refs
+    lora_only = plan_from(tmp_path, SMALL.split("  - name: serve-b")[0])
+    keys = [r.key for r in report.report_context(lora_only).references]
+    assert "Kwon et al. 2023" not in keys and "Kaplan et al. 2020" not in keys
+    assert "Hu et al. 2021" in keys
+
+
+def test_target_resource_units_are_shown(tmp_path):
+    plan = plan_from(tmp_path, """\
+        proposal: {title: On Delta, resource: ncsa-delta}
+        workloads:
+          - name: tune
+            kind: finetune
+            method: lora
+            model: llama-3.1-8b
+            tokens: 10M
+            throughput: {tokens_per_second: 3000, gpu: a100-40gb, gpus: 1}
+        """)
+    w = plan.workloads[0]
+    assert w.charge is not None
+    md = report.render_markdown(report.report_context(plan))
+    assert "allocation units" in md
+    assert report.md_escape(w.charge.arithmetic) in md
+    assert f"{report.fmt_hours(w.charge.amount)} {w.charge.unit}" in md
+
+
+def test_plan_markdown_table(tmp_path):
+    plan = plan_from(tmp_path, SMALL)
+    table = report.plan_markdown_table(plan)
+    lines = table.splitlines()
+    assert lines[0].startswith("| workload | kind | model | GPUs |")
+    rows = [line for line in lines if line.startswith("| ")]
+    assert len(rows) == 2 + 2 + 1                  # header, rule, two workloads, total
+    assert all(row.count("|") == rows[0].count("|") for row in rows)
+    assert f"**{report.fmt_hours(plan.gpu_hours_requested)}**" in rows[-1]
+
+
+# ----------------------------------------------------------------- PDF
+
+
+def test_pdf_holds_each_workload_and_the_totals(pdf_build, golden_plan):
+    from pypdf import PdfReader
+
+    path, _ = pdf_build
+    text = "\n".join(page.extract_text() for page in PdfReader(str(path)).pages)
+    for w in golden_plan.workloads:
+        assert w.name in text
+    assert report.fmt_hours(golden_plan.gpu_hours_requested) in text      # 899.2
+    assert report.fmt_hours(golden_plan.gpu_hours) in text                # 730.2
+    assert "page 1 of" in text
+
+
+def test_pdf_is_us_letter_without_timestamps(pdf_build):
+    from pypdf import PdfReader
+
+    path, _ = pdf_build
+    reader = PdfReader(str(path))
+    box = reader.pages[0].mediabox
+    assert (round(float(box.width)), round(float(box.height))) == (612, 792)   # 8.5 × 11 in at 72 pt/in
+    info = reader.metadata or {}
+    assert "/CreationDate" not in info and "/ModDate" not in info
+
+
+@pytest.fixture(scope="module")
+def pdf_again(pdf_build, golden_plan):
+    """A second rendering of the same plan: (PDF bytes, the body's length in pages)."""
+    return report.render_pdf(report.render_html(report.report_context(golden_plan)))
+
+
+def test_pdf_builds_are_byte_identical(pdf_build, pdf_again):
+    path, _ = pdf_build
+    assert pdf_again[0] == path.read_bytes()
+
+
+def test_body_fits_two_pages_for_the_golden_plan(pdf_again):
+    body_pages = pdf_again[1]
+    assert body_pages is not None and 1 < body_pages <= report.BODY_PAGES + report.PAGE_TOLERANCE
+
+
+# ----------------------------------------------------------------- page-length warning
+
+
+def test_long_body_warns_on_stderr(tmp_path, capsys):
+    many = "workloads:\n" + "".join(f"""\
+  - name: run-{i}
+    description: {"a long description of what this run is for, " * 4}
+    kind: finetune
+    method: lora
+    model: llama-3.1-8b
+    tokens: 10M
+    gpu: a100-80gb
+    gpus: 1
+""" for i in range(12))
+    plan = plan_from(tmp_path, many)
+    report.write_reports(plan, str(tmp_path / "out"), ["md"])
+    err = capsys.readouterr().err
+    assert "warning: the section B body runs to" in err and "pages estimated from the Markdown" in err
+
+
+def test_short_body_does_not_warn(tmp_path, capsys):
+    plan = plan_from(tmp_path, SMALL)
+    report.write_reports(plan, str(tmp_path / "out"), ["md", "html"])
+    assert capsys.readouterr().err == ""
+
+
+# ----------------------------------------------------------------- template guards
+
+
+def test_strict_undefined_fails_on_a_misspelt_field(golden_plan):
+    from jinja2 import UndefinedError
+
+    context = report.report_context(golden_plan)
+    for kind in ("md", "html"):
+        env = report.environment(kind)
+        with pytest.raises(UndefinedError):
+            env.from_string("{{ r.gpu_hourz_requested }}").render(r=context)
+        with pytest.raises(UndefinedError):
+            env.from_string("{% for w in r.workloads %}{{ w.nmae }}{% endfor %}").render(r=context)
+        with pytest.raises(UndefinedError):
+            env.from_string("{{ missing }}").render(r=context)
+
+
+def test_templates_may_not_print_a_bare_float(golden_plan):
+    context = report.report_context(golden_plan)
+    for kind in ("md", "html"):
+        with pytest.raises(TypeError, match="format it with a filter"):
+            report.environment(kind).from_string("{{ r.gpu_hours }}").render(r=context)
+        assert report.environment(kind).from_string("{{ r.gpu_hours|hours }}").render(r=context) == "730.2"
+
+
+@pytest.mark.parametrize("fn, value, expected", [
+    (report.fmt_gib, 30230822093, "28.2 GiB"),
+    (report.fmt_gib, 2**30, "1.0 GiB"),
+    (report.fmt_gb, 10**9, "1.0 GB"),
+    (report.fmt_hours, 9.343434, "9.34"),
+    (report.fmt_hours, 10.343434, "10.3"),
+    (report.fmt_hours, 1309.4, "1,309.4"),
+    (report.fmt_hours_precise, 103.434343, "103.43"),
+    (report.fmt_count, 204800000, "204,800,000"),
+    (report.fmt_si, 204800000, "204.8M"),
+    (report.fmt_si, 20e9, "20B"),
+    (report.fmt_si, 2.5e12, "2.5T"),
+    (report.fmt_pct, 0.3, "30%"),
+    (report.fmt_pct, 0.125, "12.5%"),
+    (report.fmt_rate, 5500.0, "5,500"),
+    (report.fmt_rate, 12.345, "12.3"),
+    (report.fmt_size, 163577856, "156.0 MiB"),
+    (report.fmt_size, 2**40 * 2.25, "2.25 TiB"),
+    (report.fmt_size, 0, "0 B"),
+])
+def test_number_formats(fn, value, expected):
+    assert fn(value) == expected
+
+
+# ----------------------------------------------------------------- atomic writes
+
+
+def test_atomic_write_leaves_the_old_file_when_replace_fails(tmp_path, monkeypatch):
+    target = tmp_path / "report.md"
+    target.write_bytes(b"old")
+
+    def broken_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(report.os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        report.write_atomic(target, b"new")
+    assert target.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.md"]     # no temporary file left
+
+
+def test_atomic_write_mode_follows_the_umask(tmp_path):
+    report.write_atomic(tmp_path / "x.md", b"text")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (tmp_path / "x.md").stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_failed_pdf_render_writes_no_pdf(tmp_path, monkeypatch):
+    plan = plan_from(tmp_path, SMALL)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.pdf").write_bytes(b"%PDF previous build")
+
+    def failing_render(html, fetcher=None):
+        raise RuntimeError("layout failed")
+
+    monkeypatch.setattr(report, "_import_weasyprint", lambda: None)
+    monkeypatch.setattr(report, "render_pdf", failing_render)
+    with pytest.raises(RuntimeError, match="layout failed"):
+        report.write_reports(plan, str(out), ["md", "html", "pdf"])
+    assert (out / "report.pdf").read_bytes() == b"%PDF previous build"
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+    assert (out / "report.md").exists() and (out / "report.html").exists()
+
+
+# ----------------------------------------------------------------- missing Pango
+
+
+def _no_pango():
+    raise OSError("cannot load library 'libpango-1.0-0'")
+
+
+def test_missing_pango_still_writes_markdown_and_html(tmp_path, monkeypatch):
+    plan = plan_from(tmp_path, SMALL)
+    monkeypatch.setattr(report, "_import_weasyprint", _no_pango)
+    with pytest.raises(report.PdfUnavailableError) as info:
+        report.write_reports(plan, str(tmp_path / "out"), ["md", "html", "pdf"])
+    message = str(info.value)
+    assert "apt-get install libpango-1.0-0 libpangoft2-1.0-0" in message
+    assert "brew install pango" in message
+    assert (tmp_path / "out/report.md").exists() and (tmp_path / "out/report.html").exists()
+    assert not (tmp_path / "out/report.pdf").exists()
+
+
+def test_missing_pango_exits_2_with_a_clear_message(tmp_path, monkeypatch, capsys):
+    from proposalkit.cli import main
+
+    (tmp_path / "w.yaml").write_text(SMALL, encoding="utf-8")
+    monkeypatch.setattr(report, "_import_weasyprint", _no_pango)
+    code = main(["report", str(tmp_path / "w.yaml"), "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "WeasyPrint could not load" in err and "brew install pango" in err
+    assert "Traceback" not in err
+    assert (tmp_path / "out/report.md").exists()
