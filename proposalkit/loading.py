@@ -456,6 +456,15 @@ def load_file(path: str, resource_ids=None, *, raw: bytes | None = None, base_di
         seen.setdefault(workload.name, index)
         model, model_problems = _resolve_model(workload, index, source, base_dir)
         problems += model_problems
+        if model is not None and not model.has_architecture:
+            needs = ("the KV cache of inference" if workload.kind == "inference" else
+                     "LoRA adapters" if workload.method in ("lora", "qlora") else None)
+            if needs:
+                at = ("workloads", index, "model")
+                problems.append(Problem(path, source.line(at), field_name(at),
+                                        f"a parameter count alone cannot size {needs} (got params only, expected "
+                                        "a catalog id, config, or layers, hidden, heads, kv_heads, ffn_hidden "
+                                        "and vocab)"))
         problems += _check(workload, index, source, resource_ids)
         if model is not None:
             loaded.append(LoadedWorkload(workload, model, path, source.line(("workloads", index)), index))

@@ -154,4 +154,7 @@ def plan_text(plan: Plan) -> str:
     if plan.warnings:
         out.append("")
         out += [f"warning: {w}" for w in plan.warnings]
+    if any(w.throughput.source == "flops" for w in plan.workloads):
+        out.append("hint: reviewers expect measured throughput; after a pilot run add "
+                   "throughput: {tokens_per_second, gpu, gpus} to the workload")
     return "\n".join(out) + "\n"

@@ -299,7 +299,7 @@ def _mfu(w, notes: list[str]) -> tuple[float, str]:
 def _throughput(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, checkpointing: bool | None,
                 gpus: dict[str, GPUSpec], mfu: tuple[float, str]) -> Throughput:
     if w.kind == "inference" and w.tokens is None:
-        return Throughput(None, "service", f"{w.hours:,.0f} h × {count} GPU(s)")
+        return Throughput(None, "service", f"{w.hours:,.0f} h × {count} GPU{'s' if count > 1 else ''}")
     pilot = w.throughput
     if pilot is not None:
         if pilot.gpu == gpu.id and pilot.gpus == count:
@@ -317,7 +317,8 @@ def _throughput(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, chec
         return Throughput(scaled.tokens_per_second, "pilot-extrapolated", scaled.rule)
     fpt = training_flops_per_token(model, w.method or "full", s.seq_len, bool(checkpointing))
     tps = flops_throughput(fpt, count, gpu.peak_16bit_flops, mfu[0])
-    derivation = (f"{count} GPU(s) × {gpu.peak_16bit_flops / 1e12:,.0f} TFLOP/s × MFU {mfu[0]:.3f} ÷ "
+    derivation = (f"{count} GPU{'s' if count > 1 else ''} × {gpu.peak_16bit_flops / 1e12:,.0f} TFLOP/s × "
+                  f"MFU {mfu[0]:.3f} ÷ "
                   f"{fpt.hardware / 1e9:,.2f} GFLOP/token = {tps:,.0f} tokens/s")
     return Throughput(tps, "flops", derivation, mfu[0], mfu[1], fpt)
 
@@ -458,8 +459,8 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
     if tp.source == "pilot-extrapolated":
         warnings.append(f"{w.name}: throughput extrapolated from the pilot: {tp.derivation}")
     if tp.source == "flops":
-        warnings.append(f"{w.name}: no measured pilot; runtime estimated from FLOPs at MFU {tp.mfu:.2f}. "
-                        "Reviewers expect a pilot: add throughput: {tokens_per_second, gpu, gpus}")
+        warnings.append(f"{w.name}: no measured pilot yet; the runtime is estimated from FLOPs at MFU "
+                        f"{tp.mfu:.2f} and will be replaced by a measured throughput")
     if w.mfu is not None and w.mfu > 0.6:
         warnings.append(f"{w.name}: MFU {w.mfu:.2f} is above published achieved results (≤ 0.56, "
                         "Korthikanti et al. 2022 Table 3)")

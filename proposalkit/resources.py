@@ -288,8 +288,8 @@ def system_of(resource_id: str) -> str:
 
 
 def _fmt(x: float) -> str:
-    """Hours and amounts: thousands separators, at least one decimal, at most four."""
-    text = f"{x:,.4f}".rstrip("0")
+    """Hours and amounts: thousands separators, at least one decimal, at most two."""
+    text = f"{x:,.2f}".rstrip("0")
     return text + "0" if text.endswith(".") else text
 
 

@@ -142,6 +142,16 @@ CASES = {
         GOOD + "    gpus: 2\n",
         "FILE:9: workloads[0].gpus: duplicate key (first given on line 8)\n",
     ),
+    "lora on a parameter count": (
+        GOOD.replace("model: llama-3.1-8b", "model: {params: 7B}"),
+        "FILE:5: workloads[0].model: a parameter count alone cannot size LoRA adapters (got params only, expected "
+        "a catalog id, config, or layers, hidden, heads, kv_heads, ffn_hidden and vocab)\n",
+    ),
+    "inference on a parameter count": (
+        "workloads:\n  - name: serve\n    kind: inference\n    model: {params: 7B}\n    context: 4k\n    hours: 10\n",
+        "FILE:4: workloads[0].model: a parameter count alone cannot size the KV cache of inference (got params "
+        "only, expected a catalog id, config, or layers, hidden, heads, kv_heads, ffn_hidden and vocab)\n",
+    ),
     "no tokens": (
         GOOD.replace("    tokens: 200M\n", ""),
         "FILE:2: workloads[0].tokens: required (expected tokens, e.g. 200M, or data: {samples, seq_len, epochs})\n",
