@@ -116,3 +116,20 @@ def test_inference_service_costs_hours_times_gpus():
     assert p.runtime_hours == 720
     assert p.gpu_hours == 1440
     assert p.gpu_hours_requested == pytest.approx(1728)
+
+
+def test_pinned_gpu_that_cannot_hold_the_workload_exits_1(tmp_path, capsys):
+    """Full fine-tuning of Llama-2-70B (68,976,648,192 params × 16 B = 1.10e12 B of model states,
+    ZeRO §3.1) cannot sit on one A100-80GB (79.15 GiB usable): exit 1, what it needs, what would fit."""
+    from proposalkit.cli import main
+
+    path = tmp_path / "big.yaml"
+    path.write_text("workloads:\n  - name: big\n    kind: finetune\n    method: full\n    model: llama-2-70b\n"
+                    "    tokens: 100M\n    seq_len: 2048\n    gpu: a100-80gb\n    gpus: 1\n")
+    assert main(["plan", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:2: workloads[0]: big does not fit: it needs ")
+    needed_gib = float(err.split("it needs ")[1].split(" GiB")[0].replace(",", ""))
+    assert needed_gib > 68_976_648_192 * 16 / 2**30  # at least the unsharded model states
+    assert "which has 79.2 GiB usable; it would fit on " in err
+    assert "× a100-80gb (remove the gpu/gpus pin, or pin that)" in err
