@@ -55,7 +55,14 @@ def cmd_report(args) -> int:
               "(expected md, html, pdf, comma-separated)", file=sys.stderr)
         return EXIT_INPUT
     plan = _plan(args.files)
-    for path in write_reports(plan, args.output, formats):
+    try:
+        written = write_reports(plan, args.output, formats)
+    except OSError as error:
+        where = error.filename or args.output
+        print(f"proposalkit report: -o {args.output}: cannot write {where} ({error.strerror}); "
+              "choose a folder you can write to", file=sys.stderr)
+        return EXIT_INPUT
+    for path in written:
         print(path)
     return EXIT_OK
 

@@ -201,6 +201,8 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
     buffer = DEFAULT_BUFFER if w.buffer is None else w.buffer
     if w.buffer is None:
         notes.append("contingency buffer 30% (default; NAIRR community guide: 20–30% for retries, sweeps, profiling)")
+    if w.storage is None and w.kind != "inference":
+        notes.append("3 checkpoints kept on scratch per run (planner default; set storage: {checkpoints_retained})")
     flash = True if w.flash_attention is None else w.flash_attention
     if w.flash_attention is None and w.kind != "inference":
         notes.append("FlashAttention on (current training recipes; Dao et al. 2022): no s² attention activations")
