@@ -107,7 +107,33 @@ _Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _Loader(_Base):
-    """Safe loading; dates stay text (a title or date is not a datetime)."""
+    """Safe loading; dates stay text (a title or date is not a datetime).
+
+    libyaml calls back into Python to resolve every plain scalar's tag, which
+    is a third of composing a file; the tag depends on the text alone, and a
+    workload file repeats the same keys and values, so resolved tags are
+    remembered. No path resolvers are registered, so descending and ascending
+    the document need not be tracked.
+    """
+
+    _tags: dict[str, str] = {}
+    _TAGS_KEPT = 4096
+
+    def resolve(self, kind, value, implicit):
+        if kind is yaml.ScalarNode and implicit[0]:
+            tag = self._tags.get(value)
+            if tag is None:
+                tag = super().resolve(kind, value, implicit)
+                if len(self._tags) < self._TAGS_KEPT:
+                    self._tags[value] = tag
+            return tag
+        return super().resolve(kind, value, implicit)
+
+    def descend_resolver(self, current_node, current_index):
+        pass
+
+    def ascend_resolver(self):
+        pass
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -116,23 +142,89 @@ _Loader.yaml_implicit_resolvers = {
 }
 
 
-def _walk(node, path: Path, source: Source, problems: list[Problem]) -> None:
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[object, int] = {}
-        for key_node, value_node in node.value:
-            key = key_node.value
-            line = key_node.start_mark.line + 1
-            if key in seen:
-                problems.append(Problem(source.path, line, field_name(path + (key,)),
-                                        f"duplicate key (first given on line {seen[key]})"))
-                continue
-            seen[key] = line
-            source.lines[path + (key,)] = line
-            _walk(value_node, path + (key,), source, problems)
-    elif isinstance(node, yaml.SequenceNode):
+_STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _Builder:
+    """Builds the Python value of a composed YAML document and the line of every field.
+
+    One pass over the node tree instead of PyYAML's constructor plus a second
+    walk for line numbers: scalars tagged as text (nearly all of them) are
+    taken as they are, others (numbers, booleans, null) go through the safe
+    constructor, so values follow YAML exactly as yaml.safe_load would. An
+    alias yields the value already built for its anchor (as safe_load does),
+    so aliases nested in aliases cannot blow a small file up ("billion laughs");
+    fields reached through an alias take the line of the alias.
+    """
+
+    def __init__(self, loader, source: Source, problems: list[Problem]):
+        self.loader, self.source, self.problems = loader, source, problems
+        self.active: set[int] = set()   # collection nodes on the current path (recursive aliases)
+        self.built: dict[int, object] = {}   # collection node → its value (aliases reuse it)
+        self.merged: dict[int, int] = {}   # mapping node → how many of its pairs came from merge keys
+
+    def value(self, node, path: Path):
+        if isinstance(node, yaml.ScalarNode):
+            return node.value if node.tag == _STR_TAG else self.loader.construct_object(node, deep=True)
+        if id(node) in self.built:
+            return self.built[id(node)]
+        if id(node) in self.active:
+            self.problems.append(Problem(self.source.path, node.start_mark.line + 1, field_name(path),
+                                         "an alias refers to a value that contains it (recursive alias)"))
+            return None
+        self.active.add(id(node))
+        try:
+            if isinstance(node, yaml.SequenceNode):
+                value = self._sequence(node, path)
+            elif isinstance(node, yaml.MappingNode):
+                value = self._mapping(node, path)
+            else:
+                value = self.loader.construct_object(node, deep=True)
+            self.built[id(node)] = value
+            return value
+        finally:
+            self.active.discard(id(node))
+
+    def _sequence(self, node, path: Path) -> list:
+        items = []
+        lines = self.source.lines
         for index, item in enumerate(node.value):
-            source.lines[path + (index,)] = item.start_mark.line + 1
-            _walk(item, path + (index,), source, problems)
+            at = path + (index,)
+            lines[at] = item.start_mark.line + 1
+            items.append(self.value(item, at))
+        return items
+
+    def _mapping(self, node, path: Path) -> dict:
+        # YAML merge keys ('<<: *base'): PyYAML's flatten_mapping puts the merged
+        # pairs first, in the order safe_load applies them; the explicit pairs
+        # follow and override them. Only the explicit keys can be duplicates.
+        merged = self.merged.get(id(node))
+        if merged is None:
+            explicit = sum(1 for key_node, _ in node.value if key_node.tag != _MERGE_TAG)
+            if explicit < len(node.value):
+                self.loader.flatten_mapping(node)
+            merged = self.merged[id(node)] = len(node.value) - explicit
+        mapping: dict = {}
+        seen: dict[object, int] = {}
+        lines = self.source.lines
+        for index, (key_node, value_node) in enumerate(node.value):
+            line = key_node.start_mark.line + 1
+            if not isinstance(key_node, yaml.ScalarNode):
+                self.problems.append(Problem(self.source.path, line, field_name(path),
+                                             "a key must be a plain name, not a list or mapping"))
+                continue
+            key = key_node.value if key_node.tag == _STR_TAG else self.loader.construct_object(key_node)
+            if index >= merged:
+                if key in seen:
+                    self.problems.append(Problem(self.source.path, line, field_name(path + (key,)),
+                                                 f"duplicate key (first given on line {seen[key]})"))
+                    continue
+                seen[key] = line
+            at = path + (key,)
+            lines[at] = line
+            mapping[key] = self.value(value_node, at)
+        return mapping
 
 
 def _parse_yaml(path: str, raw: bytes) -> tuple[object, Source]:
@@ -155,10 +247,9 @@ def _parse_yaml(path: str, raw: bytes) -> tuple[object, Source]:
                                                       "'workloads' list)")])
         problems: list[Problem] = []
         source.lines[()] = node.start_mark.line + 1
-        _walk(node, (), source, problems)
+        data = _Builder(loader, source, problems).value(node, ())
         if problems:
             raise InputError(problems)
-        data = loader.construct_document(node)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark else None

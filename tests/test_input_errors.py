@@ -254,3 +254,71 @@ def test_no_traceback_from_the_installed_command(tmp_path):
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().endswith("this is a binary file, not YAML text")
+
+
+# ----------------------------------------------------------------- YAML features
+
+def test_values_equal_safe_load(tmp_path):
+    """The loader builds values itself (one pass with the line map); they must be what
+    yaml.safe_load gives for every YAML scalar type and for merge keys and aliases."""
+    from proposalkit.loading import _Loader, _parse_yaml
+
+    assert not _Loader.yaml_path_resolvers   # the loader skips tracking the path on that premise
+
+    text = textwrap.dedent("""\
+        base: &base {a: 1, b: two, c: [1.5, .inf, -.Inf, 0x1f, 0o17, 1_000, 1e3]}
+        other: &other {b: three, d: null, e: ~, f: true, g: no, h: "yes"}
+        merged:
+          <<: [*base, *other]
+          a: 10
+        again: *base
+        scalars: [2026-11-20, '007', 7B, 80GiB, !!str 12, !!float 3, +12, -0.5]
+        """)
+    _parse_yaml("f.yaml", text.encode())   # twice: the second parse uses remembered tags
+    data, source = _parse_yaml("f.yaml", text.encode())
+    expected = yaml.safe_load(text)
+    expected["scalars"][0] = "2026-11-20"   # dates stay text (a title or date is not a datetime)
+    assert data == expected
+    assert data["merged"] == {"a": 10, "b": "two", "c": data["base"]["c"], "d": None, "e": None,
+                              "f": True, "g": False, "h": "yes"}
+    assert source.lines[("merged", "a")] == 5
+
+
+def test_merge_key_in_a_workload(tmp_path, capsys):
+    content = "shared: &w {kind: finetune, method: lora, model: llama-3.1-8b, gpu: a100-80gb, gpus: 1}\n"
+    content += "workloads:\n  - <<: *w\n    name: a\n    tokens: 10M\n"
+    code, err, _ = run(tmp_path, content, capsys)
+    # `shared` is not a field; the merged workload itself is valid (no duplicate-key complaint).
+    assert code == 2
+    assert err == "FILE:1: shared: unknown field 'shared' (expected one of: proposal, defaults, workloads)\n"
+
+
+def test_duplicate_key_inside_a_merged_mapping(tmp_path, capsys):
+    content = ("workloads:\n  - <<: {kind: finetune}\n    name: a\n    kind: inference\n    name: b\n")
+    code, err, _ = run(tmp_path, content, capsys)
+    assert code == 2
+    assert err.splitlines()[0] == "FILE:5: workloads[0].name: duplicate key (first given on line 3)"
+
+
+def test_recursive_alias(tmp_path, capsys):
+    code, err, _ = run(tmp_path, "workloads:\n  - &a\n    name: x\n    more: [*a]\n", capsys)
+    assert code == 2
+    assert err == "FILE:2: workloads[0].more[0]: an alias refers to a value that contains it (recursive alias)\n"
+
+
+def test_list_as_a_key(tmp_path, capsys):
+    code, err, _ = run(tmp_path, "workloads:\n  - name: x\n    ? [a, b]\n    : 1\n", capsys)
+    assert code == 2
+    assert err == "FILE:3: workloads[0]: a key must be a plain name, not a list or mapping\n"
+
+
+def test_aliases_nested_in_aliases_do_not_blow_up(tmp_path, capsys):
+    """'Billion laughs': 9 levels of 9 aliases would be 9^9 values if expanded."""
+    lines = ['l0: &l0 ["x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    for i in range(1, 10):
+        lines.append(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]")
+    content = "\n".join(lines) + "\n" + GOOD
+    code, err, _ = run(tmp_path, content, capsys)
+    assert code == 2
+    assert err.splitlines()[0] == "FILE:1: l0: unknown field 'l0' (expected one of: proposal, defaults, workloads)"
+    assert len(err.splitlines()) == 10
