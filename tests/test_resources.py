@@ -153,10 +153,19 @@ def test_tacc_published_minimum_charge_example():
     assert c.amount == pytest.approx(2 * 0.25 * 3)
 
 
-def test_jetstream2_full_gpu_takes_the_conservative_multiplier():
-    # Jetstream2 Instance Flavors: g3.xl = 32 vCPUs + a full A100; 4 SUs per vCPU-hour
-    # in one revision (128 SU/h), 2 in another (64 SU/h): the larger is kept.
-    assert R.charge("jetstream2-gpu", "a100-40gb", 1, 10.0).amount == 32 * 4 * 10.0
+def test_jetstream2_full_gpu_is_64_sus_per_hour():
+    # Jetstream2 docs, 'Instance Flavors' and 'ACCESS Credits and Jetstream2': "Jetstream2
+    # GPU instances cost 2 SUs per vCPU hour"; g3.xl = 32 vCPUs + one full A100 40 GB.
+    # 32 × 2 = 64 SUs per hour; 10 h = 640 SUs. (An older revision said 4 per vCPU-hour.)
+    assert R.charge("jetstream2-gpu", "a100-40gb", 1, 10.0).amount == 32 * 2 * 10.0
+
+
+def test_startup_caps_agree_on_jetstream2():
+    # NAIRR community guide: "NAIRR pilot can request 128,000 SUs (2000 GPU-hours)" on
+    # Jetstream2: the two Start-Up caps must describe the same request at the catalog's rate.
+    startup = R.track("startup")
+    sus_for_cap = R.charge("jetstream2-gpu", "a100-40gb", 1, startup.gpu_hours_cap).amount
+    assert sus_for_cap == startup.jetstream2_su_cap == 128_000
 
 
 def test_convert_gpu_hours_rounds_up_to_whole_nodes():
