@@ -36,6 +36,7 @@ Sources, cited where used:
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -200,7 +201,7 @@ class MemoryBreakdown:
 
     @property
     def total(self) -> int:
-        return sum(self.components().values())
+        return self.weights + self.gradients + self.optimizer + self.activations + self.kv_cache + self.overhead
 
     def components(self) -> dict[str, int]:
         return {
@@ -226,6 +227,13 @@ class CrossCheck:
 # --------------------------------------------------------------------------
 # Small helpers.
 # --------------------------------------------------------------------------
+
+
+# Pure functions of a (frozen, hashable) model and setup are memoized: a
+# proposal repeats models and setups (sweeps, variants), `check` and `diff`
+# plan the same workloads again, and the planner tries several GPU counts.
+# Their results are frozen dataclasses or tuples, safe to share.
+_memo = functools.lru_cache(maxsize=1024)
 
 
 def _ceil(value: Fraction | int) -> int:
@@ -260,6 +268,7 @@ def _bytes(precision: str) -> Fraction | int:
     return _exact(PRECISION_BITS[precision], 8)
 
 
+@functools.lru_cache(maxsize=64)
 def _fraction(x: float) -> Fraction:
     # Through the decimal text, so 0.1 is exactly 1/10 and not its binary neighbour.
     return Fraction(str(x))
@@ -328,7 +337,8 @@ def weight_bytes(model: ModelSpec, precision: str, *, unquantized: str = "bf16")
 # --------------------------------------------------------------------------
 
 
-def lora_matrices(model: ModelSpec, lora: LoraSpec) -> list[tuple[str, int, int, int]]:
+@_memo
+def lora_matrices(model: ModelSpec, lora: LoraSpec) -> tuple[tuple[str, int, int, int], ...]:
     """(module, d_in, d_out, matrices per layer) for each adapted module.
 
     q_proj h→a·d, k_proj and v_proj h→kv·d (grouped-query widths), o_proj
@@ -364,9 +374,10 @@ def lora_matrices(model: ModelSpec, lora: LoraSpec) -> list[tuple[str, int, int,
             raise ValueError(f"lora.targets: {name!r} is not a linear module of {model.id!r} (valid: {valid})")
         d_in, d_out, count = shapes[name]
         matrices.append((name, d_in, d_out, count))
-    return matrices
+    return tuple(matrices)
 
 
+@_memo
 def lora_trainable_params(model: ModelSpec, lora: LoraSpec) -> int:
     """Trainable LoRA parameters: L · Σ r·(d_in + d_out) over the adapted matrices (Hu et al. 2021 §4.1).
 
@@ -632,6 +643,7 @@ def _validate_training(model: ModelSpec, setup: TrainingSetup) -> None:
         _choice(setup.lora.adapter_precision, ADAPTER_PRECISIONS, "lora.adapter_precision")
 
 
+@_memo
 def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead = DEFAULT_OVERHEAD) -> MemoryBreakdown:
     """Memory per GPU of a training step.
 
@@ -814,6 +826,7 @@ def inference_activation_bytes(model: ModelSpec, setup: InferenceSetup) -> int:
     return _ceil(layer + logits)
 
 
+@_memo
 def inference_memory(model: ModelSpec, setup: InferenceSetup, overhead: Overhead = DEFAULT_OVERHEAD) -> MemoryBreakdown:
     """Memory per GPU of serving `batch` sequences of `context` tokens.
 
@@ -881,7 +894,9 @@ def _overhead(allocated: int, overhead: Overhead) -> int:
     """CUDA context + allocator reserve × allocated bytes (rounded up once)."""
     if overhead.cuda_context_bytes < 0 or overhead.allocator_reserve < 0:
         raise ValueError("overhead: expected non-negative cuda_context_bytes and allocator_reserve")
-    return overhead.cuda_context_bytes + _ceil(allocated * _fraction(overhead.allocator_reserve))
+    reserve = _fraction(overhead.allocator_reserve)
+    # ⌈allocated × n/d⌉ in integers: -(-a // b) is the ceiling of a / b.
+    return overhead.cuda_context_bytes - (-allocated * reserve.numerator // reserve.denominator)
 
 
 def _overhead_note(overhead: Overhead) -> str:
@@ -905,6 +920,12 @@ _SEED_001_INFERENCE = {"fp32": 4, "bf16": 2, "fp16": 2, "int8": 1, "fp8": 1, "in
 
 
 def cross_checks(model: ModelSpec, *, kind: str, method: str, precision: str, context: int | None) -> list[CrossCheck]:
+    """The seeds' rules of thumb for this workload (see _cross_checks)."""
+    return list(_cross_checks(model, kind, method, precision, context))
+
+
+@_memo
+def _cross_checks(model: ModelSpec, kind: str, method: str, precision: str, context: int | None) -> tuple[CrossCheck, ...]:
     """The seeds' rules of thumb for this workload, in bytes (GB = 10^9 as the seeds mean it).
 
     P(B) = parameters / 10^9, ctx(k) = context / 1000, so "x·P(B) GB" is x
@@ -950,4 +971,4 @@ def cross_checks(model: ModelSpec, *, kind: str, method: str, precision: str, co
             checks.append(CrossCheck("seed 001 QLoRA (int4)", _ceil(P * Fraction(6, 10)), "0.6·P(B) GB", _SEED_001))
     else:
         raise ValueError(f"kind: expected inference, training, pretrain or finetune, got {kind!r}")
-    return checks
+    return tuple(checks)

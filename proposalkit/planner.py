@@ -7,7 +7,9 @@ recorded as an assumption, so the report can print it.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from . import catalog
 from .catalog import GPUSpec
@@ -57,9 +59,13 @@ class Settings:
     checkpoints_retained: int
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """One GPU type × count the planner considered."""
+class Candidate(NamedTuple):
+    """One GPU type × count the planner considered.
+
+    An immutable record like the frozen dataclasses here, but a NamedTuple: the
+    choice makes one per GPU type × count tried, and a tuple is several times
+    cheaper to create.
+    """
 
     gpu: str
     count: int
@@ -365,19 +371,25 @@ def _candidate_gpus(w, target: _Target | None, gpus: dict[str, GPUSpec]) -> list
     return list(gpus.values())
 
 
-def _candidate_counts(w, s: Settings, gpu: GPUSpec, target: _Target | None) -> list[int]:
+def _candidate_counts(w, s: Settings, gpu: GPUSpec, target: _Target | None) -> tuple[int, ...]:
     if w.gpus is not None:
-        return [w.gpus]
-    first = [w.throughput.gpus] if w.throughput is not None and w.throughput.gpu == gpu.id else []
+        return (w.gpus,)
+    first = w.throughput.gpus if w.throughput is not None and w.throughput.gpu == gpu.id else None
     model_parallel = 1 if w.kind == "inference" else s.tensor_parallel * s.pipeline_parallel
+    return _counts(first, model_parallel, gpu.id, target)
+
+
+@functools.lru_cache(maxsize=512)
+def _counts(first: int | None, model_parallel: int, gpu: str, target: _Target | None) -> tuple[int, ...]:
+    """The GPU counts tried, in order: the pilot's count first, then ascending."""
     counts = set(CANDIDATE_COUNTS)
     if target is not None:
         # Every count up to a node, then whole nodes (a 3-GPU node takes 1, 2, 3, 6, 12, ...).
-        for node in target.node_sizes(gpu.id):
+        for node in target.node_sizes(gpu):
             counts |= set(range(1, node + 1)) | {node * 2**k for k in range(11)}
-        counts = {c for c in counts if target.takes(gpu.id, c)}
-    out = [c for c in first + sorted(counts) if c % model_parallel == 0]
-    return list(dict.fromkeys(out))
+        counts = {c for c in counts if target.takes(gpu, c)}
+    out = [c for c in ([first] if first is not None else []) + sorted(counts) if c % model_parallel == 0]
+    return tuple(dict.fromkeys(out))
 
 
 def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | None) -> StoragePlan:
@@ -420,26 +432,27 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
     candidates: list[Candidate] = []
     best = None  # (sort key, candidate, mem, throughput, hours, charge)
     memory_cache: dict = {}
+    service = w.kind == "inference" and w.tokens is None
     for gpu in _candidate_gpus(w, target, gpus):
         for count in _candidate_counts(w, s, gpu, target):
             fits, mem, stage, ckpt = _fit(model, w, s, gpu, count, memory_cache)
             if not fits:
                 candidates.append(Candidate(gpu.id, count, False, mem.total, gpu.usable_memory_bytes,
-                                            None, stage, ckpt, False,
-                                            f"does not fit: needs {mem.total / GiB:,.1f} GiB per GPU, "
-                                            f"{gpu.id} has {gpu.usable_memory_bytes / GiB:,.1f} GiB"))
+                                         None, stage, ckpt, False))
                 continue
-            tp = _throughput(model, w, s, gpu, count, ckpt, gpus, mfu)
-            hours = w.hours if tp.source == "service" else runtime_hours(tokens, tp.tokens_per_second)
+            # A service's cost is its hours, whatever the GPU: its Throughput (a
+            # description) is made once, for the chosen configuration.
+            tp = None if service else _throughput(model, w, s, gpu, count, ckpt, gpus, mfu)
+            hours = w.hours if service else runtime_hours(tokens, tp.tokens_per_second)
             requested = hours * count * s.variants * (1 + s.buffer)
-            extrapolated = tp.source == "pilot-extrapolated"
+            extrapolated = tp is not None and tp.source == "pilot-extrapolated"
             charge = None
             if target is not None and gpu.id in target.gpus:
                 charge = target.charge(gpu.id, count, hours * (1 + s.buffer), s.variants)
             # With a target resource the allocation is charged in its unit, so that is the cost.
             cost = charge.amount if charge is not None else requested
             cand = Candidate(gpu.id, count, True, mem.total, gpu.usable_memory_bytes, requested, stage, ckpt,
-                             extrapolated, cost=cost, cost_unit=charge.unit if charge is not None else "GPU-hours")
+                          extrapolated, cost=cost, cost_unit=charge.unit if charge is not None else "GPU-hours")
             candidates.append(cand)
             # A measured pilot beats any extrapolation of it (DESIGN.md): the pilot's own
             # configuration wins whenever it fits; otherwise the cheapest, then fewer GPUs,
@@ -457,6 +470,8 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
 
     _, chosen, mem, tp, hours, charge = best
     gpu = gpus[chosen.gpu]
+    if tp is None:
+        tp = _throughput(model, w, s, gpu, chosen.count, chosen.activation_checkpointing, gpus, mfu)
     alternatives = _alternatives(candidates, chosen)
     if tp.source == "pilot-extrapolated":
         warnings.append(f"{w.name}: throughput extrapolated from the pilot: {tp.derivation}")
@@ -530,10 +545,15 @@ def _alternatives(candidates: list[Candidate], chosen: Candidate) -> tuple[Candi
                     reason += " (needs activation checkpointing: the recompute costs time)"
             else:
                 reason = f"fits on {c.count}× {c.gpu} at the same cost; ties go to fewer GPUs, then the smaller GPU"
-            out.append(Candidate(**{**c.__dict__, "reason": reason}))
         else:
-            out.append(c)
+            reason = _does_not_fit(c)
+        out.append(c._replace(reason=reason))
     return tuple(out)
+
+
+def _does_not_fit(c: Candidate) -> str:
+    return (f"does not fit: needs {c.per_gpu_bytes / GiB:,.1f} GiB per GPU, "
+            f"{c.gpu} has {c.usable_bytes / GiB:,.1f} GiB")
 
 
 def _infeasible_message(lw: LoadedWorkload, candidates: list[Candidate], resource_id: str | None) -> str:

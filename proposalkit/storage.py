@@ -30,6 +30,7 @@ one decimal = 2.3 T). In decimal units they would be 352 GB and 2.5 TB.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -183,6 +184,7 @@ def _num(x: Fraction | int | float) -> str:
     return f"{float(x):g}"
 
 
+@functools.lru_cache(maxsize=256)   # pure; a proposal repeats its models
 def checkpoint_size(params: int, precision: str = "bf16", optimizer: str = "adamw") -> CheckpointSize:
     """Checkpoint of a full fine-tune or pretraining run: weights only and full state."""
     params = _count("params", params)

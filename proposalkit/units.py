@@ -47,9 +47,13 @@ _COUNT_RE = re.compile(rf"^\s*({_NUMBER})\s*([kKMBGT]?)\s*$")
 _MEMORY_RE = re.compile(rf"^\s*({_NUMBER})\s*([KMGT]i?B|B)\s*$")
 
 
-def bytes_per_element(precision: str) -> Fraction:
-    """Bytes per element as an exact fraction (int4 is 1/2, never 0)."""
-    return Fraction(PRECISION_BITS[precision], 8)
+def bytes_per_element(precision: str) -> Fraction | int:
+    """Bytes per element, exactly: an int when whole (bf16 2), else a Fraction (int4 1/2, never 0).
+
+    Whole values stay ints because int arithmetic is as exact and far faster.
+    """
+    bits = PRECISION_BITS[precision]
+    return bits // 8 if bits % 8 == 0 else Fraction(bits, 8)
 
 
 def parse_count(value: object) -> float:
