@@ -42,6 +42,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from . import charts
+from . import resources as res_catalog
 from .compute import matmul_params
 from .errors import InputError
 from .planner import Candidate, Plan, WorkloadPlan
@@ -327,6 +328,84 @@ class ResourceTotal:
     amount: float
 
 
+# Marks for a catalog fact that was not read on the provider's own page (catalog `confidence`).
+CONFIDENCE_MARKS = {"secondhand": "†", "inferred": "‡"}
+CONFIDENCE_NOTES = {
+    "secondhand": "Second-hand source, not the provider's own page: re-check before quoting",
+    "inferred": "Inferred from documented numbers, not stated by the provider (see the catalog notes)",
+}
+
+
+@dataclass(frozen=True)
+class ResourceRow:
+    """One resource (partition) and GPU type the request runs on: requested GPU-hours → rule → its unit.
+
+    A partition offers one GPU type except NERSC Perlmutter (A100 40 GB and 80 GB), which gets a
+    row per type. `resource_id` None: workloads with no target resource, requested in GPU-hours.
+    """
+
+    resource_id: str | None
+    system: str                  # system id (ncsa-delta): partitions of one system share an allocation
+    partition: str               # as the provider names it: "gpuH200x8" ("" without a resource)
+    name: str                    # the catalog's full name, the reference key in Appendix B
+    gpu_type: str
+    gpus_per_node: int | None
+    rule: str                    # the charging rule in words (resources.describe_rule)
+    rule_source: str
+    rule_confidence: str         # verified | secondhand | inferred ("" without a resource)
+    gpu_hours_requested: float   # buffer included, all workloads on it
+    amount: float                # in `unit`, all workloads on it (per-job rounding and minimums applied)
+    unit: str
+    walltime: str                # the per-job limit(s) that apply to the plan's jobs, in words
+    walltime_source: str
+    walltime_confidence: str
+    workloads: tuple[str, ...]
+
+    @property
+    def rule_mark(self) -> str:
+        return CONFIDENCE_MARKS.get(self.rule_confidence, "")
+
+    @property
+    def walltime_mark(self) -> str:
+        return CONFIDENCE_MARKS.get(self.walltime_confidence, "")
+
+
+@dataclass(frozen=True)
+class UnitTotal:
+    """The amount requested on one system in one unit: partitions of one system add up, systems do not."""
+
+    label: str                   # the partition id when it is the only one, else the system id
+    system: str                  # "" for workloads with no target resource (GPU-hours)
+    unit: str
+    gpu_hours_requested: float
+    amount: float
+    rows: int                    # resource rows summed
+
+
+@dataclass(frozen=True)
+class ResourcesView:
+    """The units table (section B.3): one row per resource, totals per system and unit, footnotes."""
+
+    rows: tuple[ResourceRow, ...]
+    totals: tuple[UnitTotal, ...]    # one per (system, unit), in order of first use
+    notes: tuple[tuple[str, str], ...]   # (mark, meaning) for each mark the table uses
+
+    @property
+    def summed(self) -> tuple[UnitTotal, ...]:
+        """The totals that add several rows (a one-row total would repeat its row)."""
+        return tuple(t for t in self.totals if t.rows > 1)
+
+    @property
+    def adds_partitions(self) -> bool:
+        """Whether a total adds the amounts of a system's partitions (the table says why it may)."""
+        return any(t.system for t in self.summed)
+
+    @property
+    def charged(self) -> tuple[UnitTotal, ...]:
+        """The totals on named resources (not the GPU-hours of workloads without one)."""
+        return tuple(t for t in self.totals if t.system)
+
+
 @dataclass(frozen=True)
 class StorageTotals:
     project_bytes: int
@@ -357,6 +436,7 @@ class ReportContext:
     gpu_hours_requested: float
     by_gpu: tuple[GpuTotal, ...]
     by_resource: tuple[ResourceTotal, ...]
+    resources: ResourcesView | None  # the units table; None when no workload has a target resource
     has_charges: bool
     has_storage: bool
     storage: StorageTotals | None
@@ -364,6 +444,14 @@ class ReportContext:
     warnings: tuple[str, ...]
     references: tuple[Reference, ...]
     charts: dict[str, Chart]
+
+    @property
+    def resources_heading(self) -> str | None:
+        """Section B.3's title: the units table and storage share it; None when there is neither."""
+        if self.resources is not None:
+            return ("Resources, allocation units, storage and calendar time" if self.has_storage
+                    else "Resources and allocation units")
+        return "Storage and calendar time" if self.has_storage else None
 
 
 # Papers and documents the estimate stands on, by the in-text citation the plan
@@ -651,8 +739,7 @@ def _references(plan: Plan, views: tuple[WorkloadView, ...]) -> tuple[Reference,
         charge = getattr(w, "charge", None)
         if charge is not None and charge.resource_id not in seen:
             seen.add(charge.resource_id)
-            from . import resources
-            r = resources.resource(charge.resource_id)
+            r = res_catalog.resource(charge.resource_id)
             refs.append(Reference(r.name, " ".join(r.source.split())))
     for w in plan.workloads:
         if w.model.id not in seen and w.model.source:
@@ -685,6 +772,82 @@ def _charts(views: tuple[WorkloadView, ...]) -> dict[str, Chart]:
     }
 
 
+def _limit_hours(hours: float) -> str:
+    """A walltime limit: '48 h', '0.5 h'."""
+    return f"{hours:,.0f} h" if hours == round(hours) else f"{fmt_hours(hours)} h"
+
+
+def _walltime_text(res: res_catalog.Resource, gpus_per_job: tuple[int, ...]) -> str:
+    """The per-job walltime limit(s) that apply to jobs of these sizes; tiers name their node range."""
+    parts = []
+    for gpus in gpus_per_job:
+        limit = res.walltime_limit_hours(gpus)
+        tier = res.walltime_tier(gpus)
+        if limit is None:
+            text = "none"
+        elif tier is not None:
+            text = f"{_limit_hours(limit)} ({tier.min_nodes}–{tier.max_nodes} nodes)"
+        else:
+            text = _limit_hours(limit)
+        if text not in parts:
+            parts.append(text)
+    return "; ".join(parts)
+
+
+def resources_view(plan: Plan) -> ResourcesView | None:
+    """The units table: for each resource (partition) used, requested GPU-hours → rule → amount.
+
+    Amounts are the planner's charges summed (whole-node rounding and per-job
+    minimums already applied per workload). Totals are per system and unit:
+    partitions of one system draw on one allocation in the same unit (Delta's
+    A100, A40 and H200 SUs), so their amounts add; amounts on different
+    systems are never added, even when both are called SUs. Workloads with no
+    target resource get a row per GPU type in GPU-hours. None when no workload
+    has a target resource.
+    """
+    if all(getattr(w, "charge", None) is None for w in plan.workloads):
+        return None
+    keyed: dict[tuple[str | None, str], list[WorkloadPlan]] = {}
+    for w in plan.workloads:
+        charge = getattr(w, "charge", None)
+        key = (charge.resource_id, charge.gpu_type) if charge is not None else (None, w.gpu.id)
+        keyed.setdefault(key, []).append(w)
+    rows = []
+    for (rid, gpu), ws in sorted(keyed.items(), key=lambda item: item[0][0] is None):   # stable: uncharged last
+        if rid is None:
+            hours = sum(w.gpu_hours_requested for w in ws)
+            rows.append(ResourceRow(
+                resource_id=None, system="", partition="", name="", gpu_type=gpu, gpus_per_node=None,
+                rule="GPU-hours as requested", rule_source="", rule_confidence="",
+                gpu_hours_requested=hours, amount=hours, unit="GPU-hours",
+                walltime="—", walltime_source="", walltime_confidence="", workloads=tuple(w.name for w in ws)))
+            continue
+        res = res_catalog.resource(rid)
+        rows.append(ResourceRow(
+            resource_id=rid, system=res_catalog.system_of(rid), partition=res.partition, name=res.name,
+            gpu_type=gpu, gpus_per_node=res.gpus_per_node, rule=res_catalog.describe_rule(res),
+            rule_source=" ".join(res.source.split()), rule_confidence=res.confidence,
+            gpu_hours_requested=sum(w.charge.gpu_hours for w in ws),
+            amount=sum(w.charge.amount for w in ws), unit=res.unit,
+            walltime=_walltime_text(res, tuple(w.charge.gpus_per_job for w in ws)),
+            walltime_source=" ".join(res.walltime_source.split()), walltime_confidence=res.walltime_confidence,
+            workloads=tuple(w.name for w in ws),
+        ))
+    groups: dict[tuple[str, str], list[ResourceRow]] = {}
+    for row in rows:
+        groups.setdefault((row.system, row.unit), []).append(row)
+    totals = []
+    for (system, unit), members in groups.items():
+        ids = list(dict.fromkeys(m.resource_id for m in members))
+        label = (ids[0] if len(ids) == 1 else system) if system else "no target resource"
+        totals.append(UnitTotal(label=label, system=system, unit=unit,
+                                gpu_hours_requested=sum(m.gpu_hours_requested for m in members),
+                                amount=sum(m.amount for m in members), rows=len(members)))
+    used = {c for row in rows for c in (row.rule_confidence, row.walltime_confidence)}
+    notes = tuple((mark, CONFIDENCE_NOTES[level]) for level, mark in CONFIDENCE_MARKS.items() if level in used)
+    return ResourcesView(rows=tuple(rows), totals=tuple(totals), notes=notes)
+
+
 def report_context(plan: Plan) -> ReportContext:
     """The context the templates get: views of the plan with every derivation written out."""
     views = tuple(workload_view(w, f"A.{i}") for i, w in enumerate(plan.workloads, start=1))
@@ -711,6 +874,7 @@ def report_context(plan: Plan) -> ReportContext:
         gpu_hours_requested=plan.gpu_hours_requested,
         by_gpu=tuple(GpuTotal(k, v[0], v[1], v[2]) for k, v in by_gpu.items()),
         by_resource=tuple(ResourceTotal(r, u, a) for (r, u), a in by_resource.items()),
+        resources=resources_view(plan),
         has_charges=any(v.charge_amount is not None for v in views),
         has_storage=storage is not None,
         storage=storage,
@@ -764,7 +928,7 @@ def render_html(context: ReportContext) -> str:
 def plan_markdown_table(plan: Plan) -> str:
     """The summary table alone (`proposalkit plan --format markdown`)."""
     context = report_context(plan)
-    return environment("md").get_template("summary.md.j2").render(r=context)
+    return environment("md").get_template("summary.md.j2").render(r=context, in_report=False)
 
 
 # --------------------------------------------------------------------------

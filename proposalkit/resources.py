@@ -374,6 +374,34 @@ def charge(res: Resource | str, gpu_type: str, gpus_per_job: int, hours_per_job:
     )
 
 
+def describe_rule(res: Resource | str) -> str:
+    """A resource's charging rule in words, for the report's units table.
+
+    Examples: NCSA Delta H200 '3 SUs per GPU-hour, 1 SU minimum'; ALCF
+    Polaris 'node-hours, whole nodes of 4 GPUs'; TACC Vista '1 SU per
+    node-hour, whole nodes of 1 GPU, 15-min minimum'. Minimums and whole-node
+    rounding apply to each job (``charge``).
+    """
+    res = _as_resource(res)
+    rule = res.charge
+    one = res.unit.removesuffix("s")                 # "SUs" → "SU", "node-hours" → "node-hour"
+    unit = one if rule.factor <= 1 else res.unit     # 0.5 SU, 1 SU, 3 SUs
+    if rule.per == "gpu-hour":
+        text = ("GPU-hours as used" if res.unit == "GPU-hours" and rule.factor == 1
+                else f"{_plain(rule.factor)} {unit} per GPU-hour")
+    else:
+        text = ("node-hours" if res.unit == "node-hours" and rule.factor == 1
+                else f"{_plain(rule.factor)} {unit} per node-hour")
+        text += (f", whole nodes of {_gpus(res.gpus_per_node)}" if rule.whole_nodes
+                 else f", GPUs ÷ {res.gpus_per_node} per node")
+    if rule.minimum_hours:
+        text += f", {_plain(rule.minimum_hours * 60)}-min minimum"
+    if rule.minimum_amount:
+        amount = one if rule.minimum_amount <= 1 else res.unit
+        text += f", {_plain(rule.minimum_amount)} {amount} minimum"
+    return text
+
+
 def convert_gpu_hours(res: Resource | str, gpu_hours: float, gpus_per_job: int,
                       gpu_type: str | None = None) -> Charge:
     """Convert a plan's GPU-hours, run as jobs of ``gpus_per_job`` GPUs, into the unit.

@@ -1,0 +1,259 @@
+"""The report's units table (issue 6, section B.3): for each resource the request runs on,
+requested GPU-hours → the charging rule → the amount in the resource's own unit, with totals
+per system and unit and second-hand catalog facts marked.
+
+Expected amounts are worked out here from the provider's published rule (source beside each
+number), never read back from the view under test.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from proposalkit import report
+from proposalkit import resources as R
+from proposalkit.loading import load_files
+from proposalkit.planner import plan_files
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "workloads" / "code-models.yaml"
+TABLE_HEADER = "| resource | node, partition | requested GPU-h | charging rule | amount | walltime per job |"
+
+
+def plan_from(tmp_path: Path, text: str):
+    path = tmp_path / "w.yaml"
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return plan_files(load_files([str(path)]))
+
+
+def service(name: str, gpu: str, gpus: int, hours: float, buffer: float = 0.0, resource: str | None = None) -> str:
+    """An inference service kept up `hours`: requested GPU-hours = gpus × hours × (1 + buffer), one job."""
+    return textwrap.indent(textwrap.dedent(f"""\
+        - name: {name}
+          kind: inference
+          model: llama-3.1-8b
+          context: 4k
+          batch: 4
+          hours: {hours}
+          gpu: {gpu}
+          gpus: {gpus}
+          buffer: {buffer}
+        """) + (f"  resource: {resource}\n" if resource else ""), "  ")
+
+
+def body_of(markdown: str) -> str:
+    return markdown.split(report.APPENDIX_MARKER)[0]
+
+
+def table_lines(markdown: str) -> list[str]:
+    """The units table's lines (header, rule, rows, totals) from the report body."""
+    lines = body_of(markdown).splitlines()
+    start = lines.index(TABLE_HEADER)
+    end = start
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    return lines[start:end]
+
+
+# ----------------------------------------------------------------- the rule in words
+
+
+@pytest.mark.parametrize("rid, words", [
+    # NCSA Delta 'Running Jobs' partition table (third-party copy): gpuH200x8 charge factor 3.0;
+    # 'Job Accounting': minimum charge 1 SU per job.
+    ("ncsa-delta-h200", "3 SUs per GPU-hour, 1 SU minimum"),
+    # Same table: gpuA40x4 charge factor 0.5.
+    ("ncsa-delta-a40", "0.5 SU per GPU-hour, 1 SU minimum"),
+    # ALCF 'Running Jobs on Polaris': whole nodes of 4 A100s, charged in node-hours.
+    ("alcf-polaris", "node-hours, whole nodes of 4 GPUs"),
+    # TACC Vista 'Job Accounting': 1 SU per node-hour, one GH200 per node, 15-minute minimum.
+    ("tacc-vista", "1 SU per node-hour, whole nodes of 1 GPU, 15-min minimum"),
+    # TACC Lonestar6 'Table 5. Production Queues': gpu-a100, 3 A100s per node, 3 SUs per node-hour.
+    ("tacc-lonestar6-a100", "3 SUs per node-hour, whole nodes of 3 GPUs, 15-min minimum"),
+    # SDSC Expanse (ACCESS resource page): allocated in GPU-hours.
+    ("sdsc-expanse", "GPU-hours as used"),
+])
+def test_charging_rule_in_words(rid, words):
+    assert R.describe_rule(rid) == words
+
+
+# ----------------------------------------------------------------- rows and totals
+
+
+def test_six_gpus_for_ten_hours_on_polaris_are_twenty_node_hours(tmp_path):
+    plan = plan_from(tmp_path, "proposal: {title: P, resource: alcf-polaris}\nworkloads:\n"
+                     + service("serve-6", "a100-40gb", 6, 10))
+    view = report.resources_view(plan)
+    [row] = view.rows
+    assert row.resource_id == "alcf-polaris" and row.gpu_type == "a100-40gb" and row.gpus_per_node == 4
+    # 6 GPUs × 10 h, no buffer = 60 GPU-hours requested
+    assert row.gpu_hours_requested == pytest.approx(60.0)
+    # ALCF charges whole nodes: ⌈6 ÷ 4⌉ = 2 nodes × 10 h = 20 node-hours (not 60 ÷ 4 = 15)
+    assert (row.amount, row.unit) == (pytest.approx(20.0), "node-hours")
+    # ALCF Polaris queues: jobs of 1–4 nodes go to 'capacity', 168 h
+    assert row.walltime == "168 h (1–4 nodes)"
+    assert row.rule_mark == "" and row.walltime_mark == ""        # both read on the ALCF page
+    assert view.summed == ()                                      # one row: no total row to repeat it
+    md = report.render_markdown(report.report_context(plan))
+    assert ("| alcf-polaris | 4× a100-40gb, prod / capacity / preemptable | 60.0 | "
+            "node-hours, whole nodes of 4 GPUs | 20.0 node-hours | 168 h (1–4 nodes) |") in table_lines(md)
+    assert "†" not in body_of(md)
+    assert "(20.0 node-hours on alcf-polaris; by resource in B.3)" in md      # the lead
+
+
+def test_delta_partitions_add_up_and_the_h200_rule_is_marked_second_hand(tmp_path):
+    plan = plan_from(tmp_path, "proposal: {title: D, resource: ncsa-delta}\nworkloads:\n"
+                     + service("on-h200", "h200", 2, 100) + service("on-a40", "a40", 1, 100, buffer=0.5))
+    view = report.resources_view(plan)
+    h200, a40 = view.rows
+    # H200: 2 GPUs × 100 h = 200 GPU-hours × 3.0 (gpuH200x8 charge factor, third-party copy) = 600 SUs
+    assert (h200.resource_id, h200.gpu_hours_requested, h200.amount) == (
+        "ncsa-delta-h200", pytest.approx(200.0), pytest.approx(600.0))
+    # A40: 1 GPU × 100 h × 1.5 (50% buffer) = 150 GPU-hours × 0.5 (gpuA40x4 charge factor) = 75 SUs
+    assert (a40.resource_id, a40.gpu_hours_requested, a40.amount) == (
+        "ncsa-delta-a40", pytest.approx(150.0), pytest.approx(75.0))
+    assert (h200.rule_mark, h200.walltime_mark) == ("†", "†")      # catalog: confidence secondhand
+    assert (a40.rule_mark, a40.walltime_mark) == ("", "")          # read in the NCSA user guide
+    # Both partitions draw on the one Delta allocation: 200 + 150 GPU-hours, 600 + 75 SUs.
+    [total] = view.summed
+    assert (total.label, total.unit, total.gpu_hours_requested, total.amount) == (
+        "ncsa-delta", "SUs", pytest.approx(350.0), pytest.approx(675.0))
+
+    md = report.render_markdown(report.report_context(plan))
+    assert table_lines(md)[2:] == [
+        "| ncsa-delta-h200 | 8× h200, gpuH200x8 | 200.0 | 3 SUs per GPU-hour, 1 SU minimum † | 600.0 SUs | 48 h † |",
+        "| ncsa-delta-a40 | 4× a40, gpuA40x4 | 150.0 | 0.5 SU per GPU-hour, 1 SU minimum | 75.0 SUs | 48 h |",
+        "| **total, ncsa-delta** | | **350.0** | | **675.0 SUs** | |",
+    ]
+    assert "† Second-hand source, not the provider's own page: re-check before quoting." in md
+    assert "so their amounts add" in md
+    summary_total = next(line for line in md.splitlines() if line.startswith("| **total** |"))
+    assert summary_total.endswith("| **675.0 SUs** |")
+    html = report.render_html(report.report_context(plan))
+    assert "<td>3 SUs per GPU-hour, 1 SU minimum †</td>" in html
+    assert '<tr class="total"><th scope="row">total, ncsa-delta</th>' in html
+
+
+def test_different_systems_are_not_added(tmp_path):
+    plan = plan_from(tmp_path, "proposal: {title: Two}\nworkloads:\n"
+                     + service("on-delta", "h200", 1, 10, resource="ncsa-delta")
+                     + service("on-anvil", "a100-40gb", 1, 10, resource="purdue-anvil"))
+    view = report.resources_view(plan)
+    # Delta H200: 1 × 10 h × 3.0 = 30 SUs; Anvil 'Job Accounting': 1 SU per GPU-hour = 10 SUs.
+    assert [(t.label, t.amount, t.unit) for t in view.totals] == [
+        ("ncsa-delta-h200", pytest.approx(30.0), "SUs"), ("purdue-anvil", pytest.approx(10.0), "SUs")]
+    assert view.summed == ()                    # SUs of two systems are not one number
+    md = report.render_markdown(report.report_context(plan))
+    assert "**40.0" not in md                   # 30 + 10 appears nowhere
+    assert "Amounts on different systems or in different units are not added." in md
+    assert "(30.0 SUs on ncsa-delta-h200; 10.0 SUs on purdue-anvil; by resource in B.3)" in md
+    summary_total = next(line for line in md.splitlines() if line.startswith("| **total** |"))
+    assert summary_total.endswith("| see B.3 |")
+
+
+def test_perlmutter_gets_a_row_per_gpu_type_and_charges_whole_nodes(tmp_path):
+    plan = plan_from(tmp_path, "workloads:\n"
+                     + service("small-40", "a100-40gb", 1, 10, resource="nersc-perlmutter")
+                     + service("small-80", "a100-80gb", 1, 10, resource="nersc-perlmutter"))
+    view = report.resources_view(plan)
+    # NERSC 'Queues and Charges': node-hours = nodes × walltime; a 1-GPU job in the regular QOS
+    # holds a whole 4-GPU node: 1 node × 10 h = 10 node-hours for 10 GPU-hours, on each GPU type.
+    assert [(r.gpu_type, r.gpu_hours_requested, r.amount) for r in view.rows] == [
+        ("a100-40gb", pytest.approx(10.0), pytest.approx(10.0)),
+        ("a100-80gb", pytest.approx(10.0), pytest.approx(10.0))]
+    [total] = view.summed
+    assert (total.label, total.amount, total.unit) == ("nersc-perlmutter", pytest.approx(20.0), "node-hours")
+
+
+def test_workloads_without_a_resource_get_a_row_in_gpu_hours(tmp_path):
+    plan = plan_from(tmp_path, "workloads:\n"
+                     + service("on-delta", "a40", 1, 10, resource="ncsa-delta")
+                     + service("nowhere", "a100-80gb", 2, 10, buffer=0.2))
+    rows = report.resources_view(plan).rows
+    assert [r.resource_id for r in rows] == ["ncsa-delta-a40", None]
+    # 2 GPUs × 10 h × 1.2 = 24 GPU-hours, requested as GPU-hours
+    assert (rows[1].gpu_hours_requested, rows[1].amount, rows[1].unit) == (
+        pytest.approx(24.0), pytest.approx(24.0), "GPU-hours")
+    md = report.render_markdown(report.report_context(plan))
+    assert "| no target resource | a100-80gb | 24.0 | GPU-hours as requested | 24.0 GPU-hours | — |" in md
+    # 1 × 10 h × 0.5 = 5 SUs on Delta; the lead names only what is on a resource
+    assert "(5.00 SUs on ncsa-delta-a40; by resource in B.3)" in md      # below 10: two decimals
+
+
+def test_without_a_target_resource_there_is_no_units_table(tmp_path):
+    plan = plan_from(tmp_path, "workloads:\n" + service("nowhere", "a100-80gb", 1, 10))
+    context = report.report_context(plan)
+    assert context.resources is None
+    md = report.render_markdown(context)
+    assert TABLE_HEADER not in md and "allocation units" not in md
+    assert "## B.3 Storage and calendar time" in md
+    assert "Requested GPU-hours by GPU type: a100-80gb **10.0**." in md     # the summary's line stays
+    assert '<table class="resources">' not in report.render_html(context)
+
+
+# ----------------------------------------------------------------- the shipped example
+
+
+@pytest.fixture(scope="module")
+def example_plan():
+    return plan_files(load_files([str(EXAMPLE)]))
+
+
+def test_example_report_has_the_units_table(example_plan):
+    """Issue 6, done when: the shipped example report has a resource section with the units table."""
+    context = report.report_context(example_plan)
+    md = report.render_markdown(context)
+    body = body_of(md)
+    assert "## B.3 Resources, allocation units, storage and calendar time" in body
+    lines = table_lines(md)
+    rows = {line.split(" | ")[0].removeprefix("| "): line for line in lines[2:]}
+    by_resource = example_plan.by_resource()         # the planner's charges, summed per partition
+    assert set(by_resource) == {"ncsa-delta-a100", "ncsa-delta-h200", "ncsa-delta-a40"}
+    for rid, (unit, amount) in by_resource.items():
+        assert f"| {report.fmt_hours(amount)} {unit} |" in rows[rid], rid
+    # Delta's H200 rule is second-hand (catalog): its row is marked, the verified ones are not.
+    assert "†" in rows["ncsa-delta-h200"]
+    assert "†" not in rows["ncsa-delta-a100"] and "†" not in rows["ncsa-delta-a40"]
+    assert "† Second-hand source" in body
+    # gpuH200x8 charge factor 3.0: the H200 amount is its requested GPU-hours × 3
+    h200_hours = sum(w.gpu_hours_requested for w in example_plan.workloads if w.gpu.id == "h200")
+    assert by_resource["ncsa-delta-h200"][1] == pytest.approx(h200_hours * 3.0)
+    assert f"| {report.fmt_hours(h200_hours)} | 3 SUs per GPU-hour" in rows["ncsa-delta-h200"]
+    # one Delta allocation: the total is the three partitions' SUs
+    total = sum(amount for _, amount in by_resource.values())
+    assert rows["**total, ncsa-delta**"].endswith(
+        f"| **{report.fmt_hours(example_plan.gpu_hours_requested)}** | | **{report.fmt_hours(total)} SUs** | |")
+    # the table replaces the line of units under the summary
+    assert "Allocation units by resource" not in body
+    html = report.render_html(context)
+    assert '<section id="resources">' in html and '<table class="resources">' in html
+
+
+def test_example_report_is_deterministic(example_plan):
+    a = report.report_context(example_plan)
+    b = report.report_context(plan_files(load_files([str(EXAMPLE)])))
+    assert report.render_markdown(a) == report.render_markdown(b)
+    assert report.render_html(a) == report.render_html(b)
+
+
+def test_plan_markdown_keeps_the_units_line(example_plan):
+    """`plan --format markdown` has no B.3: the line under its table still lists units by resource."""
+    table = report.plan_markdown_table(example_plan)
+    assert "Allocation units by resource: ncsa-delta-a100 **" in table
+    assert "see B.3" not in table
+
+
+def test_catalog_text_in_the_table_is_escaped(tmp_path, monkeypatch):
+    """Catalog strings reach the table through the same escaping as user text."""
+    real = R.describe_rule
+    monkeypatch.setattr(R, "describe_rule", lambda res: real(res) + " | <b>x</b> *y*")
+    plan = plan_from(tmp_path, "workloads:\n" + service("on-delta", "a40", 1, 10, resource="ncsa-delta"))
+    context = report.report_context(plan)
+    row = table_lines(report.render_markdown(context))[2]
+    assert "0.5 SU per GPU-hour, 1 SU minimum \\| \\<b\\>x\\</b\\> \\*y\\*" in row
+    assert row.count(" | ") == TABLE_HEADER.count(" | ")
+    html = report.render_html(context)
+    assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
