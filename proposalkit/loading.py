@@ -18,7 +18,7 @@ from . import catalog
 from .errors import InputError, Problem
 from .models import ModelSpec
 from .schema import (
-    KINDS, LORA_TARGETS, METHODS, OPTIMIZERS, PRECISIONS, TRACKS, UNION_TAGS,
+    KINDS, LORA_TARGETS, MAX_TOKENS, METHODS, OPTIMIZERS, PRECISIONS, TRACKS, UNION_TAGS,
     Data, Lora, ModelShape, Proposal, Storage, Throughput, Workload, WorkloadFields,
     WorkloadFile, describe,
 )
@@ -96,6 +96,11 @@ def did_you_mean(word: object, choices) -> str:
     alias = FIELD_ALIASES.get(word)
     if alias in choices:
         return f"; did you mean '{alias}'?"
+    # An id given without its variant ('h100' for h100-80gb or h100-pcie) names
+    # every id it starts; a spelling slip gets the closest one.
+    starts = sorted(c for c in choices if c.startswith(word) and c[len(word):len(word) + 1] in "-_.")
+    if word and 1 <= len(starts) <= 3:
+        return "; did you mean " + " or ".join(f"'{c}'" for c in starts) + "?"
     close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
 
@@ -412,6 +417,20 @@ def model_from_hf_config(config: dict, name: str) -> ModelSpec:
     )
 
 
+def _unknown_model(got: str, known) -> str:
+    return (f"unknown model (got {got!r}, expected a catalog id{did_you_mean(got, known)} — "
+            "see 'proposalkit catalog models', or give a mapping with params or config)")
+
+
+def _unknown_gpu(got: str, known) -> str:
+    return f"unknown GPU (got {got!r}, expected a catalog id{did_you_mean(got, known)} — see 'proposalkit catalog gpus')"
+
+
+def _unknown_resource(got: str, known) -> str:
+    return (f"unknown resource (got {got!r}, expected a catalog id{did_you_mean(got, known)}"
+            " — see 'proposalkit catalog resources')")
+
+
 def _resolve_model(workload: Workload, index: int, source: Source, base_dir: str) -> tuple[ModelSpec | None, list[Problem]]:
     at = ("workloads", index, "model")
     ref = workload.model
@@ -419,9 +438,7 @@ def _resolve_model(workload: Workload, index: int, source: Source, base_dir: str
         known = catalog.models()
         if ref in known:
             return known[ref], []
-        return None, [Problem(source.path, source.line(at), field_name(at),
-                              f"unknown model (got {ref!r}, expected a catalog id{did_you_mean(ref, known)} — "
-                              "see 'proposalkit catalog models', or give a mapping with params or config)")]
+        return None, [Problem(source.path, source.line(at), field_name(at), _unknown_model(ref, known))]
     if ref.config is not None:
         spec, problems = _read_config(ref.config, base_dir, source, at + ("config",))
         if spec is None:
@@ -452,15 +469,11 @@ def _check(workload: Workload, index: int, source: Source, resource_ids) -> list
 
     gpus = catalog.gpus()
     if workload.gpu is not None and workload.gpu not in gpus:
-        add(("gpu",), f"unknown GPU (got {workload.gpu!r}, expected a catalog id{did_you_mean(workload.gpu, gpus)}"
-                      " — see 'proposalkit catalog gpus')")
+        add(("gpu",), _unknown_gpu(workload.gpu, gpus))
     if workload.throughput is not None and workload.throughput.gpu not in gpus:
-        got = workload.throughput.gpu
-        add(("throughput", "gpu"), f"unknown GPU (got {got!r}, expected a catalog id{did_you_mean(got, gpus)}"
-                                   " — see 'proposalkit catalog gpus')")
+        add(("throughput", "gpu"), _unknown_gpu(workload.throughput.gpu, gpus))
     if workload.resource is not None and resource_ids is not None and workload.resource not in resource_ids:
-        add(("resource",), f"unknown resource (got {workload.resource!r}, expected a catalog id"
-                           f"{did_you_mean(workload.resource, resource_ids)} — see 'proposalkit catalog resources')")
+        add(("resource",), _unknown_resource(workload.resource, resource_ids))
     if workload.kind == "inference":
         for name in ("method", "optimizer", "zero_stage", "lora", "data"):
             if getattr(workload, name) is not None:
@@ -478,6 +491,13 @@ def _check(workload: Workload, index: int, source: Source, resource_ids) -> list
             add(("tokens",), "required (expected tokens, e.g. 200M, or data: {samples, seq_len, epochs})")
         if workload.tokens is not None and workload.data is not None:
             add(("data",), "given twice (expected tokens or data, not both)")
+        if workload.data is not None:
+            d = workload.data
+            tokens = d.samples * d.seq_len * d.epochs
+            if tokens > MAX_TOKENS:
+                add(("data",), f"implausibly large (got {d.samples:,} samples × {d.seq_len:,} tokens × {d.epochs:g} "
+                               f"epochs = {tokens:.3g} tokens, expected at most 10^15 tokens, 64× the 15.6T "
+                               "Llama 3 was pretrained on)")
         if workload.hours is not None:
             add(("hours",), "only for an inference service (the training runtime is computed from the tokens)")
         if workload.lora is not None and workload.method not in ("lora", "qlora"):
@@ -491,6 +511,35 @@ def _check(workload: Workload, index: int, source: Source, resource_ids) -> list
     if workload.throughput is not None and workload.kind == "inference" and workload.hours is not None:
         add(("throughput",), "an inference service is costed by hours; throughput applies to a token count")
     return problems
+
+
+def _raw_ids(item: dict, index: int, source: Source, resource_ids, invalid: set[Path]) -> list[Problem]:
+    """Catalog ids of a workload that failed validation, checked as they were written.
+
+    So a file's unknown ids are reported with its other errors at once, not
+    only after those are fixed. Fields that have an error of their own are skipped.
+    """
+    problems: list[Problem] = []
+    throughput = item.get("throughput")
+    checks = [(("model",), item.get("model"), catalog.models(), _unknown_model),
+              (("gpu",), item.get("gpu"), catalog.gpus(), _unknown_gpu),
+              (("throughput", "gpu"), throughput.get("gpu") if isinstance(throughput, dict) else None,
+               catalog.gpus(), _unknown_gpu)]
+    if resource_ids is not None:
+        checks.append((("resource",), item.get("resource"), resource_ids, _unknown_resource))
+    for sub, got, known, message in checks:
+        at = ("workloads", index) + sub
+        if isinstance(got, str) and got not in known and at not in invalid:
+            problems.append(Problem(source.path, source.line(at), field_name(at), message(got, known)))
+    return problems
+
+
+def _valid(model_type, value):
+    """`value` validated as `model_type`, or None if it is not valid (its errors are reported elsewhere)."""
+    try:
+        return model_type.model_validate(value)
+    except ValidationError:
+        return None
 
 
 def known_resource_ids() -> set[str]:
@@ -519,27 +568,37 @@ def load_file(path: str, resource_ids=None, *, raw: bytes | None = None, base_di
         raise InputError([Problem(path, source.line(()), "",
                                   f"expected a mapping with a 'workloads' list at the top level, got {describe(data)}")])
     data = _merge_defaults(data, source)
+    problems: list[Problem] = []
     try:
         document = WorkloadFile.model_validate(data)
+        proposal, workloads = document.proposal, list(enumerate(document.workloads))
     except ValidationError as error:
         # A bad value in `defaults` is reported once, at defaults, not again for every workload.
-        problems = [_translate(e, source) for e in error.errors(include_url=False)
-                    if tuple(p for p in e["loc"] if not (isinstance(p, str) and p in UNION_TAGS))
-                    not in source.from_defaults]
-        problems.sort(key=lambda p: (p.line or 0))
-        raise InputError(_unique(problems)) from None
+        located = [(tuple(p for p in e["loc"] if not (isinstance(p, str) and p in UNION_TAGS)), e)
+                   for e in error.errors(include_url=False)]
+        problems = [_translate(e, source) for loc, e in located if loc not in source.from_defaults]
+        # The rest of the file is still checked, so every problem is reported at once:
+        # the parts that validate on their own get the checks below; the catalog ids of
+        # the workloads that do not are checked as written.
+        invalid = {loc for loc, _ in located}
+        proposal = _valid(Proposal, data["proposal"]) if isinstance(data.get("proposal"), dict) else None
+        workloads = []
+        items = data.get("workloads")
+        for index, item in enumerate(items if isinstance(items, list) else []):
+            workload = _valid(Workload, item)
+            if workload is not None:
+                workloads.append((index, workload))
+            elif isinstance(item, dict):
+                problems += _raw_ids(item, index, source, resource_ids, invalid)
 
-    problems = []
-    if document.proposal and document.proposal.resource is not None and resource_ids is not None \
-            and document.proposal.resource not in resource_ids:
-        got = document.proposal.resource
+    if proposal and proposal.resource is not None and resource_ids is not None \
+            and proposal.resource not in resource_ids:
         problems.append(Problem(path, source.line(("proposal", "resource")), "proposal.resource",
-                                f"unknown resource (got {got!r}, expected a catalog id{did_you_mean(got, resource_ids)}"
-                                " — see 'proposalkit catalog resources')"))
+                                _unknown_resource(proposal.resource, resource_ids)))
     seen: dict[str, int] = {}
     loaded = []
     base_dir = base_dir if base_dir is not None else os.path.dirname(os.path.abspath(path))
-    for index, workload in enumerate(document.workloads):
+    for index, workload in workloads:
         at = ("workloads", index, "name")
         if workload.name in seen:
             problems.append(Problem(path, source.line(at), field_name(at),
@@ -562,7 +621,7 @@ def load_file(path: str, resource_ids=None, *, raw: bytes | None = None, base_di
     if problems:
         problems.sort(key=lambda p: (p.line or 0))
         raise InputError(_unique(problems))
-    return LoadedFile(path, document.proposal, tuple(loaded))
+    return LoadedFile(path, proposal, tuple(loaded))
 
 
 def _unique(problems: list[Problem]) -> list[Problem]:

@@ -123,11 +123,54 @@ _FLOAT_SCHEMA = {"anyOf": [{"type": "number", "exclusiveMinimum": 0},
                            {"type": "string", "pattern": r"^\s*[0-9][0-9_]*(\.[0-9]*)?([eE][+-]?[0-9]+)?\s*[kKMBGT]?\s*$"}]}
 
 PositiveInt = Annotated[int, BeforeValidator(_positive_int), WithJsonSchema(_COUNT_SCHEMA)]
+
+
+def _at_most(base, maximum: float, expected: str):
+    """A positive number no larger than `maximum`: beyond it a value cannot be meant
+    (a slip of the exponent or the suffix), and would print as nonsense in a proposal."""
+
+    def check(value: object):
+        number = base(value)
+        if number > maximum:
+            raise _fail("implausibly large", value, expected)
+        return number
+
+    return BeforeValidator(check)
+
+
+def _capped(schema: dict, maximum: float) -> dict:
+    return {"anyOf": [{**schema["anyOf"][0], "maximum": maximum}, schema["anyOf"][1]]}
+
+
+# Upper bounds, each far above anything published, so they only catch slips:
+# Llama 3 was pretrained on 15.6T tokens (Dubey et al. 2024) and the largest
+# published models are near 2T parameters; context windows reach 10M tokens
+# (Llama 4 Scout); the largest GPU clusters hold about 10^5 GPUs; a NAIRR
+# allocation lasts at most 12 months (8,784 h in a leap year).
+MAX_TOKENS = 10**15
+MAX_PARAMS = 10**14
+MAX_SEQUENCE = 10**8
+MAX_GPUS = 10**6
+MAX_HOURS = 366 * 24
+Tokens = Annotated[int, _at_most(_positive_int, MAX_TOKENS, "at most 10^15 tokens, 64× the 15.6T Llama 3 was "
+                                                             "pretrained on; check the suffix: k, M, B, T"),
+                   WithJsonSchema(_capped(_COUNT_SCHEMA, MAX_TOKENS))]
+Params = Annotated[int, _at_most(_positive_int, MAX_PARAMS, "at most 10^14 parameters, 50× the largest published "
+                                                             "models; check the suffix: M, B, T"),
+                   WithJsonSchema(_capped(_COUNT_SCHEMA, MAX_PARAMS))]
+Sequence = Annotated[int, _at_most(_positive_int, MAX_SEQUENCE, "at most 10^8 tokens per sequence, 10× the longest "
+                                                                 "published context window"),
+                     WithJsonSchema(_capped(_COUNT_SCHEMA, MAX_SEQUENCE))]
+GpuCount = Annotated[int, _at_most(_positive_int, MAX_GPUS, "at most 10^6 GPUs, 10× the largest clusters"),
+                     WithJsonSchema(_capped(_COUNT_SCHEMA, MAX_GPUS))]
 NonNegativeInt = Annotated[int, BeforeValidator(_non_negative_int), WithJsonSchema({"type": "integer", "minimum": 0})]
 PositiveFloat = Annotated[float, BeforeValidator(_positive_float), WithJsonSchema(_FLOAT_SCHEMA)]
 Fraction01 = Annotated[float, BeforeValidator(_fraction), WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 1})]
 Buffer = Annotated[float, BeforeValidator(_buffer), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
 ZeroStage = Annotated[int, BeforeValidator(_non_negative_int), WithJsonSchema({"type": "integer", "minimum": 0, "maximum": 3})]
+ServiceHours = Annotated[float, _at_most(_positive_float, MAX_HOURS, "at most 8,784 hours, the 12 months of an "
+                                                                     "allocation; use variants for several services"),
+                         WithJsonSchema(_capped(_FLOAT_SCHEMA, MAX_HOURS))]
 Bool = Annotated[bool, BeforeValidator(_boolean), WithJsonSchema({"type": "boolean"})]
 Text = Annotated[str, BeforeValidator(_text), WithJsonSchema({"type": "string"})]
 
@@ -151,7 +194,7 @@ class ModelShape(_Strict):
     """A model not in the catalog: a parameter count, a shape, or a local Hugging Face config.json."""
 
     name: Text | None = None
-    params: PositiveInt | None = Field(None, description="Total parameters, e.g. 7B.")
+    params: Params | None = Field(None, description="Total parameters, e.g. 7B.")
     layers: PositiveInt | None = None
     hidden: PositiveInt | None = None
     heads: PositiveInt | None = None
@@ -159,7 +202,7 @@ class ModelShape(_Strict):
     head_dim: PositiveInt | None = None
     ffn_hidden: PositiveInt | None = None
     vocab: PositiveInt | None = None
-    max_context: PositiveInt | None = None
+    max_context: Sequence | None = None
     tied_embeddings: Bool | None = None
     mlp: Literal["swiglu", "gelu"] | None = None
     config: Text | None = Field(None, description="Path to a local Hugging Face config.json, relative to this file.")
@@ -183,8 +226,8 @@ UNION_TAGS = ("id", "shape")
 class Data(_Strict):
     """tokens = samples × seq_len × epochs."""
 
-    samples: PositiveInt
-    seq_len: PositiveInt
+    samples: Tokens
+    seq_len: Sequence
     epochs: PositiveFloat = 1
 
 
@@ -193,7 +236,7 @@ class Throughput(_Strict):
 
     tokens_per_second: PositiveFloat
     gpu: Text
-    gpus: PositiveInt = 1
+    gpus: GpuCount = 1
 
 
 class Lora(_Strict):
@@ -215,14 +258,14 @@ class WorkloadFields(_Strict):
     model: ModelRef | None = Field(None, description="Catalog id (proposalkit catalog models) or a mapping.")
     description: Text | None = Field(None, description="One line on what the workload is for (shown in the report).")
     data: Data | None = None
-    tokens: PositiveInt | None = Field(None, description="Training tokens of one variant, all epochs; or batch-inference tokens.")
+    tokens: Tokens | None = Field(None, description="Training tokens of one variant, all epochs; or batch-inference tokens.")
     throughput: Throughput | None = None
     variants: PositiveInt | None = Field(None, description="Independent repeats (sweeps, seeds, ablations).")
     gpu: Text | None = Field(None, description="Pin a GPU type (catalog id).")
-    gpus: PositiveInt | None = Field(None, description="Pin the GPU count.")
+    gpus: GpuCount | None = Field(None, description="Pin the GPU count.")
     precision: Literal[PRECISIONS] | None = None
     buffer: Buffer | None = Field(None, description="Contingency added to GPU-hours (default 0.30).")
-    seq_len: PositiveInt | None = None
+    seq_len: Sequence | None = None
     micro_batch: PositiveInt | None = None
     zero_stage: ZeroStage | None = None
     tensor_parallel: PositiveInt | None = None
@@ -232,9 +275,9 @@ class WorkloadFields(_Strict):
     optimizer: Literal[OPTIMIZERS] | None = None
     lora: Lora | None = None
     mfu: Fraction01 | None = Field(None, description="Model-FLOPs utilization when no pilot is given.")
-    context: PositiveInt | None = Field(None, description="Inference: tokens per sequence.")
+    context: Sequence | None = Field(None, description="Inference: tokens per sequence.")
     batch: PositiveInt | None = Field(None, description="Inference: concurrent sequences.")
-    hours: PositiveFloat | None = Field(None, description="Inference service: wall-clock hours kept up.")
+    hours: ServiceHours | None = Field(None, description="Inference service: wall-clock hours kept up.")
     resource: Text | None = Field(None, description="Target resource for this workload (overrides proposal.resource).")
     concurrency: PositiveInt | None = Field(None, description="Runs of this workload at once.")
     storage: Storage | None = None

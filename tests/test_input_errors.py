@@ -152,6 +152,26 @@ CASES = {
         "FILE:4: workloads[0].model: a parameter count alone cannot size the KV cache of inference (got params "
         "only, expected a catalog id, config, or layers, hidden, heads, kv_heads, ffn_hidden and vocab)\n",
     ),
+    "implausible tokens": (
+        GOOD.replace("tokens: 200M", "tokens: 200T0"),
+        "FILE:6: workloads[0].tokens: not a number (got '200T0', expected a positive integer; suffixes k, M, B, T "
+        "allowed)\n",
+    ),
+    "tokens off by a suffix": (
+        GOOD.replace("tokens: 200M", "tokens: 2000T"),
+        "FILE:6: workloads[0].tokens: implausibly large (got '2000T', expected at most 10^15 tokens, 64× the 15.6T "
+        "Llama 3 was pretrained on; check the suffix: k, M, B, T)\n",
+    ),
+    "service longer than an allocation": (
+        "workloads:\n  - {name: s, kind: inference, model: llama-3.1-8b, context: 4k, hours: 10000}\n",
+        "FILE:2: workloads[0].hours: implausibly large (got 10000, expected at most 8,784 hours, the 12 months of "
+        "an allocation; use variants for several services)\n",
+    ),
+    "data beyond any training run": (
+        GOOD.replace("tokens: 200M", "data: {samples: 1T, seq_len: 4k, epochs: 3}"),
+        "FILE:6: workloads[0].data: implausibly large (got 1,000,000,000,000 samples × 4,000 tokens × 3 epochs = "
+        "1.2e+16 tokens, expected at most 10^15 tokens, 64× the 15.6T Llama 3 was pretrained on)\n",
+    ),
     "no tokens": (
         GOOD.replace("    tokens: 200M\n", ""),
         "FILE:2: workloads[0].tokens: required (expected tokens, e.g. 200M, or data: {samples, seq_len, epochs})\n",
@@ -322,3 +342,56 @@ def test_aliases_nested_in_aliases_do_not_blow_up(tmp_path, capsys):
     assert code == 2
     assert err.splitlines()[0] == "FILE:1: l0: unknown field 'l0' (expected one of: proposal, defaults, workloads)"
     assert len(err.splitlines()) == 10
+
+
+def test_unknown_ids_come_with_the_schema_errors(tmp_path, capsys):
+    """One run reports every problem: unknown catalog ids are not held back until the
+    schema errors are fixed (in the workload with the schema error and in the others)."""
+    content = textwrap.dedent("""\
+        proposal: {resource: ncsa-delt}
+        workloads:
+          - name: a
+            kind: finetune
+            method: lora
+            model: llama-3.1-8c
+            tokens: 200M
+            gpus: zero
+          - name: b
+            kind: finetune
+            method: lora
+            model: llama-3.1-8b
+            tokens: 200M
+            gpu: a100-80
+          - name: c
+            kind: inference
+            model: mistral-7b
+            colour: red
+            gpu: h100
+            context: 4k
+            hours: 10
+        """)
+    code, err, _ = run(tmp_path, content, capsys)
+    assert code == 2
+    assert [line.split(": ", 2)[:2] for line in err.splitlines()] == [
+        ["FILE:1", "proposal.resource"],
+        ["FILE:6", "workloads[0].model"],
+        ["FILE:8", "workloads[0].gpus"],
+        ["FILE:14", "workloads[1].gpu"],
+        ["FILE:18", "workloads[2].colour"],
+        ["FILE:19", "workloads[2].gpu"],
+    ]
+    assert "did you mean 'llama-3.1-8b'?" in err.splitlines()[1]
+
+
+def test_an_id_without_its_variant_suggests_every_variant(tmp_path, capsys):
+    code, err, _ = run(tmp_path, GOOD.replace("gpu: a100-80gb", "gpu: h100"), capsys)
+    assert code == 2
+    assert err == ("FILE:7: workloads[0].gpu: unknown GPU (got 'h100', expected a catalog id; did you mean "
+                   "'h100-80gb' or 'h100-pcie'? — see 'proposalkit catalog gpus')\n")
+
+
+def test_a_field_with_its_own_error_is_not_also_an_unknown_id(tmp_path, capsys):
+    # `gpu: [h100]` is not text: one problem (not text), not a second (unknown GPU).
+    code, err, _ = run(tmp_path, GOOD.replace("gpu: a100-80gb", "gpu: [h100]").replace("gpus: 1", "gpus: 0"), capsys)
+    assert code == 2
+    assert len(err.splitlines()) == 2 and "unknown GPU" not in err
