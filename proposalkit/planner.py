@@ -137,7 +137,7 @@ class StoragePlan:
     concurrency: int
     variants: int
 
-    @property
+    @functools.cached_property   # frozen, so computed once (plan JSON, report and totals ask)
     def peak_scratch_bytes(self) -> int:
         return storage_model.peak_scratch_bytes(self.checkpoint_bytes, self.retained, self.concurrency,
                                                 self.dataset_bytes)

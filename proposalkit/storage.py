@@ -107,7 +107,7 @@ class WorkloadStorage:
     concurrency: int = 1            # runs at once
     variants: int = 1               # runs in all (each keeps its final weights)
 
-    @property
+    @functools.cached_property   # frozen, so computed once (plan JSON, report and totals ask)
     def peak_scratch_bytes(self) -> int:
         return peak_scratch_bytes(self.checkpoint_bytes, self.retained, self.concurrency,
                                   self.dataset_tokenized_bytes)

@@ -74,3 +74,21 @@ def test_committed_json_schema_is_current(capsys):
 
     main(["schema"])
     assert (ROOT / "docs" / "workload.schema.json").read_text(encoding="utf-8") == capsys.readouterr().out
+
+
+def test_orjson_and_the_standard_library_write_the_same_json(monkeypatch):
+    """The plan's text does not depend on which encoder wrote it (orjson when installed,
+    the standard library for integers beyond 64 bits or without orjson)."""
+    from proposalkit import output
+    from proposalkit.loading import load_files
+    from proposalkit.planner import plan_files
+
+    assert output.orjson is not None
+    plan = plan_files(load_files([str(EXAMPLE)]))
+    fast = output.plan_json(plan)
+    monkeypatch.setattr(output, "orjson", None)
+    assert output.plan_json(plan) == fast
+    assert output.compact_json({"bytes": 2**70, "ratio": 0.1, "text": "× ÷ ⌈"}) == \
+        '{"bytes":1180591620717411303424,"ratio":0.1,"text":"× ÷ ⌈"}'
+    monkeypatch.undo()
+    assert output.compact_json({"bytes": 2**70}) == '{"bytes":1180591620717411303424}'   # falls back
