@@ -9,6 +9,7 @@ never as a traceback.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 
@@ -28,7 +29,15 @@ def _plan(paths: list[str]):
     from .loading import load_files
     from .planner import plan_files
 
-    return plan_files(load_files(paths))
+    # Loading and planning make no reference cycles (frozen records and tuples;
+    # a collection after planning 1000 workloads finds nothing to free), but the
+    # cyclic collector still walks every live object each time it runs: about a
+    # tenth of the time of a large plan. Reference counting frees the rest.
+    gc.disable()
+    try:
+        return plan_files(load_files(paths))
+    finally:
+        gc.enable()
 
 
 def cmd_plan(args) -> int:

@@ -92,3 +92,15 @@ def test_orjson_and_the_standard_library_write_the_same_json(monkeypatch):
         '{"bytes":1180591620717411303424,"ratio":0.1,"text":"× ÷ ⌈"}'
     monkeypatch.undo()
     assert output.compact_json({"bytes": 2**70}) == '{"bytes":1180591620717411303424}'   # falls back
+
+
+def test_plan_leaves_the_garbage_collector_on(capsys):
+    import gc
+
+    from proposalkit.cli import main
+
+    assert gc.isenabled()
+    assert main(["plan", str(EXAMPLE)]) == 0
+    assert gc.isenabled()
+    assert main(["plan", str(ROOT / "no-such-file.yaml")]) == 2    # also when loading fails
+    assert gc.isenabled()
