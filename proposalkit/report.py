@@ -928,7 +928,8 @@ def render_html(context: ReportContext) -> str:
 def plan_markdown_table(plan: Plan) -> str:
     """The summary table alone (`proposalkit plan --format markdown`)."""
     context = report_context(plan)
-    return environment("md").get_template("summary.md.j2").render(r=context, in_report=False)
+    text = environment("md").get_template("summary.md.j2").render(r=context, in_report=False)
+    return text if text.endswith("\n") else text + "\n"      # a text stream ends its last line
 
 
 # --------------------------------------------------------------------------

@@ -244,6 +244,7 @@ def test_plan_markdown_keeps_the_units_line(example_plan):
     table = report.plan_markdown_table(example_plan)
     assert "Allocation units by resource: ncsa-delta-a100 **" in table
     assert "see B.3" not in table
+    assert table.endswith("SUs**.\n")          # the last line ends like every other
 
 
 def test_catalog_text_in_the_table_is_escaped(tmp_path, monkeypatch):
