@@ -53,8 +53,10 @@ def _track_problems(files, plans, total: float) -> list[str]:
     if proposal is None or proposal.track is None:
         return []
     used = sorted({w.charge.resource_id for w in plans if w.charge is not None})
+    sus = resources.jetstream2_sus(w.charge for w in plans if w.charge is not None)
     return [f"{where}: proposal.track: {message}"
-            for message in resources.cap_warnings(proposal.track, total, used, calendar_days=0.0)]
+            for message in resources.cap_warnings(proposal.track, total, used, calendar_days=0.0,
+                                                  jetstream2_sus=sus)]
 
 
 def check(paths: list[str], max_gpu_hours: float | None = None) -> tuple[list[str], str]:

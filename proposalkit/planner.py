@@ -603,5 +603,7 @@ def plan_files(files: list[LoadedFile]) -> Plan:
     warnings = [text for p in plans for text in p.warnings]
     plan = Plan(tuple(plans), proposal, (), track)
     used = [p.charge.resource_id for p in plans if p.charge is not None]
-    warnings += res_catalog.cap_warnings(track, plan.gpu_hours_requested, used, plan.calendar_days)
+    warnings += res_catalog.cap_warnings(
+        track, plan.gpu_hours_requested, used, plan.calendar_days,
+        jetstream2_sus=res_catalog.jetstream2_sus(p.charge for p in plans if p.charge is not None))
     return Plan(tuple(plans), proposal, tuple(warnings), track)

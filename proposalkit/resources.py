@@ -560,6 +560,12 @@ def calendar_warning(days: float, track_name: str = "standard") -> str | None:
     )
 
 
+def jetstream2_sus(charges: Iterable[Charge]) -> float | None:
+    """The SUs charged on Jetstream2 (the Start-Up track caps them apart), None when none are."""
+    amounts = [c.amount for c in charges if system_of(c.resource_id) == "jetstream2"]
+    return sum(amounts) if amounts else None
+
+
 def cap_warnings(track_name: str, total_gpu_hours_requested: float, resources_used: Iterable[str],
                  calendar_days: float, *, jetstream2_sus: float | None = None,
                  access_credits: float | None = None) -> list[str]:

@@ -301,3 +301,20 @@ def test_calendar_days_from_waves_of_concurrent_runs():
 @given(hours=st.floats(0, 1e4, allow_nan=False), variants=st.integers(1, 200), c=st.integers(1, 199))
 def test_more_concurrency_never_lengthens_the_campaign(hours, variants, c):
     assert R.calendar_days(hours, variants, c + 1) <= R.calendar_days(hours, variants, c)
+
+
+def test_startup_jetstream2_su_cap_reaches_plan_and_check(tmp_path, capsys):
+    from proposalkit.cli import main
+
+    path = tmp_path / "js.yaml"
+    path.write_text("proposal: {resource: jetstream2, track: startup}\n"
+                    "workloads:\n  - {name: serve, kind: inference, model: llama-3.1-8b, context: 4k, hours: 1900}\n")
+    # 1,900 h × 1 A100 × 1.30 buffer = 2,470 GPU-hours × 64 SUs (g3.xl: 32 vCPUs × 2) = 158,080 SUs,
+    # above the Start-Up track's 128,000 SUs on Jetstream2 (NAIRR community guide).
+    assert main(["plan", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "warning: The plan requests 158,080 Jetstream2 SUs; the NAIRR Pilot Start-Up track is capped near " \
+           "128,000 SUs" in out
+    assert main(["check", str(path)]) == 1
+    assert "158,080 Jetstream2 SUs" in capsys.readouterr().err
+    assert R.jetstream2_sus([]) is None
