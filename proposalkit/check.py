@@ -50,13 +50,19 @@ def _track_problems(files, plans, total: float) -> list[str]:
     from . import resources
 
     where, proposal = next(((f.path, f.proposal) for f in files if f.proposal is not None), (None, None))
-    if proposal is None or proposal.track is None:
+    if proposal is None:
         return []
-    used = sorted({w.charge.resource_id for w in plans if w.charge is not None})
-    sus = resources.jetstream2_sus(w.charge for w in plans if w.charge is not None)
-    return [f"{where}: proposal.track: {message}"
-            for message in resources.cap_warnings(proposal.track, total, used, calendar_days=0.0,
-                                                  jetstream2_sus=sus)]
+    charges = [w.charge for w in plans if w.charge is not None]
+    out = []
+    if proposal.track is not None:
+        used = sorted({c.resource_id for c in charges})
+        out += [f"{where}: proposal.track: {message}"
+                for message in resources.cap_warnings(proposal.track, total, used, calendar_days=0.0,
+                                                      jetstream2_sus=resources.jetstream2_sus(charges))]
+    if proposal.access_tier is not None:
+        out += [f"{where}: proposal.access_tier: {message}"
+                for message in resources.access_warnings(resources.access_credits(charges), proposal.access_tier)]
+    return out
 
 
 def check(paths: list[str], max_gpu_hours: float | None = None) -> tuple[list[str], str]:

@@ -91,6 +91,11 @@ def plan_dict(plan: Plan) -> dict:
     totals["storage"] = {"project_bytes": storage.project_bytes, "scratch_bytes": storage.scratch_bytes,
                          "archive_bytes": storage.archive_bytes}
     totals["calendar_days"] = _round(plan.calendar_days)
+    if plan.access is not None:
+        a = plan.access
+        totals["access_credits"] = {"credits": _round(a.credits), "tier": a.tier.id if a.tier else None,
+                                    "arithmetic": a.arithmetic, "missing_rates": list(a.missing),
+                                    "secondhand": a.secondhand}
     return {
         "schema_version": SCHEMA_VERSION,
         "track": plan.track,

@@ -17,7 +17,7 @@ from .compute import (
     DEFAULT_MFU, DEFAULT_MFU_SOURCE, QLORA_SPEED_FACTOR, QLORA_SPEED_SOURCE,
     FlopsPerToken, flops_throughput, runtime_hours, scale_pilot, training_flops_per_token,
 )
-from .errors import InfeasibleError
+from .errors import InfeasibleError, InputError, Problem
 from .loading import LoadedFile, LoadedWorkload
 from .memory import (
     DEFAULT_OVERHEAD, InferenceSetup, LoraSpec, MemoryBreakdown, TrainingSetup,
@@ -149,6 +149,7 @@ class Plan:
     proposal: object | None
     warnings: tuple[str, ...] = ()
     track: str = "standard"
+    access: res_catalog.AccessCredits | None = None    # the charges in ACCESS Credits
 
     def by_resource(self) -> dict[str, tuple[str, float]]:
         """Resource (partition) id → (unit, amount), summed over workloads."""
@@ -425,6 +426,11 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
     target = _target(resource_id)
     notes: list[str] = []
     warnings: list[str] = []
+    if target is not None and w.gpu is not None and w.gpu not in target.gpus:
+        where = f"workloads[{lw.index}].gpu"
+        raise InputError([Problem(lw.path, lw.line, where,
+                                  f"{w.gpu} is not a GPU of {target.id} (it has {', '.join(target.gpus)}): pin one "
+                                  "of those, or target another resource")])
     s = _settings(w, model, notes)
     tokens, tokens_derivation = _tokens(w)
     mfu = _mfu(w, notes) if w.kind != "inference" else (None, None)
@@ -603,7 +609,9 @@ def plan_files(files: list[LoadedFile]) -> Plan:
     warnings = [text for p in plans for text in p.warnings]
     plan = Plan(tuple(plans), proposal, (), track)
     used = [p.charge.resource_id for p in plans if p.charge is not None]
-    warnings += res_catalog.cap_warnings(
-        track, plan.gpu_hours_requested, used, plan.calendar_days,
-        jetstream2_sus=res_catalog.jetstream2_sus(p.charge for p in plans if p.charge is not None))
-    return Plan(tuple(plans), proposal, tuple(warnings), track)
+    charges = [p.charge for p in plans if p.charge is not None]
+    warnings += res_catalog.cap_warnings(track, plan.gpu_hours_requested, used, plan.calendar_days,
+                                         jetstream2_sus=res_catalog.jetstream2_sus(charges))
+    access = res_catalog.access_credits(charges)
+    warnings += res_catalog.access_warnings(access, proposal.access_tier if proposal is not None else None)
+    return Plan(tuple(plans), proposal, tuple(warnings), track, access)

@@ -428,6 +428,32 @@ class Chart:
 
 
 @dataclass(frozen=True)
+class AccessView:
+    """The request in ACCESS Credits, shown when the proposal names an ACCESS project type."""
+
+    tier: str                   # the project type asked for, e.g. "Explore ACCESS"
+    limit: float                # its credit limit
+    arithmetic: str             # per resource: amount × rate = credits
+    credits: float | None       # None: some resource has no rate in the catalog
+    fits: str | None            # the smallest project type that covers the credits (None: Maximize)
+    secondhand: bool
+    missing: tuple[str, ...]
+
+
+def _access_view(plan: Plan) -> AccessView | None:
+    proposal = getattr(plan, "proposal", None)
+    tier_id = getattr(proposal, "access_tier", None)
+    access = getattr(plan, "access", None)
+    if tier_id is None or access is None:
+        return None
+    from .resources import credit_tiers
+
+    tier = next(t for t in credit_tiers() if t.id == tier_id)
+    return AccessView(tier.name, tier.credits, access.arithmetic, access.credits,
+                      access.tier.name if access.tier else None, access.secondhand, access.missing)
+
+
+@dataclass(frozen=True)
 class ReportContext:
     heading: str
     title: TitleBlock
@@ -444,6 +470,7 @@ class ReportContext:
     warnings: tuple[str, ...]
     references: tuple[Reference, ...]
     charts: dict[str, Chart]
+    access: AccessView | None = None
 
     @property
     def resources_heading(self) -> str | None:
@@ -882,6 +909,7 @@ def report_context(plan: Plan) -> ReportContext:
         warnings=tuple(plan.warnings),
         references=_references(plan, views),
         charts=_charts(views),
+        access=_access_view(plan),
     )
 
 

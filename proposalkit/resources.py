@@ -66,6 +66,15 @@ class WalltimeTier:
 
 
 @dataclass(frozen=True)
+class CreditRate:
+    """ACCESS Credits per one unit of a resource (ACCESS Exchange Calculator)."""
+
+    per_unit: float
+    source: str
+    confidence: str
+
+
+@dataclass(frozen=True)
 class Resource:
     """One allocatable resource, or one partition of it where charging differs."""
 
@@ -85,6 +94,7 @@ class Resource:
     walltime_source: str = ""
     walltime_confidence: str = ""
     max_nodes_per_job: int | None = None
+    access_credits: CreditRate | None = None
     notes: str = ""
 
     def nodes_for(self, gpus_per_job: int) -> int:
@@ -205,6 +215,12 @@ def _resource_from_row(row: dict) -> Resource:
         raise bad("source: every row needs the page it was read from")
     if not isinstance(row.get("gpus_per_node"), int) or row["gpus_per_node"] < 1:
         raise bad(f"gpus_per_node: expected a positive integer, got {row.get('gpus_per_node')!r}")
+    credits = row.pop("access_credits", None)
+    if credits is not None:
+        if set(credits) != {"per_unit", "source", "confidence"} or credits["confidence"] not in CONFIDENCE_LEVELS \
+                or not float(credits["per_unit"]) > 0:
+            raise bad(f"access_credits: expected per_unit > 0, source and confidence, got {credits!r}")
+        row["access_credits"] = CreditRate(float(credits["per_unit"]), credits["source"], credits["confidence"])
     walltime = row.get("max_walltime_hours")
     row["max_walltime_hours"] = float(walltime) if walltime is not None else None
     row["gpus"] = tuple(row["gpus"])
@@ -560,6 +576,60 @@ def calendar_warning(days: float, track_name: str = "standard") -> str | None:
     )
 
 
+@dataclass(frozen=True)
+class AccessCredits:
+    """A plan's charges in ACCESS Credits (None when a resource has no rate in the catalog)."""
+
+    credits: float | None
+    arithmetic: str                 # per resource: amount × rate = credits
+    missing: tuple[str, ...]        # resources charged without a known rate
+    secondhand: bool                # some rate is not from ACCESS or the provider
+    tier: CreditTier | None         # the smallest ACCESS project type that covers them
+
+
+def access_credits(charges: Iterable[Charge]) -> AccessCredits | None:
+    """Σ amount × credits per unit over the charges, per resource; None when nothing is charged."""
+    by_resource: dict[str, float] = {}
+    for c in charges:
+        by_resource[c.resource_id] = by_resource.get(c.resource_id, 0.0) + c.amount
+    if not by_resource:
+        return None
+    parts, missing, total, secondhand = [], [], 0.0, False
+    for rid, amount in by_resource.items():
+        res = resource(rid)
+        rate = res.access_credits
+        if rate is None:
+            missing.append(rid)
+            continue
+        credits = amount * rate.per_unit
+        total += credits
+        secondhand |= rate.confidence != "verified"
+        parts.append(f"{rid}: {_fmt(amount)} {res.unit} × {_fmt(rate.per_unit)} = {credits:,.0f} credits")
+    if missing:
+        return AccessCredits(None, "; ".join(parts), tuple(missing), secondhand, None)
+    return AccessCredits(total, "; ".join(parts), (), secondhand, access_tier(total))
+
+
+def access_warnings(credits: AccessCredits | None, tier_name: str | None) -> list[str]:
+    """The plan against the ACCESS project type it names (proposal.access_tier)."""
+    if tier_name is None:      # a NAIRR request: credits are information, not a limit
+        return []
+    tier = next(t for t in credit_tiers() if t.id == tier_name)
+    if credits is None:
+        return [f"proposal.access_tier {tier_name}: the plan charges no resource, so it has no ACCESS credits "
+                "(set proposal.resource)"]
+    if credits.credits is None:
+        return [f"proposal.access_tier {tier_name}: no ACCESS exchange rate in the catalog for "
+                f"{', '.join(credits.missing)}; the credits cannot be checked against the {tier.name} limit"]
+    if credits.credits > tier.credits:
+        return [f"The plan comes to {credits.credits:,.0f} ACCESS credits ({credits.arithmetic}); the {tier.name} "
+                f"limit is {tier.credits:,.0f}"
+                + (f"; it fits {credits.tier.name}" if credits.tier is not None else "; it needs Maximize ACCESS")
+                + ("; some exchange rates are second-hand: re-check with the ACCESS Exchange Calculator"
+                   if credits.secondhand else "")]
+    return []
+
+
 def jetstream2_sus(charges: Iterable[Charge]) -> float | None:
     """The SUs charged on Jetstream2 (the Start-Up track caps them apart), None when none are."""
     amounts = [c.amount for c in charges if system_of(c.resource_id) == "jetstream2"]
@@ -567,15 +637,14 @@ def jetstream2_sus(charges: Iterable[Charge]) -> float | None:
 
 
 def cap_warnings(track_name: str, total_gpu_hours_requested: float, resources_used: Iterable[str],
-                 calendar_days: float, *, jetstream2_sus: float | None = None,
-                 access_credits: float | None = None) -> list[str]:
+                 calendar_days: float, *, jetstream2_sus: float | None = None) -> list[str]:
     """Warnings for a plan that exceeds its track's caps or period.
 
     * Start-Up: about 2,000 GPU-hours on one resource over 3 months (second-hand:
       NAIRR.md [S]); 128,000 SUs on Jetstream2.
     * Every track: the campaign's calendar days must fit the period (12 months
       standard, 3 Start-Up).
-    * ``access_credits``: above the Accelerate limit (3,000,000) needs Maximize.
+    ACCESS project types are checked apart (access_warnings).
 
     ``resources_used`` are resource or system ids; partitions of one system
     (Delta's A100 and A40 nodes) count as one resource.
@@ -602,10 +671,4 @@ def cap_warnings(track_name: str, total_gpu_hours_requested: float, resources_us
     late = calendar_warning(calendar_days, track_name)
     if late:
         out.append(late)
-    if access_credits is not None and access_tier(access_credits) is None:
-        top = credit_tiers()[-1]
-        out.append(
-            f"{access_credits:,.0f} ACCESS credits exceed the {top.name} limit of {top.credits:,.0f}; "
-            "a request this size goes to Maximize ACCESS (in each resource's own units)"
-        )
     return out

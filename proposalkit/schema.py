@@ -22,6 +22,7 @@ METHODS = ("full", "lora", "qlora")
 PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd")
 TRACKS = ("startup", "standard")
+ACCESS_TIERS = ("explore", "discover", "accelerate")    # resources.yaml access_credit_tiers (a test holds them equal)
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "all-linear")
 
 
@@ -187,6 +188,8 @@ class Proposal(_Strict):
     institution: Text | None = None
     resource: Text | None = Field(None, description="Target resource (catalog id): limits the GPU choice and sets the units.")
     track: Literal[TRACKS] | None = Field(None, description="NAIRR track: startup or standard (caps and warnings differ).")
+    access_tier: Literal[ACCESS_TIERS] | None = Field(
+        None, description="ACCESS project type the request is for: explore, discover or accelerate (credit limits).")
     date: Text | None = Field(None, description="Shown on the report only when given (reproducible builds).")
 
 

@@ -258,3 +258,19 @@ def test_catalog_text_in_the_table_is_escaped(tmp_path, monkeypatch):
     assert row.count(" | ") == TABLE_HEADER.count(" | ")
     html = report.render_html(context)
     assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
+
+
+def test_access_credits_sentence_when_the_proposal_names_a_project_type(tmp_path):
+    plan = plan_from(tmp_path, "proposal: {title: A, access_tier: explore}\nworkloads:\n"
+                     + service("on-delta", "h200", 1, 100, resource="ncsa-delta"))
+    md = report.render_markdown(report.report_context(plan))
+    # Delta H200: 100 GPU-hours × 3 SU = 300 SUs × 66.7 credits per SU (Exchange Calculator as quoted) = 20,010.
+    assert ("In ACCESS Credits (the request is for Explore ACCESS, up to 400,000): ncsa-delta-h200: 300.0 SUs × "
+            "66.7 = 20,010 credits; **20,010 credits** (†: some rates are second-hand; re-check with the ACCESS "
+            "Exchange Calculator), within the Explore ACCESS limit.") in md
+    html = report.render_html(report.report_context(plan))
+    assert "<strong>20,010 credits</strong>" in html
+
+
+def test_no_access_sentence_in_a_nairr_report(example_plan):
+    assert "ACCESS Credits" not in report.render_markdown(report.report_context(example_plan))

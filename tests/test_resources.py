@@ -280,7 +280,9 @@ def test_access_credit_tiers():
     assert R.access_tier(400_000).id == "explore"
     assert R.access_tier(400_001).id == "discover"
     assert R.access_tier(3_000_001) is None
-    assert R.cap_warnings("standard", 0, [], 0, access_credits=3_500_000)
+    over = R.AccessCredits(3_500_000.0, "", (), False, None)
+    assert "it needs Maximize ACCESS" in R.access_warnings(over, "accelerate")[0]
+    assert R.access_warnings(over, None) == []          # a NAIRR request: credits are information only
 
 
 def test_unknown_track_suggests():
@@ -318,3 +320,50 @@ def test_startup_jetstream2_su_cap_reaches_plan_and_check(tmp_path, capsys):
     assert main(["check", str(path)]) == 1
     assert "158,080 Jetstream2 SUs" in capsys.readouterr().err
     assert R.jetstream2_sus([]) is None
+
+
+def test_access_tiers_in_the_format_are_the_catalog_tiers():
+    from proposalkit.schema import ACCESS_TIERS
+
+    assert ACCESS_TIERS == tuple(t.id for t in R.credit_tiers())
+
+
+def test_access_credits_of_a_plan(tmp_path, capsys):
+    from proposalkit.cli import main
+    from proposalkit.loading import load_files
+    from proposalkit.planner import plan_files
+
+    path = tmp_path / "acc.yaml"
+    path.write_text("proposal: {resource: ncsa-delta, access_tier: explore}\n"
+                    "workloads:\n  - {name: serve, kind: inference, model: llama-3.1-8b, context: 4k, hours: 1000,"
+                    " gpu: h200, gpus: 1, buffer: 0}\n"
+                    "  - {name: pilot, kind: inference, model: llama-3.1-8b, context: 4k, hours: 1000,"
+                    " gpu: a40, gpus: 1, buffer: 0, resource: jetstream2}\n")
+    # NCSA Delta H200: 1,000 GPU-hours × 3 SU = 3,000 SUs × 66.7 credits per Delta SU (ACCESS Exchange
+    # Calculator as quoted, April 2026) = 200,100 credits. The a40 pin is not on Jetstream2 (a100-40gb only):
+    # an input error, not a plan that silently charges nothing.
+    from proposalkit.errors import InputError
+    with pytest.raises(InputError, match="a40 is not a GPU of jetstream2 \\(it has a100-40gb\\)"):
+        plan_files(load_files([str(path)]))
+    path.write_text(path.read_text().replace("gpu: a40, gpus: 1, buffer: 0, resource: jetstream2",
+                                             "gpu: a100-40gb, gpus: 1, buffer: 0, resource: jetstream2"))
+    plan = plan_files(load_files([str(path)]))
+    # + Jetstream2 g3.xl: 1,000 h × 64 SUs = 64,000 SUs × 1 credit per SU (Jetstream2 docs) = 64,000.
+    assert plan.access.credits == pytest.approx(3000 * 66.7 + 64_000)
+    assert plan.access.tier.id == "explore" and plan.access.secondhand
+    assert plan.access.arithmetic == ("ncsa-delta-h200: 3,000.0 SUs × 66.7 = 200,100 credits; "
+                                      "jetstream2-gpu: 64,000.0 SUs × 1.0 = 64,000 credits")
+    assert main(["check", str(path)]) == 0
+    capsys.readouterr()
+    path.write_text(path.read_text().replace("hours: 1000,", "hours: 2000,", 1))   # Delta: 400,200 + 64,000
+    assert main(["check", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "The plan comes to 464,200 ACCESS credits" in err and "the Explore ACCESS limit is 400,000" in err
+    assert "it fits Discover ACCESS" in err and "second-hand" in err
+
+
+def test_a_resource_without_an_exchange_rate_is_named():
+    charges = [R.charge("alcf-polaris", "a100-40gb", 4, 10.0)]
+    credits = R.access_credits(charges)
+    assert credits.credits is None and credits.missing == ("alcf-polaris",)
+    assert "no ACCESS exchange rate in the catalog for alcf-polaris" in R.access_warnings(credits, "discover")[0]
