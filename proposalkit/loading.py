@@ -220,6 +220,12 @@ class _Builder:
                                              "a key must be a plain name, not a list or mapping"))
                 continue
             key = key_node.value if key_node.tag == _STR_TAG else self.loader.construct_object(key_node)
+            if not isinstance(key, str):
+                # YAML reads `1:`, `null:` or `yes:` as a number, null or boolean; no field is named so.
+                self.problems.append(Problem(self.source.path, line, field_name(path),
+                                             f"a key must be a field name (got {describe(key)}; quote it if "
+                                             "it is meant as text)"))
+                continue
             if index >= merged:
                 if key in seen:
                     self.problems.append(Problem(self.source.path, line, field_name(path + (key,)),

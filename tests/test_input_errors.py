@@ -395,3 +395,11 @@ def test_a_field_with_its_own_error_is_not_also_an_unknown_id(tmp_path, capsys):
     code, err, _ = run(tmp_path, GOOD.replace("gpu: a100-80gb", "gpu: [h100]").replace("gpus: 1", "gpus: 0"), capsys)
     assert code == 2
     assert len(err.splitlines()) == 2 and "unknown GPU" not in err
+
+
+def test_a_key_that_yaml_reads_as_a_number_or_null(tmp_path, capsys):
+    code, err, _ = run(tmp_path, GOOD + "    1: x\n    null: y\n", capsys)
+    assert code == 2
+    assert err == ("FILE:9: workloads[0]: a key must be a field name (got 1; quote it if it is meant as text)\n"
+                   "FILE:10: workloads[0]: a key must be a field name (got null (empty); quote it if it is "
+                   "meant as text)\n")
