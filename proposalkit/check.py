@@ -61,7 +61,9 @@ def _track_problems(files, plans, total: float) -> list[str]:
                                                       jetstream2_sus=resources.jetstream2_sus(charges))]
     if proposal.access_tier is not None:
         out += [f"{where}: proposal.access_tier: {message}"
-                for message in resources.access_warnings(resources.access_credits(charges), proposal.access_tier)]
+                for message in resources.access_warnings(
+                    resources.access_credits(charges, [w.name for w in plans if w.charge is None]),
+                    proposal.access_tier)]
     return out
 
 

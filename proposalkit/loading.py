@@ -18,7 +18,7 @@ from . import catalog
 from .errors import InputError, Problem
 from .models import ModelSpec
 from .schema import (
-    KINDS, LORA_TARGETS, MAX_TOKENS, METHODS, OPTIMIZERS, PRECISIONS, TRACKS, UNION_TAGS,
+    ACCESS_TIERS, KINDS, LORA_TARGETS, MAX_TOKENS, METHODS, OPTIMIZERS, PRECISIONS, TRACKS, UNION_TAGS,
     Data, Lora, ModelShape, Proposal, Storage, Throughput, Workload, WorkloadFields,
     WorkloadFile, describe,
 )
@@ -160,14 +160,15 @@ class _Builder:
     constructor, so values follow YAML exactly as yaml.safe_load would. An
     alias yields the value already built for its anchor (as safe_load does),
     so aliases nested in aliases cannot blow a small file up ("billion laughs");
-    fields reached through an alias take the line of the alias.
+    fields reached through an alias keep the line of the anchor's text.
+    Merge keys ('<<: *base', '<<: [*a, *b]') are applied as safe_load applies
+    them, without changing the nodes (an anchor may sit inside a merge).
     """
 
     def __init__(self, loader, source: Source, problems: list[Problem]):
         self.loader, self.source, self.problems = loader, source, problems
         self.active: set[int] = set()   # collection nodes on the current path (recursive aliases)
         self.built: dict[int, object] = {}   # collection node → its value (aliases reuse it)
-        self.merged: dict[int, int] = {}   # mapping node → how many of its pairs came from merge keys
 
     def value(self, node, path: Path):
         if isinstance(node, yaml.ScalarNode):
@@ -201,19 +202,30 @@ class _Builder:
         return items
 
     def _mapping(self, node, path: Path) -> dict:
-        # YAML merge keys ('<<: *base'): PyYAML's flatten_mapping puts the merged
-        # pairs first, in the order safe_load applies them; the explicit pairs
-        # follow and override them. Only the explicit keys can be duplicates.
-        merged = self.merged.get(id(node))
-        if merged is None:
-            explicit = sum(1 for key_node, _ in node.value if key_node.tag != _MERGE_TAG)
-            if explicit < len(node.value):
-                self.loader.flatten_mapping(node)
-            merged = self.merged[id(node)] = len(node.value) - explicit
         mapping: dict = {}
+        explicit = []
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                # The first mapping named in '<<: [*a, *b]' wins over the later ones;
+                # explicit keys win over all of them (YAML merge key, as safe_load).
+                sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+                merged: dict = {}
+                for source_node in reversed(sources):
+                    if not isinstance(source_node, yaml.MappingNode):
+                        raise InputError([Problem(self.source.path, source_node.start_mark.line + 1,
+                                                  field_name(path), "'<<' merges a mapping or a list of mappings "
+                                                  f"(got {source_node.id})")])
+                    source_value = self.value(source_node, path)
+                    if isinstance(source_value, dict):      # None: a recursive alias, reported
+                        merged.update(source_value)
+                for key in merged:
+                    self.source.lines.setdefault(path + (key,), key_node.start_mark.line + 1)
+                mapping.update(merged)
+            else:
+                explicit.append((key_node, value_node))
         seen: dict[object, int] = {}
         lines = self.source.lines
-        for index, (key_node, value_node) in enumerate(node.value):
+        for key_node, value_node in explicit:
             line = key_node.start_mark.line + 1
             if not isinstance(key_node, yaml.ScalarNode):
                 self.problems.append(Problem(self.source.path, line, field_name(path),
@@ -226,12 +238,11 @@ class _Builder:
                                              f"a key must be a field name (got {describe(key)}; quote it if "
                                              "it is meant as text)"))
                 continue
-            if index >= merged:
-                if key in seen:
-                    self.problems.append(Problem(self.source.path, line, field_name(path + (key,)),
-                                                 f"duplicate key (first given on line {seen[key]})"))
-                    continue
-                seen[key] = line
+            if key in seen:
+                self.problems.append(Problem(self.source.path, line, field_name(path + (key,)),
+                                             f"duplicate key (first given on line {seen[key]})"))
+                continue
+            seen[key] = line
             at = path + (key,)
             lines[at] = line
             mapping[key] = self.value(value_node, at)
@@ -261,6 +272,9 @@ def _parse_yaml(path: str, raw: bytes) -> tuple[object, Source]:
         data = _Builder(loader, source, problems).value(node, ())
         if problems:
             raise InputError(problems)
+    except RecursionError:
+        raise InputError([Problem(path, None, "", "values nested too deeply (more than a few hundred levels)")]) \
+            from None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark else None
@@ -290,7 +304,7 @@ _FIELDS_BY_PARENT = {
 }
 
 _CHOICES = {"kind": KINDS, "method": METHODS, "precision": PRECISIONS, "optimizer": OPTIMIZERS,
-            "track": TRACKS, "targets": LORA_TARGETS, "mlp": ("swiglu", "gelu")}
+            "track": TRACKS, "access_tier": ACCESS_TIERS, "targets": LORA_TARGETS, "mlp": ("swiglu", "gelu")}
 
 
 def _parent_kind(path: Path) -> str:
@@ -306,6 +320,8 @@ def _parent_kind(path: Path) -> str:
 
 def _nice_list(items) -> str:
     items = [str(i) for i in items]
+    if not items:
+        return "(none)"
     return ", ".join(items[:-1]) + " or " + items[-1] if len(items) > 1 else items[0]
 
 

@@ -106,10 +106,12 @@ def plan_dict(plan: Plan) -> dict:
 
 
 def compact_json(value) -> str:
-    """JSON without spaces, as orjson writes it; the standard library writes the same text.
+    """JSON without spaces, written by orjson; the standard library when orjson is
+    missing or refuses a value (integers beyond 64 bits).
 
-    orjson refuses integers beyond 64 bits (the standard library does not), so
-    those values fall back to it.
+    The two give the same values and, for the numbers a plan holds, the same
+    text; they spell floats below 10^-4 differently (orjson 1e-6, the
+    standard library 1e-06), which any JSON reader reads as the same number.
     """
     if orjson is not None:
         try:

@@ -612,6 +612,6 @@ def plan_files(files: list[LoadedFile]) -> Plan:
     charges = [p.charge for p in plans if p.charge is not None]
     warnings += res_catalog.cap_warnings(track, plan.gpu_hours_requested, used, plan.calendar_days,
                                          jetstream2_sus=res_catalog.jetstream2_sus(charges))
-    access = res_catalog.access_credits(charges)
+    access = res_catalog.access_credits(charges, [p.name for p in plans if p.charge is None])
     warnings += res_catalog.access_warnings(access, proposal.access_tier if proposal is not None else None)
     return Plan(tuple(plans), proposal, tuple(warnings), track, access)

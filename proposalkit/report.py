@@ -436,6 +436,7 @@ class AccessView:
     arithmetic: str             # per resource: amount × rate = credits
     credits: float | None       # None: some resource has no rate in the catalog
     fits: str | None            # the smallest project type that covers the credits (None: Maximize)
+    within: bool                # the credits are within the limit of the type asked for
     secondhand: bool
     missing: tuple[str, ...]
 
@@ -449,8 +450,9 @@ def _access_view(plan: Plan) -> AccessView | None:
     from .resources import credit_tiers
 
     tier = next(t for t in credit_tiers() if t.id == tier_id)
+    within = access.credits is not None and access.credits <= tier.credits
     return AccessView(tier.name, tier.credits, access.arithmetic, access.credits,
-                      access.tier.name if access.tier else None, access.secondhand, access.missing)
+                      access.tier.name if access.tier else None, within, access.secondhand, access.missing)
 
 
 @dataclass(frozen=True)

@@ -587,14 +587,20 @@ class AccessCredits:
     tier: CreditTier | None         # the smallest ACCESS project type that covers them
 
 
-def access_credits(charges: Iterable[Charge]) -> AccessCredits | None:
-    """Σ amount × credits per unit over the charges, per resource; None when nothing is charged."""
+def access_credits(charges: Iterable[Charge], uncharged: Iterable[str] = ()) -> AccessCredits | None:
+    """Σ amount × credits per unit over the charges, per resource; None when nothing is charged.
+
+    ``uncharged`` names workloads with no target resource: they have no unit to
+    exchange, so the credits are not computed (never a total that leaves them out).
+    """
     by_resource: dict[str, float] = {}
     for c in charges:
         by_resource[c.resource_id] = by_resource.get(c.resource_id, 0.0) + c.amount
     if not by_resource:
         return None
-    parts, missing, total, secondhand = [], [], 0.0, False
+    uncharged = list(uncharged)
+    parts, total, secondhand = [], 0.0, False
+    missing = [f"{', '.join(uncharged)} (no target resource)"] if uncharged else []
     for rid, amount in by_resource.items():
         res = resource(rid)
         rate = res.access_credits
@@ -619,7 +625,7 @@ def access_warnings(credits: AccessCredits | None, tier_name: str | None) -> lis
         return [f"proposal.access_tier {tier_name}: the plan charges no resource, so it has no ACCESS credits "
                 "(set proposal.resource)"]
     if credits.credits is None:
-        return [f"proposal.access_tier {tier_name}: no ACCESS exchange rate in the catalog for "
+        return [f"proposal.access_tier {tier_name}: no ACCESS exchange rate for "
                 f"{', '.join(credits.missing)}; the credits cannot be checked against the {tier.name} limit"]
     if credits.credits > tier.credits:
         return [f"The plan comes to {credits.credits:,.0f} ACCESS credits ({credits.arithmetic}); the {tier.name} "

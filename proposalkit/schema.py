@@ -146,13 +146,14 @@ def _capped(schema: dict, maximum: float) -> dict:
 # Upper bounds, each far above anything published, so they only catch slips:
 # Llama 3 was pretrained on 15.6T tokens (Dubey et al. 2024) and the largest
 # published models are near 2T parameters; context windows reach 10M tokens
-# (Llama 4 Scout); the largest GPU clusters hold about 10^5 GPUs; a NAIRR
-# allocation lasts at most 12 months (8,784 h in a leap year).
+# (Llama 4 Scout); the largest GPU clusters hold about 10^5 GPUs; a service
+# kept up for a decade is a slip (a request longer than its allocation period
+# is a calendar warning, since ACCESS projects can run as long as their grant).
 MAX_TOKENS = 10**15
 MAX_PARAMS = 10**14
 MAX_SEQUENCE = 10**8
 MAX_GPUS = 10**6
-MAX_HOURS = 366 * 24
+MAX_HOURS = 10**5
 Tokens = Annotated[int, _at_most(_positive_int, MAX_TOKENS, "at most 10^15 tokens, 64× the 15.6T Llama 3 was "
                                                              "pretrained on; check the suffix: k, M, B, T"),
                    WithJsonSchema(_capped(_COUNT_SCHEMA, MAX_TOKENS))]
@@ -162,6 +163,8 @@ Params = Annotated[int, _at_most(_positive_int, MAX_PARAMS, "at most 10^14 param
 Sequence = Annotated[int, _at_most(_positive_int, MAX_SEQUENCE, "at most 10^8 tokens per sequence, 10× the longest "
                                                                  "published context window"),
                      WithJsonSchema(_capped(_COUNT_SCHEMA, MAX_SEQUENCE))]
+Samples = Annotated[int, _at_most(_positive_int, MAX_TOKENS, "at most 10^15 samples; check the suffix: k, M, B, T"),
+                    WithJsonSchema(_capped(_COUNT_SCHEMA, MAX_TOKENS))]
 GpuCount = Annotated[int, _at_most(_positive_int, MAX_GPUS, "at most 10^6 GPUs, 10× the largest clusters"),
                      WithJsonSchema(_capped(_COUNT_SCHEMA, MAX_GPUS))]
 NonNegativeInt = Annotated[int, BeforeValidator(_non_negative_int), WithJsonSchema({"type": "integer", "minimum": 0})]
@@ -169,8 +172,8 @@ PositiveFloat = Annotated[float, BeforeValidator(_positive_float), WithJsonSchem
 Fraction01 = Annotated[float, BeforeValidator(_fraction), WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 1})]
 Buffer = Annotated[float, BeforeValidator(_buffer), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
 ZeroStage = Annotated[int, BeforeValidator(_non_negative_int), WithJsonSchema({"type": "integer", "minimum": 0, "maximum": 3})]
-ServiceHours = Annotated[float, _at_most(_positive_float, MAX_HOURS, "at most 8,784 hours, the 12 months of an "
-                                                                     "allocation; use variants for several services"),
+ServiceHours = Annotated[float, _at_most(_positive_float, MAX_HOURS, "at most 100,000 hours, 11 years kept up; "
+                                                                     "use variants for several services"),
                          WithJsonSchema(_capped(_FLOAT_SCHEMA, MAX_HOURS))]
 Bool = Annotated[bool, BeforeValidator(_boolean), WithJsonSchema({"type": "boolean"})]
 Text = Annotated[str, BeforeValidator(_text), WithJsonSchema({"type": "string"})]
@@ -229,7 +232,7 @@ UNION_TAGS = ("id", "shape")
 class Data(_Strict):
     """tokens = samples × seq_len × epochs."""
 
-    samples: Tokens
+    samples: Samples
     seq_len: Sequence
     epochs: PositiveFloat = 1
 

@@ -162,10 +162,10 @@ CASES = {
         "FILE:6: workloads[0].tokens: implausibly large (got '2000T', expected at most 10^15 tokens, 64× the 15.6T "
         "Llama 3 was pretrained on; check the suffix: k, M, B, T)\n",
     ),
-    "service longer than an allocation": (
-        "workloads:\n  - {name: s, kind: inference, model: llama-3.1-8b, context: 4k, hours: 10000}\n",
-        "FILE:2: workloads[0].hours: implausibly large (got 10000, expected at most 8,784 hours, the 12 months of "
-        "an allocation; use variants for several services)\n",
+    "service kept up for decades": (
+        "workloads:\n  - {name: s, kind: inference, model: llama-3.1-8b, context: 4k, hours: 200000}\n",
+        "FILE:2: workloads[0].hours: implausibly large (got 200000, expected at most 100,000 hours, 11 years kept "
+        "up; use variants for several services)\n",
     ),
     "data beyond any training run": (
         GOOD.replace("tokens: 200M", "data: {samples: 1T, seq_len: 4k, epochs: 3}"),
@@ -403,3 +403,38 @@ def test_a_key_that_yaml_reads_as_a_number_or_null(tmp_path, capsys):
     assert err == ("FILE:9: workloads[0]: a key must be a field name (got 1; quote it if it is meant as text)\n"
                    "FILE:10: workloads[0]: a key must be a field name (got null (empty); quote it if it is "
                    "meant as text)\n")
+
+
+def test_unknown_access_tier(tmp_path, capsys):
+    code, err, _ = run(tmp_path, "proposal: {access_tier: Explore}\n" + GOOD, capsys)
+    assert code == 2
+    assert err == ("FILE:1: proposal.access_tier: unknown access_tier (got 'Explore', expected explore, discover "
+                   "or accelerate; did you mean 'explore'?)\n")
+
+
+def test_anchor_inside_a_merge_reused_elsewhere(tmp_path, capsys):
+    """An anchor defined inside a merge source and aliased later is the same mapping both
+    times; its own merge is not mistaken for duplicate keys (yaml.safe_load: rank 16)."""
+    content = GOOD.replace("    gpus: 1\n", "    gpus: 1\n    lora:\n      <<: &l\n        <<: {rank: 8}\n"
+                                           "        rank: 16\n")
+    content += GOOD.replace("workloads:\n", "").replace("sweep", "other").replace(
+        "    gpus: 1\n", "    gpus: 1\n    lora: *l\n")
+    path = tmp_path / "w.yaml"
+    path.write_text(content)
+    from proposalkit.loading import load_file
+
+    assert [w.spec.lora.rank for w in load_file(str(path)).workloads] == [16, 16]
+    assert yaml.safe_load(content)["workloads"][1]["lora"] == {"rank": 16}
+
+
+def test_duplicate_key_inside_a_merge_source(tmp_path, capsys):
+    code, err, _ = run(tmp_path, GOOD.replace("    kind: finetune\n    method: lora\n",
+                                              "    <<: {kind: finetune, method: lora, method: full}\n"), capsys)
+    assert code == 2
+    assert "workloads[0].method: duplicate key (first given on line 3)" in err
+
+
+def test_nesting_too_deep_is_an_input_error(tmp_path, capsys):
+    code, err, _ = run(tmp_path, GOOD + "    description: " + "[" * 2000 + "]" * 2000 + "\n", capsys)
+    assert code == 2
+    assert err.endswith("values nested too deeply (more than a few hundred levels)\n")

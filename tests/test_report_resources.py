@@ -274,3 +274,23 @@ def test_access_credits_sentence_when_the_proposal_names_a_project_type(tmp_path
 
 def test_no_access_sentence_in_a_nairr_report(example_plan):
     assert "ACCESS Credits" not in report.render_markdown(report.report_context(example_plan))
+
+
+def test_access_sentence_for_a_larger_tier_than_needed(tmp_path):
+    """Asking for Accelerate with credits that Explore would cover is within the limit."""
+    plan = plan_from(tmp_path, "proposal: {title: A, access_tier: accelerate}\nworkloads:\n"
+                     + service("on-delta", "h200", 1, 100, resource="ncsa-delta"))
+    md = report.render_markdown(report.report_context(plan))
+    assert "**20,010 credits**" in md and "within the Accelerate ACCESS limit." in md
+    assert plan.warnings == () or not any("ACCESS" in w for w in plan.warnings)
+
+
+def test_access_credits_are_not_summed_without_every_workload(tmp_path):
+    """A workload with no target resource has no unit to exchange: no partial total."""
+    plan = plan_from(tmp_path, "proposal: {title: A, access_tier: explore}\nworkloads:\n"
+                     + service("on-anvil", "a100-40gb", 1, 10, resource="purdue-anvil")
+                     + service("nowhere", "h100-80gb", 1, 10))
+    assert plan.access.credits is None and plan.access.missing == ("nowhere (no target resource)",)
+    assert any("no ACCESS exchange rate for nowhere (no target resource)" in w for w in plan.warnings)
+    md = report.render_markdown(report.report_context(plan))
+    assert "not computed: no exchange rate for nowhere (no target resource)." in md

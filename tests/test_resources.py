@@ -366,4 +366,4 @@ def test_a_resource_without_an_exchange_rate_is_named():
     charges = [R.charge("alcf-polaris", "a100-40gb", 4, 10.0)]
     credits = R.access_credits(charges)
     assert credits.credits is None and credits.missing == ("alcf-polaris",)
-    assert "no ACCESS exchange rate in the catalog for alcf-polaris" in R.access_warnings(credits, "discover")[0]
+    assert "no ACCESS exchange rate for alcf-polaris;" in R.access_warnings(credits, "discover")[0]
