@@ -231,17 +231,6 @@ class CrossCheckRow:
 
 
 @dataclass(frozen=True)
-class Alternative:
-    gpu: str
-    count: int
-    fits: bool
-    per_gpu_bytes: int
-    usable_bytes: int
-    gpu_hours_requested: float | None
-    reason: str
-
-
-@dataclass(frozen=True)
 class Setting:
     name: str
     value: str
@@ -285,7 +274,7 @@ class WorkloadView:
     steps: tuple[Step, ...]      # the body's derivation
     details: tuple[Step, ...]    # the appendix's: sources and arithmetic too long for the body
     settings: tuple[Setting, ...]
-    alternatives: tuple[Alternative, ...]
+    alternatives: tuple[Candidate, ...]   # the planner's immutable records, as they are
     cross_checks: tuple[CrossCheckRow, ...]
     assumptions: tuple[str, ...]
     warnings: tuple[str, ...]
@@ -442,9 +431,8 @@ class AccessView:
 
 
 def _access_view(plan: Plan) -> AccessView | None:
-    proposal = getattr(plan, "proposal", None)
-    tier_id = getattr(proposal, "access_tier", None)
-    access = getattr(plan, "access", None)
+    tier_id = plan.proposal.access_tier if plan.proposal is not None else None
+    access = plan.access
     if tier_id is None or access is None:
         return None
     from .resources import credit_tiers
@@ -684,10 +672,6 @@ def _settings(w: WorkloadPlan) -> tuple[Setting, ...]:
     return tuple(out)
 
 
-def _alternative(c: Candidate) -> Alternative:
-    return Alternative(c.gpu, c.count, c.fits, c.per_gpu_bytes, c.usable_bytes, c.gpu_hours_requested, c.reason)
-
-
 def _storage(w: WorkloadPlan) -> tuple[StorageView | None, list[Step]]:
     st = getattr(w, "storage", None)
     if st is None:
@@ -733,7 +717,7 @@ def workload_view(w: WorkloadPlan, appendix: str = "Appendix A") -> WorkloadView
         throughput_source=w.throughput.source, runtime_hours=w.runtime_hours, variants=w.settings.variants,
         gpu_hours=w.gpu_hours, buffer=w.settings.buffer, gpu_hours_requested=w.gpu_hours_requested,
         steps=tuple(steps), details=tuple(details), settings=_settings(w),
-        alternatives=tuple(_alternative(c) for c in w.alternatives),
+        alternatives=w.alternatives,
         cross_checks=checks, assumptions=tuple(w.assumptions), warnings=tuple(w.warnings),
         charge_amount=getattr(charge, "amount", None), charge_unit=getattr(charge, "unit", None),
         charge_resource=getattr(charge, "resource_id", None),
@@ -891,7 +875,7 @@ def report_context(plan: Plan) -> ReportContext:
             key = (v.charge_resource or "", v.charge_unit or "")
             by_resource[key] = by_resource.get(key, 0.0) + v.charge_amount
     storage = None
-    if hasattr(plan, "storage_totals") and any(v.storage is not None for v in views):
+    if any(v.storage is not None for v in views):
         t = plan.storage_totals()
         storage = StorageTotals(t.project_bytes, t.scratch_bytes, t.archive_bytes)
     days = [v.calendar_days for v in views if v.calendar_days is not None]

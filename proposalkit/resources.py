@@ -622,11 +622,11 @@ def access_warnings(credits: AccessCredits | None, tier_name: str | None) -> lis
         return []
     tier = next(t for t in credit_tiers() if t.id == tier_name)
     if credits is None:
-        return [f"proposal.access_tier {tier_name}: the plan charges no resource, so it has no ACCESS credits "
+        return [f"The plan charges no resource, so it has no ACCESS credits to hold to the {tier.name} limit "
                 "(set proposal.resource)"]
     if credits.credits is None:
-        return [f"proposal.access_tier {tier_name}: no ACCESS exchange rate for "
-                f"{', '.join(credits.missing)}; the credits cannot be checked against the {tier.name} limit"]
+        return [f"No ACCESS exchange rate for {', '.join(credits.missing)}: the credits cannot be checked "
+                f"against the {tier.name} limit"]
     if credits.credits > tier.credits:
         return [f"The plan comes to {credits.credits:,.0f} ACCESS credits ({credits.arithmetic}); the {tier.name} "
                 f"limit is {tier.credits:,.0f}"

@@ -282,7 +282,7 @@ def test_access_sentence_for_a_larger_tier_than_needed(tmp_path):
                      + service("on-delta", "h200", 1, 100, resource="ncsa-delta"))
     md = report.render_markdown(report.report_context(plan))
     assert "**20,010 credits**" in md and "within the Accelerate ACCESS limit." in md
-    assert plan.warnings == () or not any("ACCESS" in w for w in plan.warnings)
+    assert not any("ACCESS" in w for w in plan.warnings)
 
 
 def test_access_credits_are_not_summed_without_every_workload(tmp_path):
@@ -291,6 +291,7 @@ def test_access_credits_are_not_summed_without_every_workload(tmp_path):
                      + service("on-anvil", "a100-40gb", 1, 10, resource="purdue-anvil")
                      + service("nowhere", "h100-80gb", 1, 10))
     assert plan.access.credits is None and plan.access.missing == ("nowhere (no target resource)",)
-    assert any("no ACCESS exchange rate for nowhere (no target resource)" in w for w in plan.warnings)
+    assert ("No ACCESS exchange rate for nowhere (no target resource): the credits cannot be checked against "
+            "the Explore ACCESS limit") in plan.warnings
     md = report.render_markdown(report.report_context(plan))
     assert "not computed: no exchange rate for nowhere (no target resource)." in md

@@ -366,4 +366,6 @@ def test_a_resource_without_an_exchange_rate_is_named():
     charges = [R.charge("alcf-polaris", "a100-40gb", 4, 10.0)]
     credits = R.access_credits(charges)
     assert credits.credits is None and credits.missing == ("alcf-polaris",)
-    assert "no ACCESS exchange rate for alcf-polaris;" in R.access_warnings(credits, "discover")[0]
+    assert R.access_warnings(credits, "discover") == [
+        "No ACCESS exchange rate for alcf-polaris: the credits cannot be checked against the Discover ACCESS limit"]
+    assert "charges no resource" in R.access_warnings(None, "discover")[0]
