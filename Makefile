@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
-PACKAGE := $(wildcard proposalkit/*.py proposalkit/catalog/*)
+PACKAGE := $(wildcard proposalkit/*.py proposalkit/*/*.py proposalkit/catalog/*.yaml proposalkit/render/templates/*)
 WORKLOADS := $(wildcard workloads/*.yaml)
 
 .PHONY: report test golden bench clean
@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-build/report.pdf: $(STAMP) $(WORKLOADS) $(wildcard templates/*) $(PACKAGE)
+build/report.pdf: $(STAMP) $(WORKLOADS) $(PACKAGE)
 	$(VENV)/bin/proposalkit report $(WORKLOADS) -o build --format md,html,pdf
 
 # Run the test suite.

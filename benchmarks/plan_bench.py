@@ -59,7 +59,8 @@ def time_command(args: list[str], runs: int = 5) -> float:
 
 def _clear_memos() -> None:
     """Forget what earlier runs memoized, so each run pays for every workload."""
-    from proposalkit import memory, planner, storage
+    from proposalkit.estimate import memory, storage
+    from proposalkit.planning import planner
 
     for module in (memory, planner, storage):
         for value in vars(module).values():
@@ -69,7 +70,9 @@ def _clear_memos() -> None:
 
 def stages(path: str, n: int, runs: int = 5) -> tuple[float, float, float]:
     """Best-of-``runs`` seconds per workload for load + validate, plan and JSON, in-process."""
-    from proposalkit import loading, output, planner
+    from proposalkit.input import loading
+    from proposalkit.planning import planner
+    from proposalkit.render import output
 
     best = [math.inf, math.inf, math.inf]
     for _ in range(runs):

@@ -5,7 +5,7 @@
 
 Reads tests/data/validation_memory.yaml (rows copied from the project's reference
 measurements, each with its source and quote) and computes proposalkit's estimate
-for every row through the public API (proposalkit.memory.training_memory /
+for every row through the public API (proposalkit.estimate.memory.training_memory /
 inference_memory), comparing like with like:
 
 - a source that measured *allocated* (or *active*) bytes is compared with the
@@ -29,7 +29,7 @@ from pathlib import Path
 import yaml
 
 from proposalkit.catalog import models as catalog_models
-from proposalkit.memory import (
+from proposalkit.estimate.memory import (
     DEFAULT_OVERHEAD,
     InferenceSetup,
     LoraSpec,
@@ -39,7 +39,7 @@ from proposalkit.memory import (
     inference_memory,
     training_memory,
 )
-from proposalkit.models import ModelSpec
+from proposalkit.estimate.shapes import ModelSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "validation_memory.yaml"
@@ -368,7 +368,7 @@ def render(rs: list[Result] | None = None, data: dict | None = None) -> str:
         "",
         "Each row is a published, measured peak GPU memory figure (source and verbatim quote in "
         "`tests/data/validation_memory.yaml`) beside proposalkit's estimate for the same settings, computed "
-        "through `proposalkit.memory`. Figures measure different things, so each is compared with the matching "
+        "through `proposalkit.estimate.memory`. Figures measure different things, so each is compared with the matching "
         "estimate: *allocated* or *active* bytes with model states + activations; the allocator's *reserved* pool "
         f"with that + the {DEFAULT_OVERHEAD.allocator_reserve:.0%} allocator reserve; the *whole device* "
         f"(nvidia-smi) with proposalkit's total, which adds the "

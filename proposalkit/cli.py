@@ -26,8 +26,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _plan(paths: list[str]):
-    from .loading import load_files
-    from .planner import plan_files
+    from .input.loading import load_files
+    from .planning.planner import plan_files
 
     # Loading and planning make no reference cycles (frozen records and tuples;
     # a collection after planning 1000 workloads finds nothing to free), but the
@@ -41,13 +41,13 @@ def _plan(paths: list[str]):
 
 
 def cmd_plan(args) -> int:
-    from . import output
+    from .render import output
 
     plan = _plan(args.files)
     if args.format == "json":
         sys.stdout.write(output.plan_json(plan))
     elif args.format == "markdown":
-        from .report import plan_markdown_table
+        from .render.report import plan_markdown_table
         sys.stdout.write(plan_markdown_table(plan))
     else:
         sys.stdout.write(output.plan_text(plan))
@@ -55,7 +55,7 @@ def cmd_plan(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .report import write_reports
+    from .render.report import write_reports
 
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
     unknown = [f for f in formats if f not in ("md", "html", "pdf")]
@@ -77,14 +77,14 @@ def cmd_report(args) -> int:
 
 
 def cmd_diff(args) -> int:
-    from .diff import run_diff
+    from .review.diff import run_diff
 
     sys.stdout.write(run_diff(args.old, args.new, args.format))
     return EXIT_OK
 
 
 def cmd_check(args) -> int:
-    from .check import run_check
+    from .review.check import run_check
 
     return run_check(args.files, args.max_gpu_hours)
 
@@ -92,7 +92,7 @@ def cmd_check(args) -> int:
 def cmd_schema(args) -> int:
     import json
 
-    from .schema import json_schema
+    from .input.schema import json_schema
 
     sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
     return EXIT_OK
@@ -113,7 +113,7 @@ def cmd_catalog(args) -> int:
             print(f"{m.id:<16} {m.params:>16,} {m.layers:>4} {m.hidden:>6} {m.heads:>4} {m.kv_head_count:>4} "
                   f"{m.ffn_hidden:>6} {m.vocab:>7} {m.max_context or 0:>7}  {m.source}")
     else:
-        from . import resources
+        from .planning import resources
 
         for r in resources.resources().values():
             print(f"{r.id:<24} {r.unit:<12} {','.join(r.gpus):<24} {r.gpus_per_node}/node  {r.source}")

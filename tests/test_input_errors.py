@@ -281,7 +281,7 @@ def test_no_traceback_from_the_installed_command(tmp_path):
 def test_values_equal_safe_load(tmp_path):
     """The loader builds values itself (one pass with the line map); they must be what
     yaml.safe_load gives for every YAML scalar type and for merge keys and aliases."""
-    from proposalkit.loading import _Loader, _parse_yaml
+    from proposalkit.input.loading import _Loader, _parse_yaml
 
     assert not _Loader.yaml_path_resolvers   # the loader skips tracking the path on that premise
 
@@ -421,7 +421,7 @@ def test_anchor_inside_a_merge_reused_elsewhere(tmp_path, capsys):
         "    gpus: 1\n", "    gpus: 1\n    lora: *l\n")
     path = tmp_path / "w.yaml"
     path.write_text(content)
-    from proposalkit.loading import load_file
+    from proposalkit.input.loading import load_file
 
     assert [w.spec.lora.rank for w in load_file(str(path)).workloads] == [16, 16]
     assert yaml.safe_load(content)["workloads"][1]["lora"] == {"rank": 16}

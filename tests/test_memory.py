@@ -1,4 +1,4 @@
-"""Identities and unit cases of proposalkit.memory (exact equalities)."""
+"""Identities and unit cases of proposalkit.estimate.memory (exact equalities)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from proposalkit.memory import (
+from proposalkit.estimate.memory import (
     DEFAULT_OVERHEAD,
     NF4_BITS,
     CrossCheck,
@@ -29,7 +29,7 @@ from proposalkit.memory import (
     weight_bytes,
     zero3_gathered_bytes,
 )
-from proposalkit.models import ModelSpec
+from proposalkit.estimate.shapes import ModelSpec
 from proposalkit.units import GiB
 
 NO_OVERHEAD = Overhead(cuda_context_bytes=0, allocator_reserve=0.0)

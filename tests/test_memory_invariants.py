@@ -1,4 +1,4 @@
-"""Hypothesis invariants of proposalkit.memory over random architectures and setups."""
+"""Hypothesis invariants of proposalkit.estimate.memory over random architectures and setups."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proposalkit.memory import (
+from proposalkit.estimate.memory import (
     InferenceSetup,
     LoraSpec,
     TrainingSetup,
@@ -18,7 +18,7 @@ from proposalkit.memory import (
     training_memory,
     zero3_gathered_bytes,
 )
-from proposalkit.models import ModelSpec
+from proposalkit.estimate.shapes import ModelSpec
 
 FAST = settings(max_examples=60, deadline=None)
 

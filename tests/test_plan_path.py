@@ -80,9 +80,9 @@ def test_orjson_and_the_standard_library_write_the_same_json(monkeypatch):
     """The example plan's text does not depend on which encoder wrote it (orjson when
     installed, the standard library for integers beyond 64 bits or without orjson);
     the values never do (floats below 1e-4 are spelt differently, read the same)."""
-    from proposalkit import output
-    from proposalkit.loading import load_files
-    from proposalkit.planner import plan_files
+    from proposalkit.render import output
+    from proposalkit.input.loading import load_files
+    from proposalkit.planning.planner import plan_files
 
     assert output.orjson is not None
     plan = plan_files(load_files([str(EXAMPLE)]))

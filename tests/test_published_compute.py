@@ -10,15 +10,15 @@ from __future__ import annotations
 import pytest
 
 from proposalkit import catalog
-from proposalkit.compute import DEFAULT_MFU, matmul_params, training_flops_per_token
-from proposalkit.loading import LoadedWorkload
-from proposalkit.planner import plan_workload
-from proposalkit.schema import Workload
+from proposalkit.estimate.flops import DEFAULT_MFU, matmul_params, training_flops_per_token
+from proposalkit.input.loading import LoadedWorkload
+from proposalkit.planning.planner import plan_workload
+from proposalkit.input.schema import Workload
 
 
 def plan(**fields):
     spec = Workload.model_validate(fields)
-    from proposalkit.loading import _resolve_model, Source
+    from proposalkit.input.loading import _resolve_model, Source
 
     model, problems = _resolve_model(spec, 0, Source("test"), ".")
     assert not problems, problems

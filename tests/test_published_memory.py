@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import pytest
 
-from proposalkit.memory import (
+from proposalkit.estimate.memory import (
     LoraSpec,
     TrainingSetup,
     activation_bytes_per_layer,
@@ -20,7 +20,7 @@ from proposalkit.memory import (
     training_activation_bytes,
     training_memory,
 )
-from proposalkit.models import ModelSpec
+from proposalkit.estimate.shapes import ModelSpec
 
 GB = 10**9
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from proposalkit import report
-from proposalkit.loading import load_files
-from proposalkit.planner import plan_files
+from proposalkit.render import report
+from proposalkit.input.loading import load_files
+from proposalkit.planning.planner import plan_files
 
 TESTS = Path(__file__).resolve().parent
 GOLDEN = TESTS / "golden"

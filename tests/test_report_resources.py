@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from proposalkit import report
-from proposalkit import resources as R
-from proposalkit.loading import load_files
-from proposalkit.planner import plan_files
+from proposalkit.render import report
+from proposalkit.planning import resources as R
+from proposalkit.input.loading import load_files
+from proposalkit.planning.planner import plan_files
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "workloads" / "code-models.yaml"

@@ -8,9 +8,10 @@ import textwrap
 
 import pytest
 
-from proposalkit import charts, report
-from proposalkit.loading import load_files
-from proposalkit.planner import plan_files
+from proposalkit.render import charts
+from proposalkit.render import report
+from proposalkit.input.loading import load_files
+from proposalkit.planning.planner import plan_files
 
 HOSTNAME_IMG = '<img src="file:///etc/hostname">'
 

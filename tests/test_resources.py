@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proposalkit import resources as R
+from proposalkit.planning import resources as R
 
 # The GPU catalog's ids (gpus.yaml), hard-coded so this test does not depend on it.
 KNOWN_GPU_IDS = {
@@ -323,15 +323,15 @@ def test_startup_jetstream2_su_cap_reaches_plan_and_check(tmp_path, capsys):
 
 
 def test_access_tiers_in_the_format_are_the_catalog_tiers():
-    from proposalkit.schema import ACCESS_TIERS
+    from proposalkit.input.schema import ACCESS_TIERS
 
     assert ACCESS_TIERS == tuple(t.id for t in R.credit_tiers())
 
 
 def test_access_credits_of_a_plan(tmp_path, capsys):
     from proposalkit.cli import main
-    from proposalkit.loading import load_files
-    from proposalkit.planner import plan_files
+    from proposalkit.input.loading import load_files
+    from proposalkit.planning.planner import plan_files
 
     path = tmp_path / "acc.yaml"
     path.write_text("proposal: {resource: ncsa-delta, access_tier: explore}\n"

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proposalkit import storage as S
+from proposalkit.estimate import storage as S
 
 GiB, TiB = 2**30, 2**40
 

@@ -9,7 +9,7 @@ import functools
 from dataclasses import dataclass, fields
 from importlib import resources as _resources
 
-from ..models import ModelSpec
+from ..estimate.shapes import ModelSpec
 from ..units import parse_count, parse_memory
 
 

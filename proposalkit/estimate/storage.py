@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .units import bytes_per_element
+from ..units import bytes_per_element
 
 # fp32 master copy of the weights kept by mixed-precision training
 # (Micikevicius et al. 2018, "Mixed Precision Training", §3.1; ZeRO §3.1).

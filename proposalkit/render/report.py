@@ -18,9 +18,8 @@ User text is escaped in every format: HTML by Jinja's autoescape; Markdown by
 prints (the Markdown environment's `finalize`), unless a filter already made
 it safe.
 
-Templates folder: `templates/` at the repository root, found relative to this
-package (`Path(__file__).parent.parent / "templates"`), which holds for the
-editable install (`pip install -e .`) the project uses.
+Templates folder: `proposalkit/render/templates/`, shipped inside the package
+(package data), so a regular `pip install .` renders reports from any folder.
 
 Page length: the body (everything before Appendix A) should fit about
 BODY_PAGES pages. With a PDF, the length is measured there (the page and
@@ -42,13 +41,13 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from . import charts
-from . import resources as res_catalog
-from .compute import matmul_params
-from .errors import InputError
-from .planner import Candidate, Plan, WorkloadPlan
-from .units import GB, SECONDS_PER_HOUR, GiB
+from ..planning import resources as res_catalog
+from ..estimate.flops import matmul_params
+from ..errors import InputError
+from ..planning.planner import Candidate, Plan, WorkloadPlan
+from ..units import GB, SECONDS_PER_HOUR, GiB
 
-TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
 # The body (everything before the appendix) should fit about two US Letter
 # pages: NAIRR Pilot proposals run about three pages in all (CloudBank's
@@ -435,7 +434,7 @@ def _access_view(plan: Plan) -> AccessView | None:
     access = plan.access
     if tier_id is None or access is None:
         return None
-    from .resources import credit_tiers
+    from ..planning.resources import credit_tiers
 
     tier = next(t for t in credit_tiers() if t.id == tier_id)
     within = access.credits is not None and access.credits <= tier.credits

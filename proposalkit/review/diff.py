@@ -16,8 +16,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import Callable
 
-from .errors import InputError, Problem
-from .units import GiB
+from ..errors import InputError, Problem
+from ..units import GiB
 
 SCHEMA_VERSION = 1
 EMPTY = "/dev/null"   # git's name for the missing side of an added or deleted file
@@ -85,14 +85,14 @@ def _load_text(raw: bytes, label: str, original: str, resource_ids):
 
     `config:` paths resolve next to the original in the working tree; nothing is written to disk.
     """
-    from .loading import load_file
+    from ..input.loading import load_file
 
     return load_file(label, resource_ids, raw=raw, base_dir=os.path.dirname(os.path.abspath(original)))
 
 
 def _load(spec: str, resource_ids):
     """One side → the loaded files ([] for /dev/null)."""
-    from .loading import load_file
+    from ..input.loading import load_file
 
     if spec == EMPTY:
         return []
@@ -105,9 +105,9 @@ def _load(spec: str, resource_ids):
 
 def read_side(spec: str) -> Side:
     """Load and plan one side of the diff."""
-    from .loading import known_resource_ids
-    from .output import plan_dict
-    from .planner import plan_files
+    from ..input.loading import known_resource_ids
+    from ..render.output import plan_dict
+    from ..planning.planner import plan_files
 
     files = _load(spec, known_resource_ids())
     planned = plan_dict(plan_files(files))

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field, replace
 import yaml
 from pydantic import ValidationError
 
-from . import catalog
-from .errors import InputError, Problem
-from .models import ModelSpec
+from .. import catalog
+from ..errors import InputError, Problem
+from ..estimate.shapes import ModelSpec
 from .schema import (
     ACCESS_TIERS, KINDS, LORA_TARGETS, MAX_TOKENS, METHODS, OPTIMIZERS, PRECISIONS, TRACKS, UNION_TAGS,
     Data, Lora, ModelShape, Proposal, Storage, Throughput, Workload, WorkloadFields,
@@ -565,7 +565,7 @@ def _valid(model_type, value):
 
 
 def known_resource_ids() -> set[str]:
-    from . import resources
+    from ..planning import resources
 
     return set(resources.known_ids())
 

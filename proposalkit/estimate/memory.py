@@ -41,8 +41,8 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .models import ModelSpec, attention_params, mlp_params_per_expert, norm_params
-from .units import GiB, PRECISION_BITS
+from .shapes import ModelSpec, attention_params, mlp_params_per_expert, norm_params
+from ..units import GiB, PRECISION_BITS
 
 # --------------------------------------------------------------------------
 # Constants, each with its source.

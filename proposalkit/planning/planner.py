@@ -11,22 +11,22 @@ import functools
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from . import catalog
-from .catalog import GPUSpec
-from .compute import (
+from .. import catalog
+from ..catalog import GPUSpec
+from ..estimate.flops import (
     DEFAULT_MFU, DEFAULT_MFU_SOURCE, QLORA_SPEED_FACTOR, QLORA_SPEED_SOURCE,
     FlopsPerToken, flops_throughput, runtime_hours, scale_pilot, training_flops_per_token,
 )
-from .errors import InfeasibleError, InputError, Problem
-from .loading import LoadedFile, LoadedWorkload
-from .memory import (
+from ..errors import InfeasibleError, InputError, Problem
+from ..input.loading import LoadedFile, LoadedWorkload
+from ..estimate.memory import (
     DEFAULT_OVERHEAD, InferenceSetup, LoraSpec, MemoryBreakdown, TrainingSetup,
     cross_checks, inference_memory, lora_trainable_params, training_memory,
 )
-from .models import ModelSpec
+from ..estimate.shapes import ModelSpec
 from . import resources as res_catalog
-from . import storage as storage_model
-from .units import GiB
+from ..estimate import storage as storage_model
+from ..units import GiB
 
 DEFAULT_BUFFER = 0.30       # seed 000 / NAIRR community guide: "Add 30% buffer"
 # Training sequence length when the workload gives none: the model's context,

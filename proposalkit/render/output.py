@@ -9,8 +9,8 @@ try:
 except ImportError:   # pragma: no cover - orjson is a dependency; the standard library gives the same text
     orjson = None
 
-from .planner import Candidate, Plan, WorkloadPlan
-from .units import GiB
+from ..planning.planner import Candidate, Plan, WorkloadPlan
+from ..units import GiB
 
 SCHEMA_VERSION = 1
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 import math
 import sys
 
-from .errors import InfeasibleError, InputError, Problem
+from ..errors import InfeasibleError, InputError, Problem
 
 
 def _plan_each(files):
     """Plan every workload on its own, so one infeasible workload does not hide
     the others or the caps: → (the feasible workloads' plans, infeasible messages)."""
-    from .loading import LoadedFile
-    from .planner import plan_files
+    from ..input.loading import LoadedFile
+    from ..planning.planner import plan_files
 
     plans, messages = [], []
     for f in files:
@@ -47,7 +47,7 @@ def _track_problems(files, plans, total: float) -> list[str]:
     Calendar time is left to `plan`'s warnings: the planner's campaign length assumes
     the workloads run one after another, an upper bound, not a cap to fail CI on.
     """
-    from . import resources
+    from ..planning import resources
 
     where, proposal = next(((f.path, f.proposal) for f in files if f.proposal is not None), (None, None))
     if proposal is None:
@@ -69,8 +69,8 @@ def _track_problems(files, plans, total: float) -> list[str]:
 
 def check(paths: list[str], max_gpu_hours: float | None = None) -> tuple[list[str], str]:
     """→ (every reason to fail, the one-line summary). Raises InputError for invalid input."""
-    from .loading import load_files
-    from .planner import Plan
+    from ..input.loading import load_files
+    from ..planning.planner import Plan
 
     if max_gpu_hours is not None and not (math.isfinite(max_gpu_hours) and max_gpu_hours > 0):
         raise InputError([Problem("proposalkit check", None, "--max-gpu-hours",

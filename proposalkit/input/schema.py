@@ -15,7 +15,7 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
-from .units import parse_count
+from ..units import parse_count
 
 KINDS = ("finetune", "pretrain", "inference")
 METHODS = ("full", "lora", "qlora")

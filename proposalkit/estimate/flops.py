@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .models import ModelSpec
-from .units import SECONDS_PER_HOUR
+from .shapes import ModelSpec
+from ..units import SECONDS_PER_HOUR
 
 # Default model-FLOPs utilization for training when no pilot is measured.
 # 0.40 sits inside every well-documented large dense run on A100/H100:
