@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from proposalkit.render import format as fmt
 from proposalkit.render import report
 from proposalkit.input.loading import load_files
 from proposalkit.planning.planner import plan_files
@@ -125,7 +126,7 @@ def test_html_and_markdown_hold_the_same_derivation(golden_plan):
     md, html = report.render_markdown(context), report.render_html(context)
     for w in context.workloads:
         for step in w.steps:
-            assert report.md_escape(step.text) in md
+            assert fmt.md_escape(step.text) in md
             assert step.text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") in html
 
 
@@ -176,8 +177,8 @@ def test_target_resource_units_are_shown(tmp_path):
     assert w.charge is not None
     md = report.render_markdown(report.report_context(plan))
     assert "allocation units" in md
-    assert report.md_escape(w.charge.arithmetic) in md
-    assert f"{report.fmt_hours(w.charge.amount)} {w.charge.unit}" in md
+    assert fmt.md_escape(w.charge.arithmetic) in md
+    assert f"{fmt.fmt_hours(w.charge.amount)} {w.charge.unit}" in md
 
 
 def test_plan_markdown_table(tmp_path):
@@ -188,7 +189,7 @@ def test_plan_markdown_table(tmp_path):
     rows = [line for line in lines if line.startswith("| ")]
     assert len(rows) == 2 + 2 + 1                  # header, rule, two workloads, total
     assert all(row.count("|") == rows[0].count("|") for row in rows)
-    assert f"**{report.fmt_hours(plan.gpu_hours_requested)}**" in rows[-1]
+    assert f"**{fmt.fmt_hours(plan.gpu_hours_requested)}**" in rows[-1]
 
 
 # ----------------------------------------------------------------- PDF
@@ -201,8 +202,8 @@ def test_pdf_holds_each_workload_and_the_totals(pdf_build, golden_plan):
     text = "\n".join(page.extract_text() for page in PdfReader(str(path)).pages)
     for w in golden_plan.workloads:
         assert w.name in text
-    assert report.fmt_hours(golden_plan.gpu_hours_requested) in text      # 899.2
-    assert report.fmt_hours(golden_plan.gpu_hours) in text                # 730.2
+    assert fmt.fmt_hours(golden_plan.gpu_hours_requested) in text      # 899.2
+    assert fmt.fmt_hours(golden_plan.gpu_hours) in text                # 730.2
     assert "page 1 of" in text
 
 
@@ -285,24 +286,24 @@ def test_templates_may_not_print_a_bare_float(golden_plan):
 
 
 @pytest.mark.parametrize("fn, value, expected", [
-    (report.fmt_gib, 30230822093, "28.2 GiB"),
-    (report.fmt_gib, 2**30, "1.0 GiB"),
-    (report.fmt_gb, 10**9, "1.0 GB"),
-    (report.fmt_hours, 9.343434, "9.34"),
-    (report.fmt_hours, 10.343434, "10.3"),
-    (report.fmt_hours, 1309.4, "1,309.4"),
-    (report.fmt_hours_precise, 103.434343, "103.43"),
-    (report.fmt_count, 204800000, "204,800,000"),
-    (report.fmt_si, 204800000, "204.8M"),
-    (report.fmt_si, 20e9, "20B"),
-    (report.fmt_si, 2.5e12, "2.5T"),
-    (report.fmt_pct, 0.3, "30%"),
-    (report.fmt_pct, 0.125, "12.5%"),
-    (report.fmt_rate, 5500.0, "5,500"),
-    (report.fmt_rate, 12.345, "12.3"),
-    (report.fmt_size, 163577856, "156.0 MiB"),
-    (report.fmt_size, 2**40 * 2.25, "2.25 TiB"),
-    (report.fmt_size, 0, "0 B"),
+    (fmt.fmt_gib, 30230822093, "28.2 GiB"),
+    (fmt.fmt_gib, 2**30, "1.0 GiB"),
+    (fmt.fmt_gb, 10**9, "1.0 GB"),
+    (fmt.fmt_hours, 9.343434, "9.34"),
+    (fmt.fmt_hours, 10.343434, "10.3"),
+    (fmt.fmt_hours, 1309.4, "1,309.4"),
+    (fmt.fmt_hours_precise, 103.434343, "103.43"),
+    (fmt.fmt_count, 204800000, "204,800,000"),
+    (fmt.fmt_si, 204800000, "204.8M"),
+    (fmt.fmt_si, 20e9, "20B"),
+    (fmt.fmt_si, 2.5e12, "2.5T"),
+    (fmt.fmt_pct, 0.3, "30%"),
+    (fmt.fmt_pct, 0.125, "12.5%"),
+    (fmt.fmt_rate, 5500.0, "5,500"),
+    (fmt.fmt_rate, 12.345, "12.3"),
+    (fmt.fmt_size, 163577856, "156.0 MiB"),
+    (fmt.fmt_size, 2**40 * 2.25, "2.25 TiB"),
+    (fmt.fmt_size, 0, "0 B"),
 ])
 def test_number_formats(fn, value, expected):
     assert fn(value) == expected

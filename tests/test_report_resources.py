@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from proposalkit.render import format as fmt
 from proposalkit.render import report
 from proposalkit.planning import resources as R
 from proposalkit.input.loading import load_files
@@ -213,7 +214,7 @@ def test_example_report_has_the_units_table(example_plan):
     by_resource = example_plan.by_resource()         # the planner's charges, summed per partition
     assert set(by_resource) == {"ncsa-delta-a100", "ncsa-delta-h200", "ncsa-delta-a40"}
     for rid, (unit, amount) in by_resource.items():
-        assert f"| {report.fmt_hours(amount)} {unit} |" in rows[rid], rid
+        assert f"| {fmt.fmt_hours(amount)} {unit} |" in rows[rid], rid
     # Delta's H200 rule is second-hand (catalog): its row is marked, the verified ones are not.
     assert "†" in rows["ncsa-delta-h200"]
     assert "†" not in rows["ncsa-delta-a100"] and "†" not in rows["ncsa-delta-a40"]
@@ -221,11 +222,11 @@ def test_example_report_has_the_units_table(example_plan):
     # gpuH200x8 charge factor 3.0: the H200 amount is its requested GPU-hours × 3
     h200_hours = sum(w.gpu_hours_requested for w in example_plan.workloads if w.gpu.id == "h200")
     assert by_resource["ncsa-delta-h200"][1] == pytest.approx(h200_hours * 3.0)
-    assert f"| {report.fmt_hours(h200_hours)} | 3 SUs per GPU-hour" in rows["ncsa-delta-h200"]
+    assert f"| {fmt.fmt_hours(h200_hours)} | 3 SUs per GPU-hour" in rows["ncsa-delta-h200"]
     # one Delta allocation: the total is the three partitions' SUs
     total = sum(amount for _, amount in by_resource.values())
     assert rows["**total, ncsa-delta**"].endswith(
-        f"| **{report.fmt_hours(example_plan.gpu_hours_requested)}** | | **{report.fmt_hours(total)} SUs** | |")
+        f"| **{fmt.fmt_hours(example_plan.gpu_hours_requested)}** | | **{fmt.fmt_hours(total)} SUs** | |")
     # the table replaces the line of units under the summary
     assert "Allocation units by resource" not in body
     html = report.render_html(context)

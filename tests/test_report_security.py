@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from proposalkit.render import charts
+from proposalkit.render import format as fmt
 from proposalkit.render import report
 from proposalkit.input.loading import load_files
 from proposalkit.planning.planner import plan_files
@@ -83,11 +84,11 @@ def test_markdown_table_rows_keep_their_columns(hostile_plan):
     ("plain-text 1.5 (ok)", "plain-text 1.5 (ok)"),
 ])
 def test_md_escape(text, expected):
-    assert report.md_escape(text) == expected
+    assert fmt.md_escape(text) == expected
 
 
 def test_md_escape_leaves_safe_text_alone():
-    assert report.md_escape(report.fmt_hours(1234.5)) == "1,234.5"
+    assert fmt.md_escape(fmt.fmt_hours(1234.5)) == "1,234.5"
 
 
 # ----------------------------------------------------------------- HTML and SVG

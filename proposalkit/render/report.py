@@ -44,8 +44,12 @@ from . import charts
 from ..planning import resources as res_catalog
 from ..estimate.flops import matmul_params
 from ..errors import InputError
+from .format import (
+    FILTERS, Safe, fmt_count, fmt_days, fmt_gib, fmt_hours, fmt_hours_precise, fmt_pct, fmt_rate, fmt_size,
+    md_escape,
+)
 from ..planning.planner import Candidate, Plan, WorkloadPlan
-from ..units import GB, SECONDS_PER_HOUR, GiB
+from ..units import SECONDS_PER_HOUR, GiB
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
@@ -84,102 +88,6 @@ class PdfUnavailableError(InputError):
 
     def __str__(self) -> str:
         return self.message
-
-
-# --------------------------------------------------------------------------
-# Formatting: the one place numbers become text.
-# --------------------------------------------------------------------------
-
-
-class Safe(str):
-    """Text that is already safe for the output format (formatted numbers, escaped text)."""
-
-
-def fmt_gib(n_bytes: float, digits: int = 1, unit: bool = True) -> Safe:
-    """Bytes as GiB (2^30), e.g. '28.2 GiB' ('28.2' with unit=False, for a column headed GiB)."""
-    return Safe(f"{n_bytes / GiB:,.{digits}f}" + (" GiB" if unit else ""))
-
-
-def fmt_gb(n_bytes: float, digits: int = 1, unit: bool = True) -> Safe:
-    """Bytes as GB (10^9), the unit the seeds' rules of thumb are stated in."""
-    return Safe(f"{n_bytes / GB:,.{digits}f}" + (" GB" if unit else ""))
-
-
-def fmt_size(n_bytes: float) -> Safe:
-    """A storage size in binary units, the largest that keeps the number ≥ 1: '156.0 MiB', '2.25 TiB'."""
-    for suffix, size in (("TiB", 2**40), ("GiB", GiB), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n_bytes) >= size:
-            value = n_bytes / size
-            return Safe(f"{value:,.2f} {suffix}" if value < 10 else f"{value:,.1f} {suffix}")
-    return Safe(f"{n_bytes:,.0f} B")
-
-
-def fmt_days(days: float) -> Safe:
-    """Calendar days with one decimal."""
-    return Safe(f"{days:,.1f}")
-
-
-def fmt_hours(hours: float) -> Safe:
-    """Hours: two decimals below 10 h, one above."""
-    return Safe(f"{hours:,.2f}" if hours < 10 else f"{hours:,.1f}")
-
-
-def fmt_hours_precise(hours: float) -> Safe:
-    """Hours inside a derivation: always two decimals, so each product can be redone by hand."""
-    return Safe(f"{hours:,.2f}")
-
-
-def fmt_count(n: float) -> Safe:
-    """An integer count with thousands separators."""
-    return Safe(f"{round(n):,}")
-
-
-def fmt_si(n: float) -> Safe:
-    """A count with an SI suffix as model cards write it: 204.8M, 20B, 2.5T."""
-    for suffix, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(n) >= size:
-            return Safe(f"{n / size:,.4g}{suffix}")
-    return Safe(f"{n:,.4g}")
-
-
-def fmt_rate(x: float) -> Safe:
-    """A rate (tokens/s): whole numbers from 100 up, else three significant digits."""
-    return Safe(f"{x:,.0f}" if x >= 100 else f"{x:.3g}")
-
-
-def fmt_pct(fraction: float) -> Safe:
-    """A fraction as a percentage: 0.3 → '30%', 0.125 → '12.5%'."""
-    value = fraction * 100
-    return Safe(f"{value:.0f}%" if abs(value - round(value)) < 1e-9 else f"{value:.1f}%")
-
-
-def fmt_factor(x: float) -> Safe:
-    """A ratio such as 'x 1.3' written as '1.30×'."""
-    return Safe(f"{x:,.2f}×")
-
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|~$!@&])")
-
-
-def md_escape(text: object) -> Safe:
-    """User text for Markdown: one line, and every character GitHub would act on escaped.
-
-    Newlines and tabs become spaces (a newline would end a table row); the
-    backslash escapes are CommonMark's, which GitHub honours in tables too
-    (`\\|`). `$` is escaped because GitHub renders `$...$` as math, `@`
-    because it mentions a user, `<` and `&` because Markdown passes HTML through.
-    """
-    if isinstance(text, Safe):
-        return text
-    one_line = re.sub(r"\s+", " ", str(text))
-    return Safe(_MD_SPECIAL.sub(r"\\\1", one_line))
-
-
-FILTERS = {
-    "gib": fmt_gib, "gb": fmt_gb, "hours": fmt_hours, "count": fmt_count, "si": fmt_si,
-    "rate": fmt_rate, "pct": fmt_pct, "factor": fmt_factor, "size": fmt_size, "days": fmt_days,
-    "hours_precise": fmt_hours_precise,
-}
 
 
 def _refuse_float(value: object) -> object:
