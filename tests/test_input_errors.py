@@ -281,9 +281,9 @@ def test_no_traceback_from_the_installed_command(tmp_path):
 def test_values_equal_safe_load(tmp_path):
     """The loader builds values itself (one pass with the line map); they must be what
     yaml.safe_load gives for every YAML scalar type and for merge keys and aliases."""
-    from proposalkit.input.loading import _Loader, _parse_yaml
+    from proposalkit.input.yamlfile import Loader, parse_yaml
 
-    assert not _Loader.yaml_path_resolvers   # the loader skips tracking the path on that premise
+    assert not Loader.yaml_path_resolvers   # the loader skips tracking the path on that premise
 
     text = textwrap.dedent("""\
         base: &base {a: 1, b: two, c: [1.5, .inf, -.Inf, 0x1f, 0o17, 1_000, 1e3]}
@@ -294,8 +294,8 @@ def test_values_equal_safe_load(tmp_path):
         again: *base
         scalars: [2026-11-20, '007', 7B, 80GiB, !!str 12, !!float 3, +12, -0.5]
         """)
-    _parse_yaml("f.yaml", text.encode())   # twice: the second parse uses remembered tags
-    data, source = _parse_yaml("f.yaml", text.encode())
+    parse_yaml("f.yaml", text.encode())   # twice: the second parse uses remembered tags
+    data, source = parse_yaml("f.yaml", text.encode())
     expected = yaml.safe_load(text)
     expected["scalars"][0] = "2026-11-20"   # dates stay text (a title or date is not a datetime)
     assert data == expected

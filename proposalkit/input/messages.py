@@ -1,0 +1,149 @@
+"""Messages about input: field names as a user reads them, near-match suggestions, pydantic errors translated.
+
+Field paths are written the way a user reads them: `workloads[2].data.seq_len`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import TYPE_CHECKING
+
+from ..errors import Problem
+from .schema import (
+    ACCESS_TIERS, KINDS, LORA_TARGETS, METHODS, OPTIMIZERS, PRECISIONS, TRACKS, UNION_TAGS,
+    Data, Lora, ModelShape, Proposal, Storage, Throughput, Workload, WorkloadFields, WorkloadFile, describe,
+)
+
+if TYPE_CHECKING:
+    from .yamlfile import Source
+
+Path = tuple  # a path into the document: ("workloads", 0, "data", "seq_len")
+
+
+def field_name(path: Path) -> str:
+    """("workloads", 0, "data", "seq_len") → "workloads[0].data.seq_len"."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+# Names researchers bring from other tools, mapped to ours (checked before
+# spelling similarity, which cannot tell gpu_count from gpu).
+FIELD_ALIASES = {
+    "gpu_count": "gpus", "num_gpus": "gpus", "n_gpus": "gpus", "gpus_per_job": "gpus",
+    "gpu_type": "gpu", "device": "gpu",
+    "seq_length": "seq_len", "max_seq_len": "seq_len", "sequence_length": "seq_len", "max_length": "seq_len",
+    "batch_size": "micro_batch", "per_device_train_batch_size": "micro_batch",
+    "gradient_checkpointing": "activation_checkpointing",
+    "num_train_epochs": "epochs", "dtype": "precision", "torch_dtype": "precision",
+    "lora_rank": "lora", "lora_r": "lora", "target_modules": "targets",
+    "contingency": "buffer", "overhead": "buffer", "repeats": "variants", "runs": "variants", "seeds": "variants",
+    "parameters": "params", "num_parameters": "params", "n_layers": "layers", "num_hidden_layers": "layers",
+    "hidden_size": "hidden", "num_attention_heads": "heads", "num_key_value_heads": "kv_heads",
+    "intermediate_size": "ffn_hidden", "vocab_size": "vocab", "max_position_embeddings": "max_context",
+}
+
+
+def did_you_mean(word: object, choices) -> str:
+    if not isinstance(word, str):
+        return ""
+    choices = list(choices)
+    alias = FIELD_ALIASES.get(word)
+    if alias in choices:
+        return f"; did you mean '{alias}'?"
+    # An id given without its variant ('h100' for h100-80gb or h100-pcie) names
+    # every id it starts; a spelling slip gets the closest one.
+    starts = sorted(c for c in choices if c.startswith(word) and c[len(word):len(word) + 1] in "-_.")
+    if word and 1 <= len(starts) <= 3:
+        return "; did you mean " + " or ".join(f"'{c}'" for c in starts) + "?"
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+_FIELDS_BY_PARENT = {
+    "": WorkloadFile.model_fields,
+    "proposal": Proposal.model_fields,
+    "defaults": WorkloadFields.model_fields,
+    "workload": Workload.model_fields,
+    "data": Data.model_fields,
+    "throughput": Throughput.model_fields,
+    "lora": Lora.model_fields,
+    "model": ModelShape.model_fields,
+    "storage": Storage.model_fields,
+}
+
+_CHOICES = {"kind": KINDS, "method": METHODS, "precision": PRECISIONS, "optimizer": OPTIMIZERS,
+            "track": TRACKS, "access_tier": ACCESS_TIERS, "targets": LORA_TARGETS, "mlp": ("swiglu", "gelu")}
+
+
+def _parent_kind(path: Path) -> str:
+    parent = path[:-1]
+    if not parent:
+        return ""
+    if parent[-1] == "shape" or (parent and parent[-1] == "model"):
+        return "model"
+    if isinstance(parent[-1], int) and parent[0] == "workloads" and len(parent) == 2:
+        return "workload"
+    return str(parent[-1])
+
+
+def _nice_list(items) -> str:
+    items = [str(i) for i in items]
+    if not items:
+        return "(none)"
+    return ", ".join(items[:-1]) + " or " + items[-1] if len(items) > 1 else items[0]
+
+
+def translate(error: dict, source: Source) -> Problem:
+    path = tuple(p for p in error["loc"] if not (isinstance(p, str) and p in UNION_TAGS))
+    kind = error["type"]
+    value = error.get("input")
+    name = path[-1] if path else ""
+    if kind == "extra_forbidden":
+        known = _FIELDS_BY_PARENT.get(_parent_kind(path), {})
+        message = f"unknown field '{name}'" + did_you_mean(name, known)
+        if not did_you_mean(name, known) and known:
+            message += f" (expected one of: {', '.join(known)})"
+    elif kind == "literal_error":
+        label = path[-2] if isinstance(name, int) else name
+        choices = _CHOICES.get(str(label), ())
+        message = (f"unknown {label} (got {describe(value)}, expected {_nice_list(choices)}"
+                   f"{did_you_mean(value, choices)})")
+    elif kind == "missing":
+        message = "required field is missing"
+    elif kind == "string_pattern_mismatch":
+        message = (f"invalid name (got {describe(value)}, expected lower-case letters, digits, '-' and '_', "
+                   "starting with a letter or digit)")
+    elif kind in ("model_type", "dict_type", "model_attributes_type"):
+        message = f"not a mapping (got {describe(value)}, expected a mapping of fields)"
+    elif kind == "list_type":
+        message = f"not a list (got {describe(value)}, expected a list)"
+    elif kind == "too_short":
+        message = "empty list (expected at least one workload)"
+    elif kind == "pk":
+        message = error["msg"]
+    elif kind == "string_type":
+        message = f"not text (got {describe(value)}, expected text)"
+    else:
+        message = error["msg"]
+    suffix = " (set in defaults)" if path in source.from_defaults else ""
+    return Problem(source.path, source.line(path), field_name(path), message + suffix)
+
+
+
+def unknown_model(got: str, known) -> str:
+    return (f"unknown model (got {got!r}, expected a catalog id{did_you_mean(got, known)} — "
+            "see 'proposalkit catalog models', or give a mapping with params or config)")
+
+
+def unknown_gpu(got: str, known) -> str:
+    return f"unknown GPU (got {got!r}, expected a catalog id{did_you_mean(got, known)} — see 'proposalkit catalog gpus')"
+
+
+def unknown_resource(got: str, known) -> str:
+    return (f"unknown resource (got {got!r}, expected a catalog id{did_you_mean(got, known)}"
+            " — see 'proposalkit catalog resources')")
