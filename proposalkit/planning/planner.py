@@ -150,6 +150,7 @@ class Plan:
     warnings: tuple[str, ...] = ()
     track: str = "standard"
     access: res_catalog.AccessCredits | None = None    # the charges in ACCESS Credits
+    cap_findings: tuple[res_catalog.CapFinding, ...] = ()   # track caps and ACCESS limits exceeded
 
     def by_resource(self) -> dict[str, tuple[str, float]]:
         """Resource (partition) id → (unit, amount), summed over workloads."""
@@ -605,13 +606,23 @@ def plan_files(files: list[LoadedFile]) -> Plan:
                 problems += error.messages
     if problems:
         raise InfeasibleError(problems)
+    return assemble(plans, proposal)
+
+
+def assemble(plans: list[WorkloadPlan], proposal) -> Plan:
+    """Workload plans → the Plan: warnings, the track's caps and the ACCESS credits checked once.
+
+    `check` calls it on the workloads that could be planned, so that one infeasible
+    workload hides neither the others nor the caps.
+    """
     track = (proposal.track if proposal is not None and proposal.track else "standard")
     warnings = [text for p in plans for text in p.warnings]
     plan = Plan(tuple(plans), proposal, (), track)
     used = [p.charge.resource_id for p in plans if p.charge is not None]
     charges = [p.charge for p in plans if p.charge is not None]
-    warnings += res_catalog.cap_warnings(track, plan.gpu_hours_requested, used, plan.calendar_days,
-                                         jetstream2_sus=res_catalog.jetstream2_sus(charges))
+    findings = res_catalog.cap_findings(track, plan.gpu_hours_requested, used, plan.calendar_days,
+                                        jetstream2_sus=res_catalog.jetstream2_sus(charges))
     access = res_catalog.access_credits(charges, [p.name for p in plans if p.charge is None])
-    warnings += res_catalog.access_warnings(access, proposal.access_tier if proposal is not None else None)
-    return Plan(tuple(plans), proposal, tuple(warnings), track, access)
+    findings += res_catalog.access_findings(access, proposal.access_tier if proposal is not None else None)
+    warnings += [f.message for f in findings]
+    return Plan(tuple(plans), proposal, tuple(warnings), track, access, tuple(findings))

@@ -150,6 +150,20 @@ class AllocationTrack:
 
 
 @dataclass(frozen=True)
+class CapFinding:
+    """One limit a plan exceeds: what, the plan's amount and the limit, with the message.
+
+    The plan's warnings print `message`; `check` fails on them (Plan.cap_findings).
+    """
+
+    field: str                  # the setting that names the limit: proposal.track | proposal.access_tier
+    what: str                   # gpu_hours | resources | jetstream2_sus | calendar_days | access_credits
+    amount: float | None        # the plan's figure (None: it cannot be computed)
+    limit: float | None
+    message: str
+
+
+@dataclass(frozen=True)
 class CreditTier:
     """An ACCESS project type and its credit limit."""
 
@@ -617,22 +631,32 @@ def access_credits(charges: Iterable[Charge], uncharged: Iterable[str] = ()) -> 
 
 
 def access_warnings(credits: AccessCredits | None, tier_name: str | None) -> list[str]:
+    """The plan against the ACCESS project type it names (proposal.access_tier), as messages."""
+    return [f.message for f in access_findings(credits, tier_name)]
+
+
+def access_findings(credits: AccessCredits | None, tier_name: str | None) -> list[CapFinding]:
     """The plan against the ACCESS project type it names (proposal.access_tier)."""
     if tier_name is None:      # a NAIRR request: credits are information, not a limit
         return []
     tier = next(t for t in credit_tiers() if t.id == tier_name)
+
+    def finding(amount: float | None, message: str) -> CapFinding:
+        return CapFinding("proposal.access_tier", "access_credits", amount, tier.credits, message)
+
     if credits is None:
-        return [f"The plan charges no resource, so it has no ACCESS credits to hold to the {tier.name} limit "
-                "(set proposal.resource)"]
+        return [finding(None, f"The plan charges no resource, so it has no ACCESS credits to hold to the "
+                              f"{tier.name} limit (set proposal.resource)")]
     if credits.credits is None:
-        return [f"No ACCESS exchange rate for {', '.join(credits.missing)}: the credits cannot be checked "
-                f"against the {tier.name} limit"]
+        return [finding(None, f"No ACCESS exchange rate for {', '.join(credits.missing)}: the credits cannot be "
+                              f"checked against the {tier.name} limit")]
     if credits.credits > tier.credits:
-        return [f"The plan comes to {credits.credits:,.0f} ACCESS credits ({credits.arithmetic}); the {tier.name} "
-                f"limit is {tier.credits:,.0f}"
-                + (f"; it fits {credits.tier.name}" if credits.tier is not None else "; it needs Maximize ACCESS")
-                + ("; some exchange rates are second-hand: re-check with the ACCESS Exchange Calculator"
-                   if credits.secondhand else "")]
+        return [finding(credits.credits,
+                        f"The plan comes to {credits.credits:,.0f} ACCESS credits ({credits.arithmetic}); the "
+                        f"{tier.name} limit is {tier.credits:,.0f}"
+                        + (f"; it fits {credits.tier.name}" if credits.tier is not None else "; it needs Maximize ACCESS")
+                        + ("; some exchange rates are second-hand: re-check with the ACCESS Exchange Calculator"
+                           if credits.secondhand else ""))]
     return []
 
 
@@ -644,13 +668,20 @@ def jetstream2_sus(charges: Iterable[Charge]) -> float | None:
 
 def cap_warnings(track_name: str, total_gpu_hours_requested: float, resources_used: Iterable[str],
                  calendar_days: float, *, jetstream2_sus: float | None = None) -> list[str]:
-    """Warnings for a plan that exceeds its track's caps or period.
+    """cap_findings as messages."""
+    return [f.message for f in cap_findings(track_name, total_gpu_hours_requested, resources_used, calendar_days,
+                                            jetstream2_sus=jetstream2_sus)]
+
+
+def cap_findings(track_name: str, total_gpu_hours_requested: float, resources_used: Iterable[str],
+                 calendar_days: float, *, jetstream2_sus: float | None = None) -> list[CapFinding]:
+    """Each cap or period of the track that the plan exceeds.
 
     * Start-Up: about 2,000 GPU-hours on one resource over 3 months (second-hand:
       NAIRR.md [S]); 128,000 SUs on Jetstream2.
     * Every track: the campaign's calendar days must fit the period (12 months
       standard, 3 Start-Up).
-    ACCESS project types are checked apart (access_warnings).
+    ACCESS project types are checked apart (access_findings).
 
     ``resources_used`` are resource or system ids; partitions of one system
     (Delta's A100 and A40 nodes) count as one resource.
@@ -658,23 +689,23 @@ def cap_warnings(track_name: str, total_gpu_hours_requested: float, resources_us
     t = track(track_name)
     out = []
     if t.gpu_hours_cap is not None and total_gpu_hours_requested > t.gpu_hours_cap:
-        out.append(
+        out.append(CapFinding(
+            "proposal.track", "gpu_hours", total_gpu_hours_requested, t.gpu_hours_cap,
             f"The plan requests {total_gpu_hours_requested:,.0f} GPU-hours; the {t.name} track is capped "
             f"near {t.gpu_hours_cap:,.0f} GPU-hours ({t.confidence}: re-check at nairrpilot.org). "
-            "Trim the plan or request the standard track (proposal.track: standard)"
-        )
+            "Trim the plan or request the standard track (proposal.track: standard)"))
     used = list(dict.fromkeys(system_of(r) for r in resources_used))
     if t.max_resources is not None and len(used) > t.max_resources:
-        out.append(
+        out.append(CapFinding(
+            "proposal.track", "resources", len(used), t.max_resources,
             f"The {t.name} track allows {t.max_resources} resource; the plan uses {len(used)} "
-            f"({', '.join(used)}). Target one resource (proposal.resource)"
-        )
+            f"({', '.join(used)}). Target one resource (proposal.resource)"))
     if t.jetstream2_su_cap is not None and jetstream2_sus is not None and jetstream2_sus > t.jetstream2_su_cap:
-        out.append(
+        out.append(CapFinding(
+            "proposal.track", "jetstream2_sus", jetstream2_sus, t.jetstream2_su_cap,
             f"The plan requests {jetstream2_sus:,.0f} Jetstream2 SUs; the {t.name} track is capped near "
-            f"{t.jetstream2_su_cap:,.0f} SUs ({t.confidence})"
-        )
+            f"{t.jetstream2_su_cap:,.0f} SUs ({t.confidence})"))
     late = calendar_warning(calendar_days, track_name)
     if late:
-        out.append(late)
+        out.append(CapFinding("proposal.track", "calendar_days", calendar_days, t.period_days, late))
     return out

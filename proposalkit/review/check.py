@@ -3,7 +3,7 @@
 Fails (exit 1) when a workload cannot be planned (a pinned GPU type or count
 cannot hold it), when the total requested GPU-hours exceed `--max-gpu-hours`,
 or when the plan breaks its proposal track's caps (Start-Up: about 2,000
-GPU-hours on one resource; resources.cap_warnings). Invalid input raises
+GPU-hours on one resource; the planner's Plan.cap_findings). Invalid input raises
 InputError (exit 2) before any of that. Every number comes from the planner.
 """
 
@@ -40,51 +40,37 @@ def _largest(plans, n: int = 3) -> str:
     return ", ".join(f"{w.name} {_hours(w.gpu_hours_requested)}" for w in top)
 
 
-def _track_problems(files, plans, total: float) -> list[str]:
-    """The proposal track's caps (resources.cap_warnings) when the proposal names a track.
+def _cap_problems(files, plan) -> list[str]:
+    """The limits the planner found exceeded (Plan.cap_findings), each naming the file that sets them.
 
     The first file with a proposal block speaks for the plan, as in planner.plan_files.
     Calendar time is left to `plan`'s warnings: the planner's campaign length assumes
     the workloads run one after another, an upper bound, not a cap to fail CI on.
     """
-    from ..planning import resources
-
-    where, proposal = next(((f.path, f.proposal) for f in files if f.proposal is not None), (None, None))
-    if proposal is None:
-        return []
-    charges = [w.charge for w in plans if w.charge is not None]
-    out = []
-    if proposal.track is not None:
-        used = sorted({c.resource_id for c in charges})
-        out += [f"{where}: proposal.track: {message}"
-                for message in resources.cap_warnings(proposal.track, total, used, calendar_days=0.0,
-                                                      jetstream2_sus=resources.jetstream2_sus(charges))]
-    if proposal.access_tier is not None:
-        out += [f"{where}: proposal.access_tier: {message}"
-                for message in resources.access_warnings(
-                    resources.access_credits(charges, [w.name for w in plans if w.charge is None]),
-                    proposal.access_tier)]
-    return out
+    where = next((f.path for f in files if f.proposal is not None), None)
+    return [f"{where}: {finding.field}: {finding.message}"
+            for finding in plan.cap_findings if finding.what != "calendar_days"]
 
 
 def check(paths: list[str], max_gpu_hours: float | None = None) -> tuple[list[str], str]:
     """→ (every reason to fail, the one-line summary). Raises InputError for invalid input."""
     from ..input.loading import load_files
-    from ..planning.planner import Plan
+    from ..planning.planner import assemble
 
     if max_gpu_hours is not None and not (math.isfinite(max_gpu_hours) and max_gpu_hours > 0):
         raise InputError([Problem("proposalkit check", None, "--max-gpu-hours",
                                   f"expected a positive number of GPU-hours (got {max_gpu_hours:g})")])
     files = load_files(paths)
     plans, reasons = _plan_each(files)
-    total = Plan(plans, None).gpu_hours_requested
+    plan = assemble(list(plans), next((f.proposal for f in files if f.proposal is not None), None))
+    total = plan.gpu_hours_requested
     partial = f"; {len(reasons)} infeasible workload(s) not counted" if reasons else ""
     if max_gpu_hours is not None and total > max_gpu_hours:
         where = ", ".join(f.path for f in files)
         reasons.append(f"{where}: total requested GPU-hours {_hours(total)} exceed --max-gpu-hours "
                        f"{_hours(max_gpu_hours)} by {_hours(total - max_gpu_hours)} "
                        f"(largest: {_largest(plans)}{partial})")
-    reasons += _track_problems(files, plans, total)
+    reasons += _cap_problems(files, plan)
     n = len(plans)
     cap = f" (cap {_hours(max_gpu_hours)})" if max_gpu_hours is not None else ""
     ok = (f"OK: {n} workload{'s' if n != 1 else ''} in {len(files)} file{'s' if len(files) != 1 else ''} "
