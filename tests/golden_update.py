@@ -18,7 +18,8 @@ def render_golden() -> dict[str, str]:
     """File name → text of each golden output, rendered from WORKLOADS."""
     from proposalkit.input.loading import load_files
     from proposalkit.planning.planner import plan_files
-    from proposalkit.render.report import render_html, render_markdown, report_context
+    from proposalkit.render.context import report_context
+    from proposalkit.render.report import render_html, render_markdown
 
     # The path as the planner sees it must not leak into the output; pass it relative anyway.
     plan = plan_files(load_files([str(WORKLOADS)]))

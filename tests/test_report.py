@@ -16,6 +16,8 @@ import pytest
 
 from proposalkit.render import format as fmt
 from proposalkit.render import report
+from proposalkit.render import context as ctx
+from proposalkit.render import pdf as pdf_mod
 from proposalkit.input.loading import load_files
 from proposalkit.planning.planner import plan_files
 
@@ -32,7 +34,7 @@ def _golden_module():
 
 def _weasyprint_available() -> bool:
     try:
-        report._import_weasyprint()
+        pdf_mod._import_weasyprint()
     except (ImportError, OSError):
         return False
     return True
@@ -114,7 +116,7 @@ def test_markdown_references_the_charts_written_beside_it(tmp_path, golden_plan)
 
 
 def test_html_is_self_contained(golden_plan):
-    html = report.render_html(report.report_context(golden_plan))
+    html = report.render_html(ctx.report_context(golden_plan))
     assert "<script" not in html.lower()
     for needle in ("src=", "href=\"http", "@import", "url("):
         assert needle not in html, needle
@@ -122,7 +124,7 @@ def test_html_is_self_contained(golden_plan):
 
 
 def test_html_and_markdown_hold_the_same_derivation(golden_plan):
-    context = report.report_context(golden_plan)
+    context = ctx.report_context(golden_plan)
     md, html = report.render_markdown(context), report.render_html(context)
     for w in context.workloads:
         for step in w.steps:
@@ -134,8 +136,8 @@ def test_html_and_markdown_hold_the_same_derivation(golden_plan):
 
 
 def test_report_content_follows_the_plan(golden_plan):
-    md = report.render_markdown(report.report_context(golden_plan))
-    body, appendix = md.split(report.APPENDIX_MARKER)
+    md = report.render_markdown(ctx.report_context(golden_plan))
+    body, appendix = md.split(pdf_mod.APPENDIX_MARKER)
     for w in golden_plan.workloads:
         assert f"### {w.name}:" in body
     assert "**899.2**" in body          # total requested = 134.46 + 164.75 + 600.0
@@ -150,14 +152,14 @@ def test_report_content_follows_the_plan(golden_plan):
 
 
 def test_references_list_only_what_the_plan_uses(golden_plan, tmp_path):
-    refs = [r.key for r in report.report_context(golden_plan).references]
+    refs = [r.key for r in ctx.report_context(golden_plan).references]
     for key in ("Rajbhandari et al. 2020", "Korthikanti et al. 2022", "Kaplan et al. 2020", "Hu et al. 2021",
                 "Kwon et al. 2023", "Chowdhery et al. 2022", "Dubey et al. 2024"):
         assert key in refs
     assert "Dettmers et al. 2023" not in refs        # no QLoRA in this plan
     assert "NVIDIA A100 80GB SXM4" in refs and "Llama 3.1 8B" in refs
     lora_only = plan_from(tmp_path, SMALL.split("  - name: serve-b")[0])
-    keys = [r.key for r in report.report_context(lora_only).references]
+    keys = [r.key for r in ctx.report_context(lora_only).references]
     assert "Kwon et al. 2023" not in keys and "Kaplan et al. 2020" not in keys
     assert "Hu et al. 2021" in keys
 
@@ -175,7 +177,7 @@ def test_target_resource_units_are_shown(tmp_path):
         """)
     w = plan.workloads[0]
     assert w.charge is not None
-    md = report.render_markdown(report.report_context(plan))
+    md = report.render_markdown(ctx.report_context(plan))
     assert "allocation units" in md
     assert fmt.md_escape(w.charge.arithmetic) in md
     assert f"{fmt.fmt_hours(w.charge.amount)} {w.charge.unit}" in md
@@ -221,7 +223,7 @@ def test_pdf_is_us_letter_without_timestamps(pdf_build):
 @pytest.fixture(scope="module")
 def pdf_again(pdf_build, golden_plan):
     """A second rendering of the same plan: (PDF bytes, the body's length in pages)."""
-    return report.render_pdf(report.render_html(report.report_context(golden_plan)))
+    return pdf_mod.render_pdf(report.render_html(ctx.report_context(golden_plan)))
 
 
 def test_pdf_builds_are_byte_identical(pdf_build, pdf_again):
@@ -231,7 +233,7 @@ def test_pdf_builds_are_byte_identical(pdf_build, pdf_again):
 
 def test_body_fits_two_pages_for_the_golden_plan(pdf_again):
     body_pages = pdf_again[1]
-    assert body_pages is not None and 1 < body_pages <= report.BODY_PAGES + report.PAGE_TOLERANCE
+    assert body_pages is not None and 1 < body_pages <= pdf_mod.BODY_PAGES + pdf_mod.PAGE_TOLERANCE
 
 
 # ----------------------------------------------------------------- page-length warning
@@ -266,7 +268,7 @@ def test_short_body_does_not_warn(tmp_path, capsys):
 def test_strict_undefined_fails_on_a_misspelt_field(golden_plan):
     from jinja2 import UndefinedError
 
-    context = report.report_context(golden_plan)
+    context = ctx.report_context(golden_plan)
     for kind in ("md", "html"):
         env = report.environment(kind)
         with pytest.raises(UndefinedError):
@@ -278,7 +280,7 @@ def test_strict_undefined_fails_on_a_misspelt_field(golden_plan):
 
 
 def test_templates_may_not_print_a_bare_float(golden_plan):
-    context = report.report_context(golden_plan)
+    context = ctx.report_context(golden_plan)
     for kind in ("md", "html"):
         with pytest.raises(TypeError, match="format it with a filter"):
             report.environment(kind).from_string("{{ r.gpu_hours }}").render(r=context)
@@ -342,8 +344,8 @@ def test_failed_pdf_render_writes_no_pdf(tmp_path, monkeypatch):
     def failing_render(html, fetcher=None):
         raise RuntimeError("layout failed")
 
-    monkeypatch.setattr(report, "_import_weasyprint", lambda: None)
-    monkeypatch.setattr(report, "render_pdf", failing_render)
+    monkeypatch.setattr(pdf_mod, "_import_weasyprint", lambda: None)
+    monkeypatch.setattr(pdf_mod, "render_pdf", failing_render)
     with pytest.raises(RuntimeError, match="layout failed"):
         report.write_reports(plan, str(out), ["md", "html", "pdf"])
     assert (out / "report.pdf").read_bytes() == b"%PDF previous build"
@@ -360,8 +362,8 @@ def _no_pango():
 
 def test_missing_pango_still_writes_markdown_and_html(tmp_path, monkeypatch):
     plan = plan_from(tmp_path, SMALL)
-    monkeypatch.setattr(report, "_import_weasyprint", _no_pango)
-    with pytest.raises(report.PdfUnavailableError) as info:
+    monkeypatch.setattr(pdf_mod, "_import_weasyprint", _no_pango)
+    with pytest.raises(pdf_mod.PdfUnavailableError) as info:
         report.write_reports(plan, str(tmp_path / "out"), ["md", "html", "pdf"])
     message = str(info.value)
     assert "apt-get install libpango-1.0-0 libpangoft2-1.0-0" in message
@@ -374,7 +376,7 @@ def test_missing_pango_exits_2_with_a_clear_message(tmp_path, monkeypatch, capsy
     from proposalkit.cli import main
 
     (tmp_path / "w.yaml").write_text(SMALL, encoding="utf-8")
-    monkeypatch.setattr(report, "_import_weasyprint", _no_pango)
+    monkeypatch.setattr(pdf_mod, "_import_weasyprint", _no_pango)
     code = main(["report", str(tmp_path / "w.yaml"), "-o", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == 2

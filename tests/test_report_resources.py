@@ -15,6 +15,8 @@ import pytest
 
 from proposalkit.render import format as fmt
 from proposalkit.render import report
+from proposalkit.render import context as ctx
+from proposalkit.render import pdf as pdf_mod
 from proposalkit.planning import resources as R
 from proposalkit.input.loading import load_files
 from proposalkit.planning.planner import plan_files
@@ -46,7 +48,7 @@ def service(name: str, gpu: str, gpus: int, hours: float, buffer: float = 0.0, r
 
 
 def body_of(markdown: str) -> str:
-    return markdown.split(report.APPENDIX_MARKER)[0]
+    return markdown.split(pdf_mod.APPENDIX_MARKER)[0]
 
 
 def table_lines(markdown: str) -> list[str]:
@@ -87,7 +89,7 @@ def test_charging_rule_in_words(rid, words):
 def test_six_gpus_for_ten_hours_on_polaris_are_twenty_node_hours(tmp_path):
     plan = plan_from(tmp_path, "proposal: {title: P, resource: alcf-polaris}\nworkloads:\n"
                      + service("serve-6", "a100-40gb", 6, 10))
-    view = report.resources_view(plan)
+    view = ctx.resources_view(plan)
     [row] = view.rows
     assert row.resource_id == "alcf-polaris" and row.gpu_type == "a100-40gb" and row.gpus_per_node == 4
     # 6 GPUs × 10 h, no buffer = 60 GPU-hours requested
@@ -98,7 +100,7 @@ def test_six_gpus_for_ten_hours_on_polaris_are_twenty_node_hours(tmp_path):
     assert row.walltime == "168 h (1–4 nodes)"
     assert row.rule_mark == "" and row.walltime_mark == ""        # both read on the ALCF page
     assert view.summed == ()                                      # one row: no total row to repeat it
-    md = report.render_markdown(report.report_context(plan))
+    md = report.render_markdown(ctx.report_context(plan))
     assert ("| alcf-polaris | 4× a100-40gb, prod / capacity / preemptable | 60.0 | "
             "node-hours, whole nodes of 4 GPUs | 20.0 node-hours | 168 h (1–4 nodes) |") in table_lines(md)
     assert "†" not in body_of(md)
@@ -108,7 +110,7 @@ def test_six_gpus_for_ten_hours_on_polaris_are_twenty_node_hours(tmp_path):
 def test_delta_partitions_add_up_and_the_h200_rule_is_marked_second_hand(tmp_path):
     plan = plan_from(tmp_path, "proposal: {title: D, resource: ncsa-delta}\nworkloads:\n"
                      + service("on-h200", "h200", 2, 100) + service("on-a40", "a40", 1, 100, buffer=0.5))
-    view = report.resources_view(plan)
+    view = ctx.resources_view(plan)
     h200, a40 = view.rows
     # H200: 2 GPUs × 100 h = 200 GPU-hours × 3.0 (gpuH200x8 charge factor, third-party copy) = 600 SUs
     assert (h200.resource_id, h200.gpu_hours_requested, h200.amount) == (
@@ -123,7 +125,7 @@ def test_delta_partitions_add_up_and_the_h200_rule_is_marked_second_hand(tmp_pat
     assert (total.label, total.unit, total.gpu_hours_requested, total.amount) == (
         "ncsa-delta", "SUs", pytest.approx(350.0), pytest.approx(675.0))
 
-    md = report.render_markdown(report.report_context(plan))
+    md = report.render_markdown(ctx.report_context(plan))
     assert table_lines(md)[2:] == [
         "| ncsa-delta-h200 | 8× h200, gpuH200x8 | 200.0 | 3 SUs per GPU-hour, 1 SU minimum † | 600.0 SUs | 48 h † |",
         "| ncsa-delta-a40 | 4× a40, gpuA40x4 | 150.0 | 0.5 SU per GPU-hour, 1 SU minimum | 75.0 SUs | 48 h |",
@@ -133,7 +135,7 @@ def test_delta_partitions_add_up_and_the_h200_rule_is_marked_second_hand(tmp_pat
     assert "so their amounts add" in md
     summary_total = next(line for line in md.splitlines() if line.startswith("| **total** |"))
     assert summary_total.endswith("| **675.0 SUs** |")
-    html = report.render_html(report.report_context(plan))
+    html = report.render_html(ctx.report_context(plan))
     assert "<td>3 SUs per GPU-hour, 1 SU minimum †</td>" in html
     assert '<tr class="total"><th scope="row">total, ncsa-delta</th>' in html
 
@@ -142,12 +144,12 @@ def test_different_systems_are_not_added(tmp_path):
     plan = plan_from(tmp_path, "proposal: {title: Two}\nworkloads:\n"
                      + service("on-delta", "h200", 1, 10, resource="ncsa-delta")
                      + service("on-anvil", "a100-40gb", 1, 10, resource="purdue-anvil"))
-    view = report.resources_view(plan)
+    view = ctx.resources_view(plan)
     # Delta H200: 1 × 10 h × 3.0 = 30 SUs; Anvil 'Job Accounting': 1 SU per GPU-hour = 10 SUs.
     assert [(t.label, t.amount, t.unit) for t in view.totals] == [
         ("ncsa-delta-h200", pytest.approx(30.0), "SUs"), ("purdue-anvil", pytest.approx(10.0), "SUs")]
     assert view.summed == ()                    # SUs of two systems are not one number
-    md = report.render_markdown(report.report_context(plan))
+    md = report.render_markdown(ctx.report_context(plan))
     assert "**40.0" not in md                   # 30 + 10 appears nowhere
     assert "Amounts on different systems or in different units are not added." in md
     assert "(30.0 SUs on ncsa-delta-h200; 10.0 SUs on purdue-anvil; by resource in B.3)" in md
@@ -159,7 +161,7 @@ def test_perlmutter_gets_a_row_per_gpu_type_and_charges_whole_nodes(tmp_path):
     plan = plan_from(tmp_path, "workloads:\n"
                      + service("small-40", "a100-40gb", 1, 10, resource="nersc-perlmutter")
                      + service("small-80", "a100-80gb", 1, 10, resource="nersc-perlmutter"))
-    view = report.resources_view(plan)
+    view = ctx.resources_view(plan)
     # NERSC 'Queues and Charges': node-hours = nodes × walltime; a 1-GPU job in the regular QOS
     # holds a whole 4-GPU node: 1 node × 10 h = 10 node-hours for 10 GPU-hours, on each GPU type.
     assert [(r.gpu_type, r.gpu_hours_requested, r.amount) for r in view.rows] == [
@@ -173,12 +175,12 @@ def test_workloads_without_a_resource_get_a_row_in_gpu_hours(tmp_path):
     plan = plan_from(tmp_path, "workloads:\n"
                      + service("on-delta", "a40", 1, 10, resource="ncsa-delta")
                      + service("nowhere", "a100-80gb", 2, 10, buffer=0.2))
-    rows = report.resources_view(plan).rows
+    rows = ctx.resources_view(plan).rows
     assert [r.resource_id for r in rows] == ["ncsa-delta-a40", None]
     # 2 GPUs × 10 h × 1.2 = 24 GPU-hours, requested as GPU-hours
     assert (rows[1].gpu_hours_requested, rows[1].amount, rows[1].unit) == (
         pytest.approx(24.0), pytest.approx(24.0), "GPU-hours")
-    md = report.render_markdown(report.report_context(plan))
+    md = report.render_markdown(ctx.report_context(plan))
     assert "| no target resource | a100-80gb | 24.0 | GPU-hours as requested | 24.0 GPU-hours | — |" in md
     # 1 × 10 h × 0.5 = 5 SUs on Delta; the lead names only what is on a resource
     assert "(5.00 SUs on ncsa-delta-a40; by resource in B.3)" in md      # below 10: two decimals
@@ -186,7 +188,7 @@ def test_workloads_without_a_resource_get_a_row_in_gpu_hours(tmp_path):
 
 def test_without_a_target_resource_there_is_no_units_table(tmp_path):
     plan = plan_from(tmp_path, "workloads:\n" + service("nowhere", "a100-80gb", 1, 10))
-    context = report.report_context(plan)
+    context = ctx.report_context(plan)
     assert context.resources is None
     md = report.render_markdown(context)
     assert TABLE_HEADER not in md and "allocation units" not in md
@@ -205,7 +207,7 @@ def example_plan():
 
 def test_example_report_has_the_units_table(example_plan):
     """Issue 6, done when: the shipped example report has a resource section with the units table."""
-    context = report.report_context(example_plan)
+    context = ctx.report_context(example_plan)
     md = report.render_markdown(context)
     body = body_of(md)
     assert "## B.3 Resources, allocation units, storage and calendar time" in body
@@ -234,8 +236,8 @@ def test_example_report_has_the_units_table(example_plan):
 
 
 def test_example_report_is_deterministic(example_plan):
-    a = report.report_context(example_plan)
-    b = report.report_context(plan_files(load_files([str(EXAMPLE)])))
+    a = ctx.report_context(example_plan)
+    b = ctx.report_context(plan_files(load_files([str(EXAMPLE)])))
     assert report.render_markdown(a) == report.render_markdown(b)
     assert report.render_html(a) == report.render_html(b)
 
@@ -253,7 +255,7 @@ def test_catalog_text_in_the_table_is_escaped(tmp_path, monkeypatch):
     real = R.describe_rule
     monkeypatch.setattr(R, "describe_rule", lambda res: real(res) + " | <b>x</b> *y*")
     plan = plan_from(tmp_path, "workloads:\n" + service("on-delta", "a40", 1, 10, resource="ncsa-delta"))
-    context = report.report_context(plan)
+    context = ctx.report_context(plan)
     row = table_lines(report.render_markdown(context))[2]
     assert "0.5 SU per GPU-hour, 1 SU minimum \\| \\<b\\>x\\</b\\> \\*y\\*" in row
     assert row.count(" | ") == TABLE_HEADER.count(" | ")
@@ -264,24 +266,24 @@ def test_catalog_text_in_the_table_is_escaped(tmp_path, monkeypatch):
 def test_access_credits_sentence_when_the_proposal_names_a_project_type(tmp_path):
     plan = plan_from(tmp_path, "proposal: {title: A, access_tier: explore}\nworkloads:\n"
                      + service("on-delta", "h200", 1, 100, resource="ncsa-delta"))
-    md = report.render_markdown(report.report_context(plan))
+    md = report.render_markdown(ctx.report_context(plan))
     # Delta H200: 100 GPU-hours × 3 SU = 300 SUs × 66.7 credits per SU (Exchange Calculator as quoted) = 20,010.
     assert ("In ACCESS Credits (the request is for Explore ACCESS, up to 400,000): ncsa-delta-h200: 300.0 SUs × "
             "66.7 = 20,010 credits; **20,010 credits** (†: some rates are second-hand; re-check with the ACCESS "
             "Exchange Calculator), within the Explore ACCESS limit.") in md
-    html = report.render_html(report.report_context(plan))
+    html = report.render_html(ctx.report_context(plan))
     assert "<strong>20,010 credits</strong>" in html
 
 
 def test_no_access_sentence_in_a_nairr_report(example_plan):
-    assert "ACCESS Credits" not in report.render_markdown(report.report_context(example_plan))
+    assert "ACCESS Credits" not in report.render_markdown(ctx.report_context(example_plan))
 
 
 def test_access_sentence_for_a_larger_tier_than_needed(tmp_path):
     """Asking for Accelerate with credits that Explore would cover is within the limit."""
     plan = plan_from(tmp_path, "proposal: {title: A, access_tier: accelerate}\nworkloads:\n"
                      + service("on-delta", "h200", 1, 100, resource="ncsa-delta"))
-    md = report.render_markdown(report.report_context(plan))
+    md = report.render_markdown(ctx.report_context(plan))
     assert "**20,010 credits**" in md and "within the Accelerate ACCESS limit." in md
     assert not any("ACCESS" in w for w in plan.warnings)
 
@@ -294,5 +296,5 @@ def test_access_credits_are_not_summed_without_every_workload(tmp_path):
     assert plan.access.credits is None and plan.access.missing == ("nowhere (no target resource)",)
     assert ("No ACCESS exchange rate for nowhere (no target resource): the credits cannot be checked against "
             "the Explore ACCESS limit") in plan.warnings
-    md = report.render_markdown(report.report_context(plan))
+    md = report.render_markdown(ctx.report_context(plan))
     assert "not computed: no exchange rate for nowhere (no target resource)." in md

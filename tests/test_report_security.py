@@ -11,6 +11,9 @@ import pytest
 from proposalkit.render import charts
 from proposalkit.render import format as fmt
 from proposalkit.render import report
+from proposalkit.render import context as ctx
+from proposalkit.render import pdf as pdf_mod
+import proposalkit.render as render
 from proposalkit.input.loading import load_files
 from proposalkit.planning.planner import plan_files
 
@@ -43,7 +46,7 @@ def hostile_plan(tmp_path_factory):
 
 def _weasyprint_available() -> bool:
     try:
-        report._import_weasyprint()
+        pdf_mod._import_weasyprint()
     except (ImportError, OSError):
         return False
     return True
@@ -56,7 +59,7 @@ needs_weasyprint = pytest.mark.skipif(not _weasyprint_available(), reason="Weasy
 
 
 def test_markdown_escapes_user_text(hostile_plan):
-    md = report.render_markdown(report.report_context(hostile_plan))
+    md = report.render_markdown(ctx.report_context(hostile_plan))
     assert re.search(r"(?<!\\)<(script|img|b>|i>|/)", md) is None     # no '<' left unescaped before a tag
     assert r"\<script\>alert(1)\</script\>" in md
     assert r"Attack \| " in md
@@ -66,7 +69,7 @@ def test_markdown_escapes_user_text(hostile_plan):
 
 
 def test_markdown_table_rows_keep_their_columns(hostile_plan):
-    md = report.render_markdown(report.report_context(hostile_plan))
+    md = report.render_markdown(ctx.report_context(hostile_plan))
     table = [line for line in md.split("## B.1 Summary")[1].split("\n\n")[1].splitlines()]
     unescaped = [len(re.findall(r"(?<!\\)\|", line)) for line in table]
     assert len(set(unescaped)) == 1, table          # the model name's '|' did not add a column
@@ -95,7 +98,7 @@ def test_md_escape_leaves_safe_text_alone():
 
 
 def test_html_escapes_user_text(hostile_plan):
-    html = report.render_html(report.report_context(hostile_plan))
+    html = report.render_html(ctx.report_context(hostile_plan))
     assert "<script" not in html.lower()
     assert "<img" not in html and "<b>PI" not in html and "<i>model" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
@@ -122,19 +125,19 @@ def test_svg_labels_are_escaped():
     "https://example.com/font.woff2",
     "ftp://example.com/x",
     "data:text/plain,hello",
-    (report.TEMPLATES_DIR / ".." / "pyproject.toml").as_uri(),
-    report.TEMPLATES_DIR.as_uri() + "/../pyproject.toml",
-    report.TEMPLATES_DIR.as_uri() + "/%2e%2e/pyproject.toml",
-    "file://evil.example.com" + str(report.TEMPLATES_DIR / "print.css"),
+    (render.TEMPLATES_DIR / ".." / "pyproject.toml").as_uri(),
+    render.TEMPLATES_DIR.as_uri() + "/../pyproject.toml",
+    render.TEMPLATES_DIR.as_uri() + "/%2e%2e/pyproject.toml",
+    "file://evil.example.com" + str(render.TEMPLATES_DIR / "print.css"),
 ])
 def test_allowed_path_refuses_everything_outside_the_templates(url):
-    with pytest.raises(report.RefusedURL):
-        report.allowed_path(url)
+    with pytest.raises(pdf_mod.RefusedURL):
+        pdf_mod.allowed_path(url)
 
 
 def test_allowed_path_accepts_a_template_file():
-    assert report.allowed_path((report.TEMPLATES_DIR / "print.css").as_uri()) == \
-        (report.TEMPLATES_DIR / "print.css").resolve()
+    assert pdf_mod.allowed_path((render.TEMPLATES_DIR / "print.css").as_uri()) == \
+        (render.TEMPLATES_DIR / "print.css").resolve()
 
 
 def test_allowed_path_refuses_a_symlink_out_of_the_root(tmp_path):
@@ -144,26 +147,26 @@ def test_allowed_path_refuses_a_symlink_out_of_the_root(tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("secret", encoding="utf-8")
     (root / "link.css").symlink_to(secret)
-    assert report.allowed_path((root / "inside.css").as_uri(), root) == (root / "inside.css").resolve()
-    with pytest.raises(report.RefusedURL):
-        report.allowed_path((root / "link.css").as_uri(), root)
+    assert pdf_mod.allowed_path((root / "inside.css").as_uri(), root) == (root / "inside.css").resolve()
+    with pytest.raises(pdf_mod.RefusedURL):
+        pdf_mod.allowed_path((root / "link.css").as_uri(), root)
 
 
 @needs_weasyprint
 @pytest.mark.parametrize("url", ["file:///etc/hostname", "http://example.com/x.png", "https://example.com/a.css"])
 def test_weasyprint_fetcher_refuses(url):
-    fetcher = report.safe_url_fetcher()
-    with pytest.raises(report.RefusedURL):
+    fetcher = pdf_mod.safe_url_fetcher()
+    with pytest.raises(pdf_mod.RefusedURL):
         fetcher.fetch(url)
-    with pytest.raises(report.RefusedURL):
+    with pytest.raises(pdf_mod.RefusedURL):
         fetcher(url)
     assert fetcher.refused == [url, url]
 
 
 @needs_weasyprint
 def test_weasyprint_fetcher_serves_template_files():
-    fetcher = report.safe_url_fetcher()
-    response = fetcher.fetch((report.TEMPLATES_DIR / "print.css").as_uri())
+    fetcher = pdf_mod.safe_url_fetcher()
+    response = fetcher.fetch((render.TEMPLATES_DIR / "print.css").as_uri())
     assert b"@page" in response.read()
     response.close()
 
@@ -171,19 +174,19 @@ def test_weasyprint_fetcher_serves_template_files():
 @needs_weasyprint
 def test_pdf_rendering_does_not_read_file_urls():
     """Even markup that asks for a local file (which escaping keeps out of real reports) is refused."""
-    fetcher = report.safe_url_fetcher()
+    fetcher = pdf_mod.safe_url_fetcher()
     html = (f'<html><head><link rel="stylesheet" href="file:///etc/passwd"></head>'
             f'<body><p>x</p>{HOSTNAME_IMG}<img src="http://example.com/a.png"></body></html>')
-    pdf, _ = report.render_pdf(html, fetcher)
+    pdf, _ = pdf_mod.render_pdf(html, fetcher)
     assert pdf.startswith(b"%PDF")
     assert set(fetcher.refused) == {"file:///etc/passwd", "file:///etc/hostname", "http://example.com/a.png"}
 
 
 @needs_weasyprint
 def test_report_with_a_hostile_title_fetches_nothing(hostile_plan):
-    fetcher = report.safe_url_fetcher()
-    html = report.render_html(report.report_context(hostile_plan))
-    pdf, _ = report.render_pdf(html, fetcher)
+    fetcher = pdf_mod.safe_url_fetcher()
+    html = report.render_html(ctx.report_context(hostile_plan))
+    pdf, _ = pdf_mod.render_pdf(html, fetcher)
     assert pdf.startswith(b"%PDF")
     assert fetcher.refused == []        # the <img> is text, never an element
     from io import BytesIO

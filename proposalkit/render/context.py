@@ -1,0 +1,354 @@
+"""Plan → the context the report templates get (`report_context`).
+
+Views of the plan made for the templates: the title block, one WorkloadView
+per workload (views.py), totals by GPU type and resource, the units table
+(`resources_view`: requested GPU-hours → charging rule → allocation units per
+resource), storage and calendar totals, ACCESS credits, the references
+(references.py) and the two charts (charts.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..planning import resources as res_catalog
+from ..planning.planner import Plan, WorkloadPlan
+from ..units import GiB
+from . import charts
+from .format import fmt_gib, fmt_hours
+from .references import Reference, references
+from .views import WorkloadView, workload_view
+
+CHART_FILES = {"gpu_hours": "charts/gpu-hours.svg", "memory": "charts/memory.svg"}
+
+
+@dataclass(frozen=True)
+class TitleBlock:
+    title: str | None
+    pi: str | None
+    institution: str | None
+    resource: str | None
+    track: str | None
+    date: str | None
+
+    @property
+    def items(self) -> tuple[tuple[str, str], ...]:
+        """The lines under the title that are given: (label, value)."""
+        pairs = (("PI: ", self.pi), ("", self.institution), ("target resource: ", self.resource),
+                 ("track: ", self.track), ("", self.date))
+        return tuple((label, value) for label, value in pairs if value)
+
+
+@dataclass(frozen=True)
+class GpuTotal:
+    gpu_id: str
+    gpu_name: str
+    gpu_hours: float
+    gpu_hours_requested: float
+
+
+@dataclass(frozen=True)
+class ResourceTotal:
+    resource: str
+    unit: str
+    amount: float
+
+
+# Marks for a catalog fact that was not read on the provider's own page (catalog `confidence`).
+CONFIDENCE_MARKS = {"secondhand": "†", "inferred": "‡"}
+CONFIDENCE_NOTES = {
+    "secondhand": "Second-hand source, not the provider's own page: re-check before quoting",
+    "inferred": "Inferred from documented numbers, not stated by the provider (see the catalog notes)",
+}
+
+
+@dataclass(frozen=True)
+class ResourceRow:
+    """One resource (partition) and GPU type the request runs on: requested GPU-hours → rule → its unit.
+
+    A partition offers one GPU type except NERSC Perlmutter (A100 40 GB and 80 GB), which gets a
+    row per type. `resource_id` None: workloads with no target resource, requested in GPU-hours.
+    """
+
+    resource_id: str | None
+    system: str                  # system id (ncsa-delta): partitions of one system share an allocation
+    partition: str               # as the provider names it: "gpuH200x8" ("" without a resource)
+    name: str                    # the catalog's full name, the reference key in Appendix B
+    gpu_type: str
+    gpus_per_node: int | None
+    rule: str                    # the charging rule in words (resources.describe_rule)
+    rule_source: str
+    rule_confidence: str         # verified | secondhand | inferred ("" without a resource)
+    gpu_hours_requested: float   # buffer included, all workloads on it
+    amount: float                # in `unit`, all workloads on it (per-job rounding and minimums applied)
+    unit: str
+    walltime: str                # the per-job limit(s) that apply to the plan's jobs, in words
+    walltime_source: str
+    walltime_confidence: str
+    workloads: tuple[str, ...]
+
+    @property
+    def rule_mark(self) -> str:
+        return CONFIDENCE_MARKS.get(self.rule_confidence, "")
+
+    @property
+    def walltime_mark(self) -> str:
+        return CONFIDENCE_MARKS.get(self.walltime_confidence, "")
+
+
+@dataclass(frozen=True)
+class UnitTotal:
+    """The amount requested on one system in one unit: partitions of one system add up, systems do not."""
+
+    label: str                   # the partition id when it is the only one, else the system id
+    system: str                  # "" for workloads with no target resource (GPU-hours)
+    unit: str
+    gpu_hours_requested: float
+    amount: float
+    rows: int                    # resource rows summed
+
+
+@dataclass(frozen=True)
+class ResourcesView:
+    """The units table (section B.3): one row per resource, totals per system and unit, footnotes."""
+
+    rows: tuple[ResourceRow, ...]
+    totals: tuple[UnitTotal, ...]    # one per (system, unit), in order of first use
+    notes: tuple[tuple[str, str], ...]   # (mark, meaning) for each mark the table uses
+
+    @property
+    def summed(self) -> tuple[UnitTotal, ...]:
+        """The totals that add several rows (a one-row total would repeat its row)."""
+        return tuple(t for t in self.totals if t.rows > 1)
+
+    @property
+    def adds_partitions(self) -> bool:
+        """Whether a total adds the amounts of a system's partitions (the table says why it may)."""
+        return any(t.system for t in self.summed)
+
+    @property
+    def charged(self) -> tuple[UnitTotal, ...]:
+        """The totals on named resources (not the GPU-hours of workloads without one)."""
+        return tuple(t for t in self.totals if t.system)
+
+
+@dataclass(frozen=True)
+class StorageTotals:
+    project_bytes: int
+    scratch_bytes: int
+    archive_bytes: int
+
+
+@dataclass(frozen=True)
+class Chart:
+    svg: str                     # inline SVG (HTML and PDF)
+    path: str                    # the file written beside report.md, relative to it
+    alt: str
+    height: float                # CSS px, for the page-length estimate
+
+
+@dataclass(frozen=True)
+class AccessView:
+    """The request in ACCESS Credits, shown when the proposal names an ACCESS project type."""
+
+    tier: str                   # the project type asked for, e.g. "Explore ACCESS"
+    limit: float                # its credit limit
+    arithmetic: str             # per resource: amount × rate = credits
+    credits: float | None       # None: some resource has no rate in the catalog
+    fits: str | None            # the smallest project type that covers the credits (None: Maximize)
+    within: bool                # the credits are within the limit of the type asked for
+    secondhand: bool
+    missing: tuple[str, ...]
+
+
+def _access_view(plan: Plan) -> AccessView | None:
+    tier_id = plan.proposal.access_tier if plan.proposal is not None else None
+    access = plan.access
+    if tier_id is None or access is None:
+        return None
+    from ..planning.resources import credit_tiers
+
+    tier = next(t for t in credit_tiers() if t.id == tier_id)
+    within = access.credits is not None and access.credits <= tier.credits
+    return AccessView(tier.name, tier.credits, access.arithmetic, access.credits,
+                      access.tier.name if access.tier else None, within, access.secondhand, access.missing)
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    heading: str
+    title: TitleBlock
+    workloads: tuple[WorkloadView, ...]
+    gpu_hours: float
+    gpu_hours_requested: float
+    by_gpu: tuple[GpuTotal, ...]
+    by_resource: tuple[ResourceTotal, ...]
+    resources: ResourcesView | None  # the units table; None when no workload has a target resource
+    has_charges: bool
+    has_storage: bool
+    storage: StorageTotals | None
+    calendar_days: float | None  # all workloads one after another
+    warnings: tuple[str, ...]
+    references: tuple[Reference, ...]
+    charts: dict[str, Chart]
+    access: AccessView | None = None
+
+    @property
+    def resources_heading(self) -> str | None:
+        """Section B.3's title: the units table and storage share it; None when there is neither."""
+        if self.resources is not None:
+            return ("Resources, allocation units, storage and calendar time" if self.has_storage
+                    else "Resources and allocation units")
+        return "Storage and calendar time" if self.has_storage else None
+
+
+# Papers and documents the estimate stands on, by the in-text citation the plan
+# and this report use. A reference is listed only when its key (a regular
+
+
+def _title(plan: Plan) -> TitleBlock:
+    p = plan.proposal
+    get = (lambda name: getattr(p, name, None)) if p is not None else (lambda name: None)
+    return TitleBlock(get("title"), get("pi"), get("institution"), get("resource"), get("track"), get("date"))
+
+
+
+
+def _charts(views: tuple[WorkloadView, ...]) -> dict[str, Chart]:
+    bars = [(v.name, v.gpu_hours_requested, f"{fmt_hours(v.gpu_hours_requested)}") for v in views]
+    gpu_svg = charts.bar_chart(bars, title="Requested GPU-hours per workload, buffer included",
+                               unit="GPU-hours requested")
+    stacked = [charts.StackedBar(
+        label=v.name,
+        parts=tuple((c.name, c.bytes / GiB) for c in v.components),
+        capacity=v.usable_bytes / GiB,
+        shown=f"{fmt_gib(v.memory_bytes, 1, unit=False)} of {fmt_gib(v.usable_bytes)} ({v.gpu_id})",
+    ) for v in views]
+    mem_svg = charts.memory_chart(stacked, title="Memory per GPU by component against the GPU's usable memory",
+                                  unit="GiB per GPU")
+
+    def height(svg: str) -> float:
+        return float(re.search(r'height="([0-9.]+)"', svg).group(1))
+
+    return {
+        "gpu_hours": Chart(gpu_svg, CHART_FILES["gpu_hours"], "Requested GPU-hours per workload, buffer included",
+                           height(gpu_svg)),
+        "memory": Chart(mem_svg, CHART_FILES["memory"], "Memory per GPU by component against the GPU's usable "
+                        "memory", height(mem_svg)),
+    }
+
+
+def _limit_hours(hours: float) -> str:
+    """A walltime limit: '48 h', '0.5 h'."""
+    return f"{hours:,.0f} h" if hours == round(hours) else f"{fmt_hours(hours)} h"
+
+
+def _walltime_text(res: res_catalog.Resource, gpus_per_job: tuple[int, ...]) -> str:
+    """The per-job walltime limit(s) that apply to jobs of these sizes; tiers name their node range."""
+    parts = []
+    for gpus in gpus_per_job:
+        limit = res.walltime_limit_hours(gpus)
+        tier = res.walltime_tier(gpus)
+        if limit is None:
+            text = "none"
+        elif tier is not None:
+            text = f"{_limit_hours(limit)} ({tier.min_nodes}–{tier.max_nodes} nodes)"
+        else:
+            text = _limit_hours(limit)
+        if text not in parts:
+            parts.append(text)
+    return "; ".join(parts)
+
+
+def resources_view(plan: Plan) -> ResourcesView | None:
+    """The units table: for each resource (partition) used, requested GPU-hours → rule → amount.
+
+    Amounts are the planner's charges summed (whole-node rounding and per-job
+    minimums already applied per workload). Totals are per system and unit:
+    partitions of one system draw on one allocation in the same unit (Delta's
+    A100, A40 and H200 SUs), so their amounts add; amounts on different
+    systems are never added, even when both are called SUs. Workloads with no
+    target resource get a row per GPU type in GPU-hours. None when no workload
+    has a target resource.
+    """
+    if all(getattr(w, "charge", None) is None for w in plan.workloads):
+        return None
+    keyed: dict[tuple[str | None, str], list[WorkloadPlan]] = {}
+    for w in plan.workloads:
+        charge = getattr(w, "charge", None)
+        key = (charge.resource_id, charge.gpu_type) if charge is not None else (None, w.gpu.id)
+        keyed.setdefault(key, []).append(w)
+    rows = []
+    for (rid, gpu), ws in sorted(keyed.items(), key=lambda item: item[0][0] is None):   # stable: uncharged last
+        if rid is None:
+            hours = sum(w.gpu_hours_requested for w in ws)
+            rows.append(ResourceRow(
+                resource_id=None, system="", partition="", name="", gpu_type=gpu, gpus_per_node=None,
+                rule="GPU-hours as requested", rule_source="", rule_confidence="",
+                gpu_hours_requested=hours, amount=hours, unit="GPU-hours",
+                walltime="—", walltime_source="", walltime_confidence="", workloads=tuple(w.name for w in ws)))
+            continue
+        res = res_catalog.resource(rid)
+        rows.append(ResourceRow(
+            resource_id=rid, system=res_catalog.system_of(rid), partition=res.partition, name=res.name,
+            gpu_type=gpu, gpus_per_node=res.gpus_per_node, rule=res_catalog.describe_rule(res),
+            rule_source=" ".join(res.source.split()), rule_confidence=res.confidence,
+            gpu_hours_requested=sum(w.charge.gpu_hours for w in ws),
+            amount=sum(w.charge.amount for w in ws), unit=res.unit,
+            walltime=_walltime_text(res, tuple(w.charge.gpus_per_job for w in ws)),
+            walltime_source=" ".join(res.walltime_source.split()), walltime_confidence=res.walltime_confidence,
+            workloads=tuple(w.name for w in ws),
+        ))
+    groups: dict[tuple[str, str], list[ResourceRow]] = {}
+    for row in rows:
+        groups.setdefault((row.system, row.unit), []).append(row)
+    totals = []
+    for (system, unit), members in groups.items():
+        ids = list(dict.fromkeys(m.resource_id for m in members))
+        label = (ids[0] if len(ids) == 1 else system) if system else "no target resource"
+        totals.append(UnitTotal(label=label, system=system, unit=unit,
+                                gpu_hours_requested=sum(m.gpu_hours_requested for m in members),
+                                amount=sum(m.amount for m in members), rows=len(members)))
+    used = {c for row in rows for c in (row.rule_confidence, row.walltime_confidence)}
+    notes = tuple((mark, CONFIDENCE_NOTES[level]) for level, mark in CONFIDENCE_MARKS.items() if level in used)
+    return ResourcesView(rows=tuple(rows), totals=tuple(totals), notes=notes)
+
+
+def report_context(plan: Plan) -> ReportContext:
+    """The context the templates get: views of the plan with every derivation written out."""
+    views = tuple(workload_view(w, f"A.{i}") for i, w in enumerate(plan.workloads, start=1))
+    by_gpu: dict[str, list] = {}
+    for w in plan.workloads:
+        row = by_gpu.setdefault(w.gpu.id, [w.gpu.name, 0.0, 0.0])
+        row[1] += w.gpu_hours
+        row[2] += w.gpu_hours_requested
+    by_resource: dict[tuple[str, str], float] = {}
+    for v in views:
+        if v.charge_amount is not None:
+            key = (v.charge_resource or "", v.charge_unit or "")
+            by_resource[key] = by_resource.get(key, 0.0) + v.charge_amount
+    storage = None
+    if any(v.storage is not None for v in views):
+        t = plan.storage_totals()
+        storage = StorageTotals(t.project_bytes, t.scratch_bytes, t.archive_bytes)
+    days = [v.calendar_days for v in views if v.calendar_days is not None]
+    return ReportContext(
+        heading="B. Estimate of Compute, Storage and Other Resources",
+        title=_title(plan),
+        workloads=views,
+        gpu_hours=plan.gpu_hours,
+        gpu_hours_requested=plan.gpu_hours_requested,
+        by_gpu=tuple(GpuTotal(k, v[0], v[1], v[2]) for k, v in by_gpu.items()),
+        by_resource=tuple(ResourceTotal(r, u, a) for (r, u), a in by_resource.items()),
+        resources=resources_view(plan),
+        has_charges=any(v.charge_amount is not None for v in views),
+        has_storage=storage is not None,
+        storage=storage,
+        calendar_days=sum(days) if days else None,
+        warnings=tuple(plan.warnings),
+        references=references(plan, views),
+        charts=_charts(views),
+        access=_access_view(plan),
+    )
+

@@ -1,0 +1,291 @@
+"""One workload's view for the report: the WorkloadPlan with every derivation written out.
+
+`workload_view(w)` gives the templates what they show for a workload: its
+kind in words, the memory components with their shares, the derivation steps
+of the body (memory, tokens, throughput, runtime, GPU-hours, units) and of
+the appendix (MFU source, calendar, walltime, storage arithmetic), the
+settings, the alternatives and the rules of thumb beside the estimate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..estimate.flops import matmul_params
+from ..planning.planner import Candidate, WorkloadPlan
+from ..units import SECONDS_PER_HOUR
+from .format import fmt_count, fmt_days, fmt_gib, fmt_hours, fmt_hours_precise, fmt_pct, fmt_rate, fmt_size
+
+
+@dataclass(frozen=True)
+class Step:
+    """One line of a derivation: what is computed and the arithmetic with every number substituted."""
+
+    label: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    bytes: int
+    share: float
+
+
+@dataclass(frozen=True)
+class CrossCheckRow:
+    name: str
+    formula: str
+    bytes: int
+    ratio: float | None          # rule ÷ this estimate (all GPUs together)
+    source: str
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    value: str
+
+
+@dataclass(frozen=True)
+class StorageView:
+    """One workload's storage (issue 6), bytes."""
+
+    checkpoint_bytes: int        # one checkpoint a restart reads
+    retained: int
+    concurrency: int
+    peak_scratch_bytes: int      # checkpoint × retained × concurrency + dataset
+    dataset_bytes: int           # tokenized
+    final_weights_bytes: int     # per variant
+    variants: int
+
+
+@dataclass(frozen=True)
+class WorkloadView:
+    name: str
+    kind: str                    # "fine-tuning (LoRA)", "pretraining", "inference service", ...
+    short_kind: str              # for the summary table: "finetune/lora"
+    description: str | None
+    model_id: str
+    model_name: str
+    params: int
+    gpu_id: str
+    gpu_name: str
+    gpu_count: int
+    usable_bytes: int
+    memory_bytes: int
+    components: tuple[Component, ...]       # the non-zero ones, in the plan's order
+    tokens: int | None           # None for a service costed by hours
+    throughput_source: str
+    runtime_hours: float
+    variants: int
+    gpu_hours: float
+    buffer: float
+    gpu_hours_requested: float
+    steps: tuple[Step, ...]      # the body's derivation
+    details: tuple[Step, ...]    # the appendix's: sources and arithmetic too long for the body
+    settings: tuple[Setting, ...]
+    alternatives: tuple[Candidate, ...]   # the planner's immutable records, as they are
+    cross_checks: tuple[CrossCheckRow, ...]
+    assumptions: tuple[str, ...]
+    warnings: tuple[str, ...]
+    charge_amount: float | None
+    charge_unit: str | None
+    charge_resource: str | None
+    storage: StorageView | None
+    calendar_days: float | None
+
+
+
+_COMPONENT_NAMES = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer",
+                    "activations": "activations", "kv_cache": "KV cache", "overhead": "overhead"}
+
+
+def _kind(w: WorkloadPlan) -> tuple[str, str]:
+    if w.kind == "inference":
+        return ("inference service" if w.throughput.source == "service" else "batch inference"), "inference"
+    method = w.method or "full"
+    if w.kind == "pretrain":
+        return "pretraining", "pretrain"
+    label = {"full": "full fine-tuning", "lora": "fine-tuning (LoRA)", "qlora": "fine-tuning (QLoRA)"}[method]
+    return label, f"finetune/{method}"
+
+
+def _gpus(n: int) -> str:
+    return f"{n} GPU" if n == 1 else f"{n} GPUs"
+
+
+def _memory_step(w: WorkloadPlan) -> Step:
+    parts = [f"{fmt_gib(b, 2, unit=False)} {_COMPONENT_NAMES[k]}"
+             for k, b in w.memory.components().items() if b]
+    used = w.memory.total / w.gpu.usable_memory_bytes
+    if w.kind != "inference":
+        how = (f"ZeRO stage {w.zero_stage or 0}, activation checkpointing "
+               + ("on" if w.activation_checkpointing else "off"))
+    else:
+        how = "KV cache: Kwon et al. 2023"
+    text = (f"{' + '.join(parts)} = {fmt_gib(w.memory.total, 2)} of {fmt_gib(w.gpu.usable_memory_bytes, 2)} "
+            f"usable on one {w.gpu.id} ({fmt_pct(round(used, 3))}; {how})")
+    return Step("Memory per GPU", text)
+
+
+def _throughput_steps(w: WorkloadPlan, appendix: str) -> tuple[list[Step], list[Step]]:
+    """(body steps, appendix details) for where the throughput came from."""
+    tp = w.throughput
+    if tp.source == "service":
+        return [], []
+    if tp.source == "pilot":
+        return [Step("Throughput", f"{fmt_rate(tp.tokens_per_second)} tokens/s, measured in a pilot on "
+                                   f"{w.gpu_count}× {w.gpu.id}")], []
+    if tp.source == "pilot-extrapolated":
+        return [Step("Throughput", f"extrapolated from a pilot: {tp.derivation}")], []
+    steps, details = [], []
+    fpt = tp.flops_per_token
+    if fpt is not None:
+        n = matmul_params(w.model)
+        factor = 6 if (w.method or "full") == "full" else 4
+        terms = [f"{factor} × {fmt_count(n)}"]
+        if fpt.attention:
+            m = w.model
+            terms.append(f"12 × {m.layers} × {m.heads} × {m.head_size} × {fmt_count(w.settings.seq_len)}")
+        text = f"{fpt.formula.split(' (')[0]} = {' + '.join(terms)} = {fpt.model / 1e9:,.2f} GFLOP"
+        if fpt.recompute:
+            text += (f"; + {fpt.recompute / 1e9:,.2f} GFLOP recomputed (activation checkpointing) "
+                     f"= {fpt.hardware / 1e9:,.2f} GFLOP on the hardware")
+        cite = "Kaplan et al. 2020" if factor == 6 else "Hu et al. 2021"
+        text += f" ({cite}; attention: Chowdhery et al. 2022, App. B)"
+        steps.append(Step("FLOPs per token", text))
+    if fpt is not None and tp.mfu is not None:
+        gpus = f"{w.gpu_count} GPU" + ("s" if w.gpu_count > 1 else "")
+        steps.append(Step("Throughput", f"{gpus} × {w.gpu.peak_16bit_flops / 1e12:,.0f} TFLOP/s × MFU {_mfu(tp.mfu)} "
+                                        f"({appendix}) ÷ {fpt.hardware / 1e9:,.2f} GFLOP = "
+                                        f"{fmt_rate(tp.tokens_per_second)} tokens/s"))
+    else:
+        steps.append(Step("Throughput", tp.derivation))
+    if tp.mfu_source:
+        details.append(Step("MFU", tp.mfu_source))
+    return steps, details
+
+
+def _mfu(x: float) -> str:
+    """MFU with two decimals, three when the third is not zero: 0.40, 0.313."""
+    text = f"{x:.3f}"
+    return text.removesuffix("0")
+
+
+def _runtime_step(w: WorkloadPlan) -> Step:
+    tp = w.throughput
+    if tp.source == "service":
+        return Step("Runtime", f"{fmt_hours_precise(w.runtime_hours)} h kept up (given in the workload file)")
+    return Step("Runtime", f"{fmt_count(w.tokens)} tokens ÷ {fmt_rate(tp.tokens_per_second)} tokens/s ÷ "
+                           f"{SECONDS_PER_HOUR:,} s/h = {fmt_hours_precise(w.runtime_hours)} h per run")
+
+
+def _gpu_hours_step(w: WorkloadPlan) -> Step:
+    s = w.settings
+    runs = "1 run" if s.variants == 1 else f"{s.variants} runs"
+    return Step("GPU-hours", f"{fmt_hours_precise(w.runtime_hours)} h × {_gpus(w.gpu_count)} × {runs} = "
+                             f"{fmt_hours_precise(w.gpu_hours)}; × (1 + {fmt_pct(s.buffer)} buffer) = "
+                             f"{fmt_hours_precise(w.gpu_hours_requested)} requested")
+
+
+def _walltime_step(w: WorkloadPlan) -> Step | None:
+    segments = getattr(w, "walltime_segments", 1) or 1
+    limit = getattr(w, "walltime_hours", None)
+    if segments <= 1 or limit is None:
+        return None
+    return Step("Walltime", f"⌈{fmt_hours_precise(w.runtime_hours)} h ÷ {fmt_hours(limit)} h job limit⌉ = "
+                            f"{segments} jobs per run, chained through checkpoints")
+
+
+def _calendar_step(w: WorkloadPlan, days: float | None) -> Step | None:
+    if days is None:
+        return None
+    s = w.settings
+    if s.variants == 1:
+        return Step("Calendar", f"{fmt_hours_precise(w.runtime_hours)} h ÷ 24 = {fmt_days(days)} days "
+                                "(queue wait not included)")
+    waves = math.ceil(s.variants / s.concurrency)
+    return Step("Calendar", f"⌈{s.variants} runs ÷ {s.concurrency} at once⌉ = {waves} × "
+                            f"{fmt_hours_precise(w.runtime_hours)} h ÷ 24 = {fmt_days(days)} days "
+                            "(queue wait not included)")
+
+
+def _settings(w: WorkloadPlan) -> tuple[Setting, ...]:
+    s = w.settings
+    out = [Setting("precision", s.precision)]
+    if w.kind == "inference":
+        if s.context:
+            out.append(Setting("context", f"{fmt_count(s.context)} tokens"))
+        out.append(Setting("concurrent sequences", fmt_count(s.batch or 1)))
+    else:
+        out += [Setting("sequence length", f"{fmt_count(s.seq_len)} tokens"),
+                Setting("micro-batch", fmt_count(s.micro_batch)),
+                Setting("optimizer", s.optimizer),
+                Setting("ZeRO stage", str(w.zero_stage or 0)),
+                Setting("activation checkpointing", "on" if w.activation_checkpointing else "off"),
+                Setting("FlashAttention", "on" if s.flash_attention else "off")]
+        if s.tensor_parallel > 1 or s.pipeline_parallel > 1:
+            out.append(Setting("tensor × pipeline parallel", f"{s.tensor_parallel} × {s.pipeline_parallel}"))
+        if s.lora is not None:
+            out.append(Setting("LoRA", f"rank {s.lora.rank} on {', '.join(s.lora.targets)}"))
+        if w.trainable_params is not None:
+            out.append(Setting("trainable parameters", fmt_count(w.trainable_params)))
+    if s.concurrency > 1:
+        out.append(Setting("concurrent runs", fmt_count(s.concurrency)))
+    return tuple(out)
+
+
+def _storage(w: WorkloadPlan) -> tuple[StorageView | None, list[Step]]:
+    st = getattr(w, "storage", None)
+    if st is None:
+        return None, []
+    view = StorageView(st.checkpoint_bytes, st.retained, st.concurrency, st.peak_scratch_bytes,
+                       st.dataset_bytes, st.final_weights_bytes, st.variants)
+    details = [Step("Checkpoint", f"{fmt_size(st.checkpoint_bytes)} = {st.checkpoint_arithmetic}"),
+               Step("Dataset", st.dataset_arithmetic)]
+    return view, details
+
+
+def workload_view(w: WorkloadPlan, appendix: str = "Appendix A") -> WorkloadView:
+    """Everything the templates show for one workload, derivations written out."""
+    kind, short_kind = _kind(w)
+    total = w.memory.total
+    components = tuple(Component(_COMPONENT_NAMES[k], b, b / total if total else 0.0)
+                       for k, b in w.memory.components().items() if b)
+    all_gpus = total * w.gpu_count
+    checks = tuple(CrossCheckRow(c.name, c.formula, c.bytes, c.bytes / all_gpus if all_gpus else None, c.source)
+                   for c in w.cross_checks)
+    throughput, details = _throughput_steps(w, appendix)
+    steps = [_memory_step(w)]
+    if w.throughput.source != "service" and "×" in w.tokens_derivation:
+        # A product (samples × length × epochs); tokens given outright appear in the runtime line.
+        steps.append(Step("Tokens", w.tokens_derivation))
+    steps += throughput
+    steps += [_runtime_step(w), _gpu_hours_step(w)]
+    charge = getattr(w, "charge", None)
+    if charge is not None:
+        steps.append(Step(charge.unit, f"{charge.resource_id}: {charge.arithmetic}"))
+    days = getattr(w, "calendar_days", None)
+    for step in (_calendar_step(w, days), _walltime_step(w)):
+        if step is not None:
+            details.append(step)
+    storage, storage_details = _storage(w)
+    details += storage_details
+    return WorkloadView(
+        name=w.name, kind=kind, short_kind=short_kind, description=w.description,
+        model_id=w.model.id, model_name=w.model.name, params=w.model.params,
+        gpu_id=w.gpu.id, gpu_name=w.gpu.name, gpu_count=w.gpu_count,
+        usable_bytes=w.gpu.usable_memory_bytes, memory_bytes=total, components=components,
+        tokens=None if w.throughput.source == "service" else w.tokens,
+        throughput_source=w.throughput.source, runtime_hours=w.runtime_hours, variants=w.settings.variants,
+        gpu_hours=w.gpu_hours, buffer=w.settings.buffer, gpu_hours_requested=w.gpu_hours_requested,
+        steps=tuple(steps), details=tuple(details), settings=_settings(w),
+        alternatives=w.alternatives,
+        cross_checks=checks, assumptions=tuple(w.assumptions), warnings=tuple(w.warnings),
+        charge_amount=getattr(charge, "amount", None), charge_unit=getattr(charge, "unit", None),
+        charge_resource=getattr(charge, "resource_id", None),
+        storage=storage, calendar_days=days,
+    )
+
