@@ -7,29 +7,27 @@ from fractions import Fraction
 
 import pytest
 
+from proposalkit.estimate.activations import (
+    activation_bytes_per_layer,
+    activation_terms_per_layer,
+    training_activation_bytes,
+)
+from proposalkit.estimate.cross_checks import CrossCheck, cross_checks
+from proposalkit.estimate.lora import LoraSpec, lora_trainable_params
 from proposalkit.estimate.memory import (
     DEFAULT_OVERHEAD,
-    NF4_BITS,
-    CrossCheck,
     InferenceSetup,
-    LoraSpec,
     MemoryBreakdown,
     Overhead,
     TrainingSetup,
-    activation_bytes_per_layer,
-    activation_terms_per_layer,
-    cross_checks,
     inference_memory,
     kv_cache_bytes_per_token,
-    linear_weight_params,
-    lora_trainable_params,
-    quantized_weight_bits,
-    training_activation_bytes,
     training_memory,
     weight_bytes,
     zero3_gathered_bytes,
 )
-from proposalkit.estimate.shapes import ModelSpec
+from proposalkit.estimate.precision import NF4_BITS, quantized_weight_bits
+from proposalkit.estimate.shapes import ModelSpec, linear_weight_params
 from proposalkit.units import GiB
 
 NO_OVERHEAD = Overhead(cuda_context_bytes=0, allocator_reserve=0.0)

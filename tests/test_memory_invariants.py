@@ -7,18 +7,16 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from proposalkit.estimate.lora import LoraSpec, lora_trainable_params
 from proposalkit.estimate.memory import (
     InferenceSetup,
-    LoraSpec,
     TrainingSetup,
     inference_memory,
     kv_cache_bytes_per_token,
-    linear_weight_params,
-    lora_trainable_params,
     training_memory,
     zero3_gathered_bytes,
 )
-from proposalkit.estimate.shapes import ModelSpec
+from proposalkit.estimate.shapes import ModelSpec, linear_weight_params
 
 FAST = settings(max_examples=60, deadline=None)
 

@@ -11,15 +11,9 @@ from fractions import Fraction
 
 import pytest
 
-from proposalkit.estimate.memory import (
-    LoraSpec,
-    TrainingSetup,
-    activation_bytes_per_layer,
-    kv_cache_bytes_per_token,
-    lora_trainable_params,
-    training_activation_bytes,
-    training_memory,
-)
+from proposalkit.estimate.activations import activation_bytes_per_layer, training_activation_bytes
+from proposalkit.estimate.lora import LoraSpec, lora_trainable_params
+from proposalkit.estimate.memory import TrainingSetup, kv_cache_bytes_per_token, training_memory
 from proposalkit.estimate.shapes import ModelSpec
 
 GB = 10**9

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from proposalkit.catalog import models
-from proposalkit.estimate.memory import TrainingSetup, cross_checks, training_memory
+from proposalkit.estimate.cross_checks import cross_checks
+from proposalkit.estimate.memory import TrainingSetup, training_memory
 from proposalkit.estimate.shapes import ModelSpec
 
 GB = 10**9  # the seeds' "GB" is 10^9 bytes (seed 001: "x × 10^9 × 2 bytes = 2x GB")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .shapes import ModelSpec
+from .shapes import ModelSpec, matmul_params
 from ..units import SECONDS_PER_HOUR
 
 # Default model-FLOPs utilization for training when no pilot is measured.
@@ -47,19 +47,6 @@ class FlopsPerToken:
     @property
     def hardware(self) -> float:
         return self.model + self.recompute
-
-
-def matmul_params(model: ModelSpec) -> int:
-    """Parameters that take part in matrix multiplies: N without the input
-    embedding table, which is a lookup (Kaplan et al. 2020 §2.1 count
-    non-embedding FLOPs; the LM head is a GEMM and stays in). With tied
-    embeddings the table is the head, so it stays in. Uses active
-    parameters, so a mixture-of-experts counts the experts a token visits."""
-    if not model.has_architecture or model.params_override is not None:
-        return model.active_params
-    lookup = 0 if model.tied_embeddings else model.vocab * model.hidden
-    lookup += model.learned_positions * model.hidden
-    return model.active_params - lookup
 
 
 def training_flops_per_token(model: ModelSpec, method: str, seq_len: int,

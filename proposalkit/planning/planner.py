@@ -19,9 +19,10 @@ from ..estimate.flops import (
 )
 from ..errors import InfeasibleError, InputError, Problem
 from ..input.loading import LoadedFile, LoadedWorkload
+from ..estimate.cross_checks import cross_checks
+from ..estimate.lora import LoraSpec, lora_trainable_params
 from ..estimate.memory import (
-    DEFAULT_OVERHEAD, InferenceSetup, LoraSpec, MemoryBreakdown, TrainingSetup,
-    cross_checks, inference_memory, lora_trainable_params, training_memory,
+    DEFAULT_OVERHEAD, InferenceSetup, MemoryBreakdown, TrainingSetup, inference_memory, training_memory,
 )
 from ..estimate.shapes import ModelSpec
 from . import resources as res_catalog

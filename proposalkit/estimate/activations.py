@@ -1,0 +1,253 @@
+"""Activation memory: what a training step stores for its backward pass, and
+the transient workspace of an inference forward pass, in bytes per GPU.
+
+Symbols follow Korthikanti et al. 2022 (Table 1): s sequence length,
+b micro-batch, h hidden size, a attention heads, L layers, t tensor-parallel
+size, p pipeline-parallel size, v vocabulary; d head size, kv key/value
+heads, f the MLP's inner width (shapes from estimate/shapes.py).
+
+Sources, cited where used: Korthikanti et al. 2022, "Reducing Activation
+Recomputation in Large Transformer Models", §4 (activations per layer, eq.
+1-2, Table 2; pipeline §4.2.3; embeddings and output layer §4.3); Dao et al.
+2022, "FlashAttention" (no s x s matrices stored; softmax statistics kept);
+vLLM engine arguments (max_num_batched_tokens).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+from .arith import ceil, check_positive, exact
+from .lora import LoraSpec, lora_activation_bytes_per_layer
+from .shapes import (
+    ModelSpec, attention_widths, largest_linear_params, mlp_matrices, require_architecture, routed_experts,
+)
+
+if TYPE_CHECKING:
+    from .memory import InferenceSetup, TrainingSetup
+
+# A dropout mask is stored as 1 byte per element (Korthikanti et al. 2022 §4.1).
+MASK_BYTES = 1
+# Logits for the cross-entropy loss are kept in fp32: 4·s·b·v bytes
+# (Korthikanti et al. 2022 §4.3).
+LOGIT_BYTES = 4
+# FlashAttention keeps the softmax log-sum-exp statistics, one fp32 value per
+# query row per head, instead of the s x s probabilities (Dao et al. 2022, Alg. 1-2).
+SOFTMAX_STATISTICS_BYTES = 4
+# Mixture-of-experts router probabilities are computed in fp32 (Mixtral's HF
+# implementation applies softmax with dtype=torch.float).
+ROUTER_PROBABILITY_BYTES = 4
+
+# Inference prefill is processed in chunks of at most this many tokens per
+# forward pass: vLLM's default max_num_batched_tokens for the offline LLM class
+# on GPUs under 70 GiB and on A100s (vllm/engine/arg_utils.py,
+# EngineArgs.get_batch_defaults: 8192; 16384 on H100-class GPUs; 2048 for the
+# OpenAI server). The activation workspace scales with it.
+DEFAULT_PREFILL_TOKENS = 8192
+
+
+def activation_terms_per_layer(
+    model: ModelSpec,
+    seq_len: int,
+    micro_batch: int,
+    *,
+    flash_attention: bool,
+    tensor_parallel: int = 1,
+    sequence_parallel: bool = True,
+    bytes_per_value: int = 2,
+) -> dict[str, Fraction]:
+    """Bytes one transformer layer stores for the backward pass, term by term.
+
+    Korthikanti et al. 2022 §4.1 count, for a GPT block in 16-bit (e = 2
+    bytes per value, masks 1 byte), with sb = s·b:
+      LayerNorm inputs              2 · e·sb·h        =  4 sbh
+      QKV input (shared)            e·sb·h            =  2 sbh
+      Q and K (for QKᵀ), V          e·sb·(h + h + h)  =  6 sbh
+      softmax output, dropout mask, dropout output
+                                    (e + 1 + e)·a·s²·b = 5 a s² b
+      o_proj input                  e·sb·h            =  2 sbh
+      MLP input                     e·sb·h            =  2 sbh
+      GELU input (up output) and down_proj input
+                                    2 · e·sb·4h       = 16 sbh
+      two dropout masks (attention out, MLP out)
+                                    2 · sb·h          =  2 sbh
+      total                         sbh · (34 + 5as/h)          (eq. 1)
+    Generalised here: Q is a·d wide and K, V kv·d wide (grouped-query
+    attention); the o_proj input is a·d wide; a SwiGLU MLP stores gate output
+    (SiLU input), up output and their product (down_proj input), 3 · e·sb·f,
+    as fused SwiGLU kernels do (eager PyTorch also keeps the SiLU output, one
+    more e·sb·f); a GELU MLP 2 · e·sb·f; without dropout there are no masks
+    and the softmax output alone serves the backward (2 a s² b, not 5).
+    FlashAttention (Dao et al. 2022) stores no s² tensor, only the fp32
+    log-sum-exp per row and head (4·a·s·b); its dropout mask is regenerated.
+    A mixture-of-experts MLP stores the shared input (router), one input and
+    the inner activations per routed expert (experts_per_token), and the fp32
+    router probabilities.
+    Tensor parallelism splits Q, K, V, the scores, the o_proj input and the
+    MLP inner activations by t; the norms, the QKV/MLP inputs and the masks
+    are split only with sequence parallelism (eq. 2 vs Table 2), so with
+    sequence parallelism the whole layer is divided by t.
+    """
+    require_architecture(model, "activation memory")
+    check_positive(seq_len, "seq_len")
+    check_positive(micro_batch, "micro_batch")
+    check_positive(tensor_parallel, "tensor_parallel")
+    s, b, h, a = seq_len, micro_batch, model.hidden, model.heads
+    e = bytes_per_value
+    f = model.ffn_hidden
+    q_width, kv_width = attention_widths(model)
+    sb = s * b
+    split = exact(1, tensor_parallel)
+    replicated = split if sequence_parallel else 1
+    moe = model.experts > 1
+    routed = routed_experts(model)
+    inner_tensors = mlp_matrices(model)
+
+    terms: dict[str, Fraction] = {}
+    terms["norm inputs"] = 2 * e * sb * h * replicated
+    terms["qkv input"] = e * sb * h * replicated
+    terms["q, k, v"] = e * sb * (q_width + 2 * kv_width) * split
+    if flash_attention:
+        terms["softmax statistics"] = SOFTMAX_STATISTICS_BYTES * a * s * b * split
+    else:
+        per_score = e + ((MASK_BYTES + e) if model.dropout else 0)
+        terms["attention scores"] = per_score * a * s * s * b * split
+    terms["o_proj input"] = e * sb * q_width * split
+    terms["mlp input"] = e * sb * h * replicated
+    if moe:
+        terms["expert inputs"] = e * sb * h * routed * split
+        terms["router probabilities"] = ROUTER_PROBABILITY_BYTES * sb * model.experts * replicated
+    terms["mlp inner"] = inner_tensors * e * sb * f * routed * split
+    if model.dropout:
+        terms["dropout masks"] = 2 * MASK_BYTES * sb * h * replicated
+    return terms
+
+
+def activation_bytes_per_layer(
+    model: ModelSpec,
+    seq_len: int,
+    micro_batch: int,
+    *,
+    flash_attention: bool,
+    tensor_parallel: int = 1,
+    sequence_parallel: bool = True,
+    bytes_per_value: int = 2,
+) -> int:
+    """Bytes one layer stores for backward; the sum of activation_terms_per_layer().
+
+    GPT-style block (GELU, f = 4h, MHA, dropout, no FlashAttention):
+    s·b·h·(34 + 5·a·s/h) (Korthikanti et al. 2022 eq. 1); with t-way tensor
+    and sequence parallelism that divided by t (Table 2).
+    """
+    terms = activation_terms_per_layer(
+        model, seq_len, micro_batch,
+        flash_attention=flash_attention, tensor_parallel=tensor_parallel,
+        sequence_parallel=sequence_parallel, bytes_per_value=bytes_per_value,
+    )
+    return ceil(sum(terms.values()))
+
+
+def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[int, tuple[str, ...]]:
+    """Activation bytes on the busiest GPU of a training step, with the notes to print.
+
+    Per layer: activation_bytes_per_layer(). Full activation checkpointing
+    keeps each layer's input (e·s·b·h, ÷ t with sequence parallelism) and one
+    layer's full activations while it is recomputed (Korthikanti Table 2,
+    full activation recomputation: 2sbh per layer).
+    Pipeline parallelism with 1F1B: the first stage holds p microbatches of its
+    L/p layers, "p × L/p = L layers worth of activations" whatever p is
+    (Korthikanti §4.2.3). The embedding dropout mask adds s·b·h·p/t; the last
+    norm (e·sbh/t), the output projection input (e·sbh/t) and the fp32 logits
+    (4·s·b·v/t) sit on the last stage (Korthikanti §4.3). The embedding output
+    is not counted apart: it is the first layer's input, already counted.
+    LoRA adds each adapter's rank-r product x·A (e·s·b·r); QLoRA adds the one
+    block matrix that bitsandbytes dequantizes to 16 bits for each matmul.
+    """
+    if not model.has_architecture:
+        return 0, (
+            f"activations not estimated: model {model.id!r} gives only a parameter count; "
+            "give layers, hidden, heads, ffn_hidden and vocab to include them",
+        )
+    e = 4 if setup.precision == "fp32" else 2
+    s, b, h, v = setup.seq_len, setup.micro_batch, model.hidden, model.vocab
+    t, p = setup.tensor_parallel, setup.pipeline_parallel
+    sp = setup.sequence_parallel or t == 1
+    split = exact(1, t)
+    replicated = split if sp else 1
+
+    layer = sum(activation_terms_per_layer(
+        model, s, b, flash_attention=setup.flash_attention, tensor_parallel=t,
+        sequence_parallel=sp, bytes_per_value=e,
+    ).values())
+    notes = []
+    if setup.method in ("lora", "qlora"):
+        layer += lora_activation_bytes_per_layer(model, setup.lora or LoraSpec(), s * b, e, t)
+        notes.append(
+            "LoRA activations: counted as for full training plus each adapter's rank-r product "
+            "(an upper bound: autograd need not keep the inputs of frozen, unadapted matrices)"
+        )
+    dequantized = 0
+    if setup.method == "qlora":
+        # bitsandbytes dequantizes one NF4 matrix at a time to the compute dtype for
+        # each matmul (MatMul4Bit); the largest block matrix bounds that buffer.
+        dequantized = e * Fraction(largest_linear_params(model), t)
+        notes.append("QLoRA: one block matrix dequantized to 16 bits at a time for its matmul (transient buffer counted)")
+    layer_input = e * s * b * h * replicated
+
+    layers_per_stage = math.ceil(model.layers / p)
+    in_flight = p                     # 1F1B: the first stage holds p microbatches
+
+    def stage(microbatches: int) -> Fraction:
+        if setup.activation_checkpointing:
+            return microbatches * layers_per_stage * layer_input + layer
+        return microbatches * layers_per_stage * layer
+
+    embedding_masks = MASK_BYTES * s * b * h * in_flight * replicated if model.dropout else 0
+    output_layer = 2 * e * s * b * h * replicated + LOGIT_BYTES * s * b * v * split
+    if p == 1:
+        total = stage(1) + embedding_masks + output_layer
+    else:
+        first = stage(in_flight) + embedding_masks
+        last = stage(1) + output_layer
+        total = max(first, last)
+    total += dequantized
+
+    attention = "FlashAttention (no s×s scores stored)" if setup.flash_attention else "attention scores stored (no FlashAttention)"
+    notes.append(
+        f"activations: {attention}, {e}-byte values, "
+        f"{'full activation checkpointing (layer inputs + one layer recomputed)' if setup.activation_checkpointing else 'no activation checkpointing'}, "
+        f"fp32 logits 4·s·b·v (Korthikanti et al. 2022 eq. 1, §4.3)"
+    )
+    if p > 1:
+        notes.append(f"pipeline parallel {p} with 1F1B: the first stage holds {p} microbatches × {layers_per_stage} layers (Korthikanti §4.2.3)")
+    if t > 1:
+        notes.append(f"tensor parallel {t}{' with sequence parallelism' if sp else ' without sequence parallelism'} divides activations (Korthikanti Table 2)")
+    return ceil(total), tuple(notes)
+
+
+
+def inference_activation_bytes(model: ModelSpec, setup: InferenceSetup) -> int:
+    """Transient activation workspace of one forward pass, per GPU.
+
+    Nothing is kept for a backward pass; the peak is one layer's live tensors
+    for the tokens of a forward pass, n = min(batch·context, prefill_tokens)
+    (chunked prefill, vLLM max_num_batched_tokens): the residual stream and its
+    normalised copy (2·e·n·h) plus the wider of the attention projections
+    (q, k, v and the attention output: e·n·(2·a·d + 2·kv·d)) and the MLP inner
+    tensors (3 or 2 · e·n·f per routed expert), those split by t; plus the fp32
+    logits of the sampled positions (4·batch·v). e = 2 bytes (4 for fp32).
+    """
+    if not model.has_architecture:
+        return 0
+    e = 4 if setup.precision == "fp32" else 2
+    chunk = setup.prefill_tokens if setup.prefill_tokens is not None else DEFAULT_PREFILL_TOKENS
+    n = min(setup.batch * setup.context, chunk)
+    h, f = model.hidden, model.ffn_hidden
+    q_width, kv_width = attention_widths(model)
+    attention = 2 * q_width + 2 * kv_width
+    mlp = mlp_matrices(model) * f * routed_experts(model)
+    layer = e * n * (2 * h + Fraction(max(attention, mlp), setup.tensor_parallel))
+    logits = LOGIT_BYTES * setup.batch * model.vocab
+    return ceil(layer + logits)

@@ -1,0 +1,91 @@
+"""Bytes per stored value and per optimizer state, and the option lists that name them.
+
+The one home of these facts: memory (what a GPU holds), storage (what a
+checkpoint saves) and the workload schema (what a user may write) import them
+from here. Bits per plain dtype are units.PRECISION_BITS (bytes_per_element);
+quantization constants and optimizer states are below. All values exact
+(ints or Fractions), so 8-bit Adam's 2 + 8/2048 bytes is never rounded away.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ..units import PRECISION_BITS
+
+# Option lists (the workload schema offers these; the estimates refuse others).
+TRAINING_METHODS = ("full", "lora", "qlora")
+TRAINING_PRECISIONS = ("fp32", "bf16", "fp16")
+OPTIMIZERS = ("adamw", "adamw-8bit", "sgd")
+ADAPTER_PRECISIONS = ("fp32", "bf16", "fp16")
+INFERENCE_PRECISIONS = tuple(PRECISION_BITS)       # fp32 bf16 fp16 fp8 int8 int4
+KV_PRECISIONS = tuple(PRECISION_BITS)
+PRECISIONS = tuple(PRECISION_BITS)                 # any workload precision (training or inference)
+
+# Model-state bytes per parameter (Rajbhandari et al. 2020 §3.1: "2Ψ + 2Ψ +
+# KΨ" with K = 12 for mixed-precision Adam: fp32 master weights, momentum and
+# variance, 4 bytes each; Micikevicius et al. 2018 §3.1 for the fp32 master copy).
+FP32_BYTES = 4
+ADAM_MOMENTS = 2            # m and v (PyTorch AdamW state: exp_avg, exp_avg_sq)
+SGD_MOMENTS = 1             # momentum buffer (torch.optim.SGD, momentum > 0)
+
+# bitsandbytes 8-bit optimizers: each moment is a uint8 code plus one fp32
+# absmax per block of 2048 values (Dettmers et al. 2022, "8-bit Optimizers via
+# Block-wise Quantization", §2.1; bitsandbytes optim/optimizer.py,
+# Optimizer2State.init_state: state1/state2 uint8, absmax1/absmax2 float32 of
+# ⌈n / 2048⌉). Both live in the optimizer's state_dict, so a checkpoint saves
+# them too: 1 + 4/2048 bytes per value in memory and on disk.
+ADAM8BIT_BLOCK = 2048
+ADAM8BIT_MOMENT_BYTES = 1 + Fraction(FP32_BYTES, ADAM8BIT_BLOCK)
+
+# NF4 (Dettmers et al. 2023 §3): 4-bit codes, one absmax constant per block of
+# 64 weights. Stored as fp32 that costs 32/64 = 0.5 bit/param; double
+# quantization stores it as 8 bits plus one fp32 second-level constant per 256
+# first-level constants: 8/64 + 32/(64·256) = 0.125 + 0.001953 = 0.127 bit/param.
+NF4_BLOCK = 64
+NF4_SECOND_BLOCK = 256
+NF4_BITS = 4 + Fraction(8, NF4_BLOCK) + Fraction(32, NF4_BLOCK * NF4_SECOND_BLOCK)
+
+# int4 weight-only quantization (GPTQ, AWQ): one fp16 scale and one zero point
+# per group of 128 weights (the default group size of both). Counting the zero
+# as fp16 gives 4 + 32/128 = 4.25 bits/param; GPTQ/AWQ pack zeros as 4-bit
+# integers (4 + 20/128 = 4.156 bits), so 4.25 is the conservative choice.
+INT4_GROUP = 128
+INT4_BITS = 4 + Fraction(16 + 16, INT4_GROUP)
+
+
+def check_choice(value: str, allowed: tuple[str, ...], what: str) -> None:
+    if value not in allowed:
+        raise ValueError(f"{what}: expected one of {', '.join(allowed)}, got {value!r}")
+
+
+def quantized_weight_bits(precision: str) -> Fraction | int:
+    """Bits per stored weight of a linear layer, quantization constants included.
+
+    fp32 32, bf16/fp16 16, fp8 8 (one per-tensor scale: negligible), int8 8
+    (per-channel fp16 scales are 16 bits per row of thousands of weights,
+    < 0.01 bit/param, not modelled), int4 4 + 32/128 = 4.25 (GPTQ/AWQ group
+    128, fp16 scale and zero), nf4 4 + 8/64 + 32/(64·256) = 4.127
+    (QLoRA §3, double quantization).
+    """
+    if precision == "nf4":
+        return NF4_BITS
+    if precision == "int4":
+        return INT4_BITS
+    check_choice(precision, INFERENCE_PRECISIONS, "precision")
+    return PRECISION_BITS[precision]
+
+
+def optimizer_state_bytes(optimizer: str, moment_bytes: Fraction | int = FP32_BYTES) -> Fraction | int:
+    """Optimizer-state bytes per trainable parameter, without a master copy.
+
+    AdamW keeps two moments, SGD with momentum one, each `moment_bytes` wide
+    (fp32 under mixed precision); 8-bit AdamW two 1-byte moments plus one fp32
+    absmax per block of 2048 (ADAM8BIT_MOMENT_BYTES), whatever `moment_bytes`.
+    """
+    check_choice(optimizer, OPTIMIZERS, "optimizer")
+    if optimizer == "adamw":
+        return ADAM_MOMENTS * moment_bytes
+    if optimizer == "adamw-8bit":
+        return ADAM_MOMENTS * ADAM8BIT_MOMENT_BYTES
+    return SGD_MOMENTS * moment_bytes
