@@ -1,8 +1,16 @@
-"""The two errors a user can cause, each carrying what a message needs."""
+"""The errors a user can cause, each carrying what a message needs.
+
+Every user-caused condition derives from ProposalkitError (never from a plain
+ValueError, which the command line treats as a bug: exit 3). Messages are
+made safe to print here, once: control characters in user text (a model id
+holding a terminal escape sequence) are shown as escapes, never sent raw.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from .text import one_line_escape
 
 
 @dataclass(frozen=True)
@@ -16,11 +24,12 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path
-        return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        text = f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        return one_line_escape(text)
 
 
 class ProposalkitError(Exception):
-    """Base class of the errors the command line turns into messages."""
+    """Base class of every user-caused error; the command line turns each into a message and an exit code."""
 
 
 @dataclass
@@ -40,4 +49,4 @@ class InfeasibleError(ProposalkitError):
     messages: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
-        return "\n".join(self.messages)
+        return "\n".join(one_line_escape(m) for m in self.messages)

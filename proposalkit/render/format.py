@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from ..text import control_escape  # noqa: F401  (re-exported: the one home is proposalkit/text.py)
 from ..units import GB, GiB
 
 class Safe(str):
@@ -102,16 +103,3 @@ FILTERS = {
     "rate": fmt_rate, "pct": fmt_pct, "factor": fmt_factor, "size": fmt_size, "days": fmt_days,
     "hours_precise": fmt_hours_precise,
 }
-
-
-# C0 and C1 control characters and DEL, except newline and tab, which callers handle.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def control_escape(text: object) -> str:
-    """User text with control characters written as escapes (ESC → '\\x1b').
-
-    A model name or path holding terminal escape sequences would otherwise set
-    the terminal's title or clear the screen when printed.
-    """
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))

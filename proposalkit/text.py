@@ -1,0 +1,26 @@
+"""User text made safe to show: the one home of control-character escaping.
+
+Used by errors (every Problem and infeasible message) and by render (terminal
+output and reports, re-exported from render/format.py). Imports nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 and C1 control characters and DEL, except newline and tab, which callers handle.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def control_escape(text: object) -> str:
+    """User text with control characters written as escapes (ESC → '\\x1b').
+
+    A model name or path holding terminal escape sequences would otherwise set
+    the terminal's title or clear the screen when printed.
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
+def one_line_escape(text: object) -> str:
+    """control_escape, and a newline written as '\\n': one message stays one line."""
+    return control_escape(text).replace("\n", "\\n")
