@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from proposalkit.planning import charges as C
 from proposalkit.planning import resources as R
 
 # The GPU catalog's ids (gpus.yaml), hard-coded so this test does not depend on it.
@@ -78,7 +79,7 @@ def test_a_system_with_partitions_needs_one_named_or_chosen():
 
 def test_wrong_gpu_type_for_a_resource_is_an_error():
     with pytest.raises(R.ResourceError, match="has no 'h100-80gb' GPUs"):
-        R.charge("alcf-polaris", "h100-80gb", 4, 1.0)
+        C.charge("alcf-polaris", "h100-80gb", 4, 1.0)
 
 
 # ------------------------------------------------------------ charging rules
@@ -86,7 +87,7 @@ def test_wrong_gpu_type_for_a_resource_is_an_error():
 
 def test_six_gpus_on_a_four_gpu_node_hour_site_are_charged_two_nodes():
     # ALCF Polaris: 4 A100 per node, node-hours, whole nodes ("Running Jobs on Polaris").
-    c = R.charge("alcf-polaris", "a100-40gb", gpus_per_job=6, hours_per_job=10.0)
+    c = C.charge("alcf-polaris", "a100-40gb", gpus_per_job=6, hours_per_job=10.0)
     nodes = math.ceil(6 / 4)                      # 2
     assert c.nodes_per_job == nodes == 2
     assert c.amount == nodes * 10.0 * 1           # 20 node-hours
@@ -96,60 +97,60 @@ def test_six_gpus_on_a_four_gpu_node_hour_site_are_charged_two_nodes():
 
 
 def test_whole_node_rounding_applies_per_job():
-    c = R.charge("alcf-polaris", "a100-40gb", gpus_per_job=6, hours_per_job=10.0, jobs=3)
+    c = C.charge("alcf-polaris", "a100-40gb", gpus_per_job=6, hours_per_job=10.0, jobs=3)
     assert c.amount == 3 * 2 * 10.0               # 60, not ⌈18 ÷ 4⌉ × 10 = 50
     assert c.arithmetic.endswith("× 1 × 3 jobs = 60.0 node-hours")
 
 
 def test_frontier_charges_nodes_of_eight_gcds():
     # OLCF Frontier: 4 MI250X = 8 GCDs per node; node-hours = nodes requested × hours.
-    assert R.charge("olcf-frontier", "mi250x", 8, 1.0).amount == 1.0
-    assert R.charge("olcf-frontier", "mi250x", 9, 1.0).amount == 2.0
+    assert C.charge("olcf-frontier", "mi250x", 8, 1.0).amount == 1.0
+    assert C.charge("olcf-frontier", "mi250x", 9, 1.0).amount == 2.0
 
 
 def test_delta_a100_su_equals_gpu_hours():
     # NCSA Delta Job Accounting: "A node-exclusive job that runs on a 4-way GPU node for
     # one hour will be charged 4 SUs (4 GPU x 1 hour)"; gpuA100x4 charge factor 1.0.
-    assert R.charge("ncsa-delta-a100", "a100-40gb", 4, 1.0).amount == 4 * 1.0
-    c = R.charge("ncsa-delta-a100", "a100-40gb", 6, 10.0)
+    assert C.charge("ncsa-delta-a100", "a100-40gb", 4, 1.0).amount == 4 * 1.0
+    c = C.charge("ncsa-delta-a100", "a100-40gb", 6, 10.0)
     assert c.amount == c.gpu_hours == 60.0
     assert c.arithmetic == "6 GPUs × 10.0 h × 1 = 60.0 SUs"
 
 
 def test_delta_a40_is_discounted_by_half():
     # NCSA Delta Running Jobs, partition table: gpuA40x4 charge factor 0.5.
-    c = R.charge("ncsa-delta-a40", "a40", 4, 10.0)
+    c = C.charge("ncsa-delta-a40", "a40", 4, 10.0)
     assert c.amount == 4 * 10.0 * 0.5
     assert c.arithmetic == "4 GPUs × 10.0 h × 0.5 = 20.0 SUs"
 
 
 def test_delta_minimum_charge_is_one_su_per_job():
     # NCSA Delta Job Accounting: "The minimum charge for any job is 1 SU."
-    c = R.charge("ncsa-delta-a40", "a40", 1, 0.5, jobs=3)
+    c = C.charge("ncsa-delta-a40", "a40", 1, 0.5, jobs=3)
     assert c.amount == 3 * 1.0                    # 1 × 0.5 × 0.5 = 0.25 → 1 per job
     assert "raised to the per-job minimum of 1 SUs" in c.arithmetic
 
 
 def test_vista_charges_at_least_fifteen_minutes():
     # TACC Vista Job Accounting: SUs = nodes × max(hours, .25) × rate; gh queue 1 SU.
-    c = R.charge("tacc-vista", "gh200", gpus_per_job=4, hours_per_job=5 / 60)
+    c = C.charge("tacc-vista", "gh200", gpus_per_job=4, hours_per_job=5 / 60)
     assert c.hours_charged_per_job == 0.25
     assert c.amount == 4 * 0.25 * 1               # 4 nodes (1 GH200 each) = 1.0 SU
     assert "15-minute minimum" in c.arithmetic
-    assert R.charge("tacc-vista", "gh200", 4, 2.0).amount == 4 * 2.0 * 1
+    assert C.charge("tacc-vista", "gh200", 4, 2.0).amount == 4 * 2.0 * 1
 
 
 def test_lonestar6_a100_is_three_sus_per_node_hour():
     # TACC Lonestar6 Table 5 (Oct 2025): gpu-a100 3 SUs per node-hour, 3 A100 per node.
-    assert R.charge("tacc-lonestar6-a100", "a100-40gb-pcie", 3, 10.0).amount == 1 * 10.0 * 3
-    assert R.charge("tacc-lonestar6-a100", "a100-40gb-pcie", 4, 10.0).amount == 2 * 10.0 * 3
+    assert C.charge("tacc-lonestar6-a100", "a100-40gb-pcie", 3, 10.0).amount == 1 * 10.0 * 3
+    assert C.charge("tacc-lonestar6-a100", "a100-40gb-pcie", 4, 10.0).amount == 2 * 10.0 * 3
 
 
 def test_tacc_published_minimum_charge_example():
     # TACC charging policy notice: "a 2-node job in Frontera's rtx queue which runs for
     # one minute would be charged 2 nodes * 0.25 hrs * 3 SUs = 1.5 SUs"; the same rule
     # and rate on Lonestar6 gpu-a100 (2 nodes = 6 A100).
-    c = R.charge("tacc-lonestar6-a100", "a100-40gb-pcie", 6, 1 / 60)
+    c = C.charge("tacc-lonestar6-a100", "a100-40gb-pcie", 6, 1 / 60)
     assert c.amount == pytest.approx(2 * 0.25 * 3)
 
 
@@ -157,40 +158,40 @@ def test_jetstream2_full_gpu_is_64_sus_per_hour():
     # Jetstream2 docs, 'Instance Flavors' and 'ACCESS Credits and Jetstream2': "Jetstream2
     # GPU instances cost 2 SUs per vCPU hour"; g3.xl = 32 vCPUs + one full A100 40 GB.
     # 32 × 2 = 64 SUs per hour; 10 h = 640 SUs. (An older revision said 4 per vCPU-hour.)
-    assert R.charge("jetstream2-gpu", "a100-40gb", 1, 10.0).amount == 32 * 2 * 10.0
+    assert C.charge("jetstream2-gpu", "a100-40gb", 1, 10.0).amount == 32 * 2 * 10.0
 
 
 def test_startup_caps_agree_on_jetstream2():
     # NAIRR community guide: "NAIRR pilot can request 128,000 SUs (2000 GPU-hours)" on
     # Jetstream2: the two Start-Up caps must describe the same request at the catalog's rate.
     startup = R.track("startup")
-    sus_for_cap = R.charge("jetstream2-gpu", "a100-40gb", 1, startup.gpu_hours_cap).amount
+    sus_for_cap = C.charge("jetstream2-gpu", "a100-40gb", 1, startup.gpu_hours_cap).amount
     assert sus_for_cap == startup.jetstream2_su_cap == 128_000
 
 
 def test_convert_gpu_hours_rounds_up_to_whole_nodes():
     # 1,300 GPU-hours as 6-GPU jobs on Polaris: 1,300 ÷ 6 h on ⌈6 ÷ 4⌉ = 2 nodes.
-    c = R.convert_gpu_hours("alcf-polaris", 1300.0, gpus_per_job=6)
+    c = C.convert_gpu_hours("alcf-polaris", 1300.0, gpus_per_job=6)
     assert c.amount == pytest.approx(2 * 1300 / 6)
     # on a GPU-hour site the conversion is the factor alone
-    assert R.convert_gpu_hours("ncsa-delta-a40", 1300.0, 6).amount == pytest.approx(1300 * 0.5)
+    assert C.convert_gpu_hours("ncsa-delta-a40", 1300.0, 6).amount == pytest.approx(1300 * 0.5)
 
 
 def test_choose_partition_picks_the_cheapest_that_takes_the_job():
     # Lonestar6: gpu-a100-small (1 A100, 1.5 SU/h) vs gpu-a100 (3 A100, 3 SU/h).
-    assert R.choose_partition("tacc-lonestar6", "a100-40gb-pcie", 1, 10.0).id == "tacc-lonestar6-a100-small"
-    assert R.choose_partition("tacc-lonestar6", "a100-40gb-pcie", 3, 10.0).id == "tacc-lonestar6-a100"
-    assert R.choose_partition("ncsa-delta", "a40", 2, 10.0).id == "ncsa-delta-a40"
+    assert C.choose_partition("tacc-lonestar6", "a100-40gb-pcie", 1, 10.0).id == "tacc-lonestar6-a100-small"
+    assert C.choose_partition("tacc-lonestar6", "a100-40gb-pcie", 3, 10.0).id == "tacc-lonestar6-a100"
+    assert C.choose_partition("ncsa-delta", "a40", 2, 10.0).id == "ncsa-delta-a40"
     with pytest.raises(R.ResourceError, match="no tacc-lonestar6 partition takes a 4-GPU job"):
-        R.choose_partition("tacc-lonestar6", "h100-pcie", 4, 10.0)
+        C.choose_partition("tacc-lonestar6", "h100-pcie", 4, 10.0)
 
 
 @given(gpus=st.integers(1, 64), hours=st.floats(0, 500, allow_nan=False), jobs=st.integers(1, 20),
        rid=st.sampled_from(sorted(R.resources())))
 def test_charge_is_linear_in_jobs(gpus, hours, jobs, rid):
     res = R.resources()[rid]
-    one = R.charge(res, res.gpus[0], gpus, hours)
-    many = R.charge(res, res.gpus[0], gpus, hours, jobs=jobs)
+    one = C.charge(res, res.gpus[0], gpus, hours)
+    many = C.charge(res, res.gpus[0], gpus, hours, jobs=jobs)
     assert many.amount == pytest.approx(jobs * one.amount)
 
 
@@ -198,13 +199,13 @@ def test_charge_is_linear_in_jobs(gpus, hours, jobs, rid):
        rid=st.sampled_from(sorted(R.resources())))
 def test_charge_never_falls_as_gpus_grow(gpus, hours, rid):
     res = R.resources()[rid]
-    assert R.charge(res, res.gpus[0], gpus + 1, hours).amount >= R.charge(res, res.gpus[0], gpus, hours).amount
+    assert C.charge(res, res.gpus[0], gpus + 1, hours).amount >= C.charge(res, res.gpus[0], gpus, hours).amount
 
 
 @given(gpus=st.integers(1, 64), hours=st.floats(0.25, 500, allow_nan=False))
 def test_whole_nodes_cost_at_least_the_gpu_fraction(gpus, hours):
     res = R.resources()["alcf-polaris"]
-    whole = R.charge(res, "a100-40gb", gpus, hours).amount
+    whole = C.charge(res, "a100-40gb", gpus, hours).amount
     assert whole >= gpus / res.gpus_per_node * hours * res.charge.factor - 1e-9
 
 
@@ -219,7 +220,7 @@ def test_whole_nodes_cost_at_least_the_gpu_fraction(gpus, hours):
     (100, None, 1),    # no limit documented
 ])
 def test_walltime_segments(hours, limit, segments):
-    assert R.walltime_segments(hours, limit) == segments
+    assert C.walltime_segments(hours, limit) == segments
 
 
 def test_walltime_limits_depend_on_node_count_where_documented():
@@ -237,13 +238,13 @@ def test_walltime_limits_depend_on_node_count_where_documented():
 
 
 def test_job_limit_warnings_name_segments_and_node_limits():
-    warnings = R.job_limit_warnings("tacc-lonestar6-h100", gpus_per_job=4, hours_per_run=100)
+    warnings = C.job_limit_warnings("tacc-lonestar6-h100", gpus_per_job=4, hours_per_run=100)
     assert warnings == [
         "tacc-lonestar6-h100: a 4-GPU job needs 2 nodes; gpu-h100 allows 1 per job (2 GPUs)",
         "tacc-lonestar6-h100: a run of 100.0 h exceeds the 48.0 h walltime limit: "
         "it needs ⌈100.0 ÷ 48.0⌉ = 3 checkpoint/restart segments",
     ]
-    assert R.job_limit_warnings("ncsa-delta-a100", 4, 40) == []
+    assert C.job_limit_warnings("ncsa-delta-a100", 4, 40) == []
 
 
 # ------------------------------------------------------------ caps and tiers
@@ -251,15 +252,15 @@ def test_job_limit_warnings_name_segments_and_node_limits():
 
 def test_startup_cap_warns_above_two_thousand_gpu_hours():
     # NAIRR.md [S]: Start-Up track capped near 2,000 GPU-hours on one resource, 3 months.
-    over = R.cap_warnings("startup", 2500, ["ncsa-delta-a100"], calendar_days=30)
+    over = C.cap_warnings("startup", 2500, ["ncsa-delta-a100"], calendar_days=30)
     assert len(over) == 1 and "2,500 GPU-hours" in over[0] and "2,000" in over[0]
-    assert R.cap_warnings("startup", 1500, ["ncsa-delta-a100"], calendar_days=30) == []
-    assert R.cap_warnings("standard", 2500, ["ncsa-delta-a100"], calendar_days=30) == []
+    assert C.cap_warnings("startup", 1500, ["ncsa-delta-a100"], calendar_days=30) == []
+    assert C.cap_warnings("standard", 2500, ["ncsa-delta-a100"], calendar_days=30) == []
 
 
 def test_startup_is_one_resource_but_partitions_of_a_system_count_once():
-    assert R.cap_warnings("startup", 1000, ["ncsa-delta-a100", "ncsa-delta-a40"], 30) == []
-    two = R.cap_warnings("startup", 1000, ["ncsa-delta-a100", "tacc-vista"], 30)
+    assert C.cap_warnings("startup", 1000, ["ncsa-delta-a100", "ncsa-delta-a40"], 30) == []
+    two = C.cap_warnings("startup", 1000, ["ncsa-delta-a100", "tacc-vista"], 30)
     assert len(two) == 1 and "uses 2 (ncsa-delta, tacc-vista)" in two[0]
 
 
@@ -267,10 +268,10 @@ def test_campaign_longer_than_the_allocation_period_warns():
     days_3_months = 3 * 365.25 / 12                      # 91.3125
     assert R.allocation_period_days("startup") == pytest.approx(days_3_months)
     assert R.allocation_period_days("standard") == pytest.approx(365.25)
-    assert R.cap_warnings("startup", 100, ["tacc-vista"], calendar_days=days_3_months) == []
-    late = R.cap_warnings("startup", 100, ["tacc-vista"], calendar_days=100)
+    assert C.cap_warnings("startup", 100, ["tacc-vista"], calendar_days=days_3_months) == []
+    late = C.cap_warnings("startup", 100, ["tacc-vista"], calendar_days=100)
     assert len(late) == 1 and "100.0 calendar days" in late[0] and "91.3 days" in late[0]
-    assert R.cap_warnings("standard", 100, ["tacc-vista"], calendar_days=400)
+    assert C.cap_warnings("standard", 100, ["tacc-vista"], calendar_days=400)
 
 
 def test_access_credit_tiers():
@@ -280,14 +281,14 @@ def test_access_credit_tiers():
     assert R.access_tier(400_000).id == "explore"
     assert R.access_tier(400_001).id == "discover"
     assert R.access_tier(3_000_001) is None
-    over = R.AccessCredits(3_500_000.0, "", (), False, None)
-    assert "it needs Maximize ACCESS" in R.access_warnings(over, "accelerate")[0]
-    assert R.access_warnings(over, None) == []          # a NAIRR request: credits are information only
+    over = C.AccessCredits(3_500_000.0, "", (), False, None)
+    assert "it needs Maximize ACCESS" in C.access_warnings(over, "accelerate")[0]
+    assert C.access_warnings(over, None) == []          # a NAIRR request: credits are information only
 
 
 def test_unknown_track_suggests():
     with pytest.raises(R.ResourceError, match="did you mean 'startup'"):
-        R.cap_warnings("start-up", 0, [], 0)
+        C.cap_warnings("start-up", 0, [], 0)
 
 
 # ------------------------------------------------------------------- calendar
@@ -295,14 +296,14 @@ def test_unknown_track_suggests():
 
 def test_calendar_days_from_waves_of_concurrent_runs():
     # 10 variants, 4 at a time → ⌈10 ÷ 4⌉ = 3 waves × 48 h = 144 h = 6 days.
-    assert R.calendar_days(48, variants=10, concurrency=4) == 3 * 48 / 24
-    assert R.calendar_days(48, variants=10, concurrency=10) == 2.0
-    assert R.calendar_days(48, variants=1, concurrency=4) == 2.0
+    assert C.calendar_days(48, variants=10, concurrency=4) == 3 * 48 / 24
+    assert C.calendar_days(48, variants=10, concurrency=10) == 2.0
+    assert C.calendar_days(48, variants=1, concurrency=4) == 2.0
 
 
 @given(hours=st.floats(0, 1e4, allow_nan=False), variants=st.integers(1, 200), c=st.integers(1, 199))
 def test_more_concurrency_never_lengthens_the_campaign(hours, variants, c):
-    assert R.calendar_days(hours, variants, c + 1) <= R.calendar_days(hours, variants, c)
+    assert C.calendar_days(hours, variants, c + 1) <= C.calendar_days(hours, variants, c)
 
 
 def test_startup_jetstream2_su_cap_reaches_plan_and_check(tmp_path, capsys):
@@ -319,7 +320,7 @@ def test_startup_jetstream2_su_cap_reaches_plan_and_check(tmp_path, capsys):
            "128,000 SUs" in out
     assert main(["check", str(path)]) == 1
     assert "158,080 Jetstream2 SUs" in capsys.readouterr().err
-    assert R.jetstream2_sus([]) is None
+    assert C.jetstream2_sus([]) is None
 
 
 def test_access_tiers_in_the_format_are_the_catalog_tiers():
@@ -363,9 +364,9 @@ def test_access_credits_of_a_plan(tmp_path, capsys):
 
 
 def test_a_resource_without_an_exchange_rate_is_named():
-    charges = [R.charge("alcf-polaris", "a100-40gb", 4, 10.0)]
-    credits = R.access_credits(charges)
+    charges = [C.charge("alcf-polaris", "a100-40gb", 4, 10.0)]
+    credits = C.access_credits(charges)
     assert credits.credits is None and credits.missing == ("alcf-polaris",)
-    assert R.access_warnings(credits, "discover") == [
+    assert C.access_warnings(credits, "discover") == [
         "No ACCESS exchange rate for alcf-polaris: the credits cannot be checked against the Discover ACCESS limit"]
-    assert "charges no resource" in R.access_warnings(None, "discover")[0]
+    assert "charges no resource" in C.access_warnings(None, "discover")[0]

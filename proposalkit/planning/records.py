@@ -1,0 +1,216 @@
+"""The planner's records: what render and review read, and nothing they recompute.
+
+Frozen dataclasses (Candidate is a NamedTuple, for speed) made by
+``planner.plan_files``; every default the planner filled in and every rule it
+applied is in them, as an assumption or a derivation string.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ..catalog import GPUSpec
+from ..estimate import storage as storage_model
+from ..estimate.flops import FlopsPerToken
+from ..estimate.lora import LoraSpec
+from ..estimate.memory import MemoryBreakdown
+from ..estimate.shapes import ModelSpec
+from .resources import CreditTier
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the planner used for a workload, user-given or filled in."""
+
+    precision: str
+    buffer: float
+    variants: int
+    seq_len: int | None
+    micro_batch: int
+    optimizer: str
+    tensor_parallel: int
+    pipeline_parallel: int
+    zero_stage: int | None
+    activation_checkpointing: bool | None
+    flash_attention: bool
+    lora: LoraSpec | None
+    context: int | None
+    batch: int | None
+    concurrency: int
+    checkpoints_retained: int
+
+
+class Candidate(NamedTuple):
+    """One GPU type × count the planner considered.
+
+    An immutable record like the frozen dataclasses here, but a NamedTuple: the
+    choice makes one per GPU type × count tried, and a tuple is several times
+    cheaper to create.
+    """
+
+    gpu: str
+    count: int
+    fits: bool
+    per_gpu_bytes: int
+    usable_bytes: int
+    gpu_hours_requested: float | None
+    zero_stage: int | None
+    activation_checkpointing: bool | None
+    extrapolated: bool
+    reason: str = ""
+    cost: float | None = None       # what the choice compared: the target resource's unit, else requested GPU-hours
+    cost_unit: str = "GPU-hours"
+
+
+@dataclass(frozen=True)
+class Throughput:
+    tokens_per_second: float | None
+    source: str                 # "pilot" | "pilot-extrapolated" | "flops" | "service"
+    derivation: str
+    mfu: float | None = None
+    mfu_source: str | None = None
+    flops_per_token: FlopsPerToken | None = None
+
+
+@dataclass(frozen=True)
+class WorkloadPlan:
+    name: str
+    kind: str
+    method: str | None
+    description: str | None
+    model: ModelSpec
+    gpu: GPUSpec
+    gpu_count: int
+    memory: MemoryBreakdown
+    zero_stage: int | None
+    activation_checkpointing: bool | None
+    settings: Settings
+    tokens: int
+    tokens_derivation: str
+    throughput: Throughput
+    runtime_hours: float
+    gpu_hours: float
+    gpu_hours_requested: float
+    trainable_params: int | None
+    alternatives: tuple[Candidate, ...]
+    cross_checks: tuple
+    assumptions: tuple[str, ...]
+    warnings: tuple[str, ...]
+    path: str
+    charge: Charge | None = None
+    storage: "StoragePlan | None" = None
+    calendar_days: float = 0.0
+    walltime_hours: float | None = None
+    walltime_segments: int = 1
+
+
+@dataclass(frozen=True)
+class StoragePlan:
+    """Storage of one workload (issue 6), bytes; see storage.py for the sources."""
+
+    checkpoint_bytes: int           # one checkpoint a restart reads (full training state; LoRA: adapters)
+    checkpoint_arithmetic: str
+    final_weights_bytes: int        # what one variant keeps at the end
+    dataset_bytes: int              # tokenized dataset (unique tokens, not epochs)
+    dataset_raw_bytes: int
+    dataset_arithmetic: str
+    retained: int
+    concurrency: int
+    variants: int
+
+    @functools.cached_property   # frozen, so computed once (plan JSON, report and totals ask)
+    def peak_scratch_bytes(self) -> int:
+        return storage_model.peak_scratch_bytes(self.checkpoint_bytes, self.retained, self.concurrency,
+                                                self.dataset_bytes)
+
+
+@dataclass(frozen=True)
+class Charge:
+    """A job (or a set of identical jobs) converted into a resource's unit."""
+
+    resource_id: str
+    unit: str
+    amount: float               # in `unit`, all jobs together
+    arithmetic: str             # the conversion written out for a reviewer
+    gpu_type: str
+    gpus_per_job: int
+    hours_per_job: float        # wall-clock hours the job runs
+    hours_charged_per_job: float  # after the minimum charge time
+    nodes_per_job: float        # whole nodes, or the node fraction where nodes are shared
+    jobs: int
+    gpu_hours: float            # GPUs × hours × jobs, before any rounding or factor
+
+
+@dataclass(frozen=True)
+class CapFinding:
+    """One limit a plan exceeds: what, the plan's amount and the limit, with the message.
+
+    The plan's warnings print `message`; `check` fails on them (Plan.cap_findings).
+    """
+
+    field: str                  # the setting that names the limit: proposal.track | proposal.access_tier
+    what: str                   # gpu_hours | resources | jetstream2_sus | calendar_days | access_credits
+    amount: float | None        # the plan's figure (None: it cannot be computed)
+    limit: float | None
+    message: str
+
+
+@dataclass(frozen=True)
+class AccessCredits:
+    """A plan's charges in ACCESS Credits (None when a resource has no rate in the catalog)."""
+
+    credits: float | None
+    arithmetic: str                 # per resource: amount × rate = credits
+    missing: tuple[str, ...]        # resources charged without a known rate
+    secondhand: bool                # some rate is not from ACCESS or the provider
+    tier: CreditTier | None         # the smallest ACCESS project type that covers them
+
+
+@dataclass(frozen=True)
+class Plan:
+    workloads: tuple[WorkloadPlan, ...]
+    proposal: object | None
+    warnings: tuple[str, ...] = ()
+    track: str = "standard"
+    access: AccessCredits | None = None    # the charges in ACCESS Credits
+    cap_findings: tuple[CapFinding, ...] = ()   # track caps and ACCESS limits exceeded
+
+    def by_resource(self) -> dict[str, tuple[str, float]]:
+        """Resource (partition) id → (unit, amount), summed over workloads."""
+        out: dict[str, tuple[str, float]] = {}
+        for w in self.workloads:
+            if w.charge is not None:
+                unit, amount = out.get(w.charge.resource_id, (w.charge.unit, 0.0))
+                out[w.charge.resource_id] = (unit, amount + w.charge.amount)
+        return out
+
+    def storage_totals(self) -> storage_model.StorageTotals:
+        return storage_model.storage_totals(
+            storage_model.WorkloadStorage(
+                name=w.name, checkpoint_bytes=w.storage.checkpoint_bytes,
+                final_weights_bytes=w.storage.final_weights_bytes,
+                dataset_tokenized_bytes=w.storage.dataset_bytes, dataset_raw_bytes=w.storage.dataset_raw_bytes,
+                retained=w.storage.retained, concurrency=w.storage.concurrency, variants=w.storage.variants)
+            for w in self.workloads if w.storage is not None)
+
+    @property
+    def calendar_days(self) -> float:
+        """Campaign days if the workloads run one after another (an upper bound)."""
+        return sum(w.calendar_days for w in self.workloads)
+
+    @property
+    def gpu_hours(self) -> float:
+        return sum(w.gpu_hours for w in self.workloads)
+
+    @property
+    def gpu_hours_requested(self) -> float:
+        return sum(w.gpu_hours_requested for w in self.workloads)
+
+    def by_gpu_type(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for w in self.workloads:
+            out[w.gpu.id] = out.get(w.gpu.id, 0.0) + w.gpu_hours_requested
+        return out
+

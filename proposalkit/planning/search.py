@@ -1,0 +1,256 @@
+"""The GPU choice: which GPU types and counts to try, whether the workload fits, which is cheapest.
+
+``choose`` tries every candidate GPU type × count, fitting the workload's memory
+(ZeRO stage and activation checkpointing chosen as needed) and costing each
+configuration that fits; ``alternatives`` says why each losing type lost.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from ..catalog import GPUSpec
+from ..estimate.flops import (
+    DEFAULT_MFU, DEFAULT_MFU_SOURCE, QLORA_SPEED_FACTOR, QLORA_SPEED_SOURCE,
+    flops_throughput, runtime_hours, scale_pilot, training_flops_per_token,
+)
+from ..estimate.memory import (
+    DEFAULT_OVERHEAD, InferenceSetup, MemoryBreakdown, TrainingSetup, inference_memory, training_memory,
+)
+from ..estimate.shapes import ModelSpec
+from ..units import GiB
+from . import charges, resources
+from .records import Candidate, Settings, Throughput
+
+# GPU counts tried: 1, 2, 4, 8 (within a node), then whole 8-GPU nodes doubling.
+CANDIDATE_COUNTS = (1, 2, 4, 8) + tuple(8 * 2**k for k in range(1, 11))
+
+
+# ----------------------------------------------------------------- memory
+
+def _memory(model: ModelSpec, w, s: Settings, count: int, zero_stage: int, checkpointing: bool) -> MemoryBreakdown:
+    if w.kind == "inference":
+        # Quantized weights still keep a 16-bit KV cache (vLLM's default kv_cache_dtype "auto").
+        kv = s.precision if s.precision in ("fp32", "fp16") else "bf16"
+        setup = InferenceSetup(context=s.context, batch=s.batch, precision=s.precision, kv_precision=kv,
+                               tensor_parallel=count)
+        return inference_memory(model, setup, DEFAULT_OVERHEAD)
+    method = w.method or "full"
+    model_parallel = s.tensor_parallel * s.pipeline_parallel
+    setup = TrainingSetup(method=method, seq_len=s.seq_len, micro_batch=s.micro_batch,
+                          precision="bf16" if method == "qlora" else s.precision,
+                          optimizer=s.optimizer, data_parallel=count // model_parallel, zero_stage=zero_stage,
+                          tensor_parallel=s.tensor_parallel, pipeline_parallel=s.pipeline_parallel,
+                          activation_checkpointing=checkpointing, flash_attention=s.flash_attention, lora=s.lora)
+    return training_memory(model, setup, DEFAULT_OVERHEAD)
+
+
+def _fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict):
+    """The first setting (no checkpointing before checkpointing, lower ZeRO
+    stage first) under which the workload fits on `count` GPUs of `gpu`;
+    else the smallest-memory setting, marked as not fitting.
+
+    Memory does not depend on the GPU type, so `cache` (one per workload)
+    keeps each (count, stage, checkpointing) breakdown for every type."""
+
+    def memory(stage: int, ckpt: bool) -> MemoryBreakdown:
+        key = (count, stage, ckpt)
+        if key not in cache:
+            cache[key] = _memory(model, w, s, count, stage, ckpt)
+        return cache[key]
+
+    if w.kind == "inference":
+        mem = memory(0, False)
+        return mem.total <= gpu.usable_memory_bytes, mem, None, None
+    model_parallel = s.tensor_parallel * s.pipeline_parallel
+    dp = count // model_parallel
+    stages = [s.zero_stage] if s.zero_stage is not None else ([0, 1, 2, 3] if dp > 1 else [0])
+    ckpts = [s.activation_checkpointing] if s.activation_checkpointing is not None else [False, True]
+    smallest = None
+    for ckpt in ckpts:
+        for stage in stages:
+            mem = memory(stage, ckpt)
+            if mem.total <= gpu.usable_memory_bytes:
+                return True, mem, stage, ckpt
+            if smallest is None or mem.total < smallest[0].total:
+                smallest = (mem, stage, ckpt)
+    return False, smallest[0], smallest[1], smallest[2]
+
+
+# ----------------------------------------------------------------- throughput
+
+def mfu(w, notes: list[str]) -> tuple[float, str]:
+    if w.mfu is not None:
+        return w.mfu, f"{w.mfu:.2f} given in the workload file"
+    if w.method == "qlora":
+        mfu = DEFAULT_MFU * QLORA_SPEED_FACTOR
+        return mfu, f"{DEFAULT_MFU:.2f} × {QLORA_SPEED_FACTOR:.3f} for NF4 dequantization = {mfu:.3f} ({QLORA_SPEED_SOURCE})"
+    return DEFAULT_MFU, DEFAULT_MFU_SOURCE
+
+
+def throughput(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, checkpointing: bool | None,
+                gpus: dict[str, GPUSpec], mfu: tuple[float, str]) -> Throughput:
+    if w.kind == "inference" and w.tokens is None:
+        return Throughput(None, "service", f"{w.hours:,.0f} h × {count} GPU{'s' if count > 1 else ''}")
+    pilot = w.throughput
+    if pilot is not None:
+        if pilot.gpu == gpu.id and pilot.gpus == count:
+            tps = pilot.tokens_per_second
+            return Throughput(tps, "pilot", f"{tps:,.0f} tokens/s measured on {count}× {gpu.id} (pilot)")
+        source = gpus[pilot.gpu]
+        if w.kind == "inference":
+            scaled = scale_pilot(pilot.tokens_per_second, from_gpu=source.id, from_count=pilot.gpus,
+                                 from_rate=source.memory_bandwidth, to_gpu=gpu.id, to_count=count,
+                                 to_rate=gpu.memory_bandwidth, rate_name="memory bandwidth")
+        else:
+            scaled = scale_pilot(pilot.tokens_per_second, from_gpu=source.id, from_count=pilot.gpus,
+                                 from_rate=source.peak_16bit_flops, to_gpu=gpu.id, to_count=count,
+                                 to_rate=gpu.peak_16bit_flops, rate_name="dense 16-bit peak")
+        return Throughput(scaled.tokens_per_second, "pilot-extrapolated", scaled.rule)
+    fpt = training_flops_per_token(model, w.method or "full", s.seq_len, bool(checkpointing))
+    tps = flops_throughput(fpt, count, gpu.peak_16bit_flops, mfu[0])
+    derivation = (f"{count} GPU{'s' if count > 1 else ''} × {gpu.peak_16bit_flops / 1e12:,.0f} TFLOP/s × "
+                  f"MFU {mfu[0]:.3f} ÷ "
+                  f"{fpt.hardware / 1e9:,.2f} GFLOP/token = {tps:,.0f} tokens/s")
+    return Throughput(tps, "flops", derivation, mfu[0], mfu[1], fpt)
+
+
+
+# ----------------------------------------------------------------- choice
+
+@dataclass(frozen=True)
+class _Target:
+    """A target resource (system or partition) as the GPU choice sees it."""
+
+    id: str
+    partitions: tuple[resources.Resource, ...]
+
+    @property
+    def gpus(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(g for r in self.partitions for g in r.gpus))
+
+    def node_sizes(self, gpu: str) -> set[int]:
+        return {r.gpus_per_node for r in self.partitions if gpu in r.gpus}
+
+    def takes(self, gpu: str, count: int) -> bool:
+        return any(gpu in r.gpus and resources.fits(r, count) for r in self.partitions)
+
+    def charge(self, gpu: str, count: int, hours_per_job: float, jobs: int) -> charges.Charge:
+        partition = charges.choose_partition(self.id, gpu, count, hours_per_job)
+        return charges.charge(partition, gpu, count, hours_per_job, jobs)
+
+
+def target(resource_id: str | None) -> _Target | None:
+    if resource_id is None:
+        return None
+    return _Target(resource_id, resources.resolve(resource_id))
+
+
+def _candidate_gpus(w, target: _Target | None, gpus: dict[str, GPUSpec]) -> list[GPUSpec]:
+    if w.gpu is not None:
+        return [gpus[w.gpu]]
+    if target is not None:
+        return [gpus[g] for g in target.gpus if g in gpus]
+    if w.throughput is not None:
+        return [gpus[w.throughput.gpu]]
+    return list(gpus.values())
+
+
+def _candidate_counts(w, s: Settings, gpu: GPUSpec, target: _Target | None) -> tuple[int, ...]:
+    if w.gpus is not None:
+        return (w.gpus,)
+    first = w.throughput.gpus if w.throughput is not None and w.throughput.gpu == gpu.id else None
+    model_parallel = 1 if w.kind == "inference" else s.tensor_parallel * s.pipeline_parallel
+    return _counts(first, model_parallel, gpu.id, target)
+
+
+@functools.lru_cache(maxsize=512)
+def _counts(first: int | None, model_parallel: int, gpu: str, target: _Target | None) -> tuple[int, ...]:
+    """The GPU counts tried, in order: the pilot's count first, then ascending."""
+    counts = set(CANDIDATE_COUNTS)
+    if target is not None:
+        # Every count up to a node, then whole nodes (a 3-GPU node takes 1, 2, 3, 6, 12, ...).
+        for node in target.node_sizes(gpu):
+            counts |= set(range(1, node + 1)) | {node * 2**k for k in range(11)}
+        counts = {c for c in counts if target.takes(gpu, c)}
+    out = [c for c in ([first] if first is not None else []) + sorted(counts) if c % model_parallel == 0]
+    return tuple(dict.fromkeys(out))
+
+
+
+def choose(model: ModelSpec, w, s: Settings, target: _Target | None, gpus: dict[str, GPUSpec], tokens: int,
+           mfu: tuple[float, str] | tuple[None, None]):
+    """Every candidate tried, and the best: (sort key, candidate, memory, throughput, hours, charge) or None."""
+    candidates: list[Candidate] = []
+    best = None
+    memory_cache: dict = {}
+    service = w.kind == "inference" and w.tokens is None
+    for gpu in _candidate_gpus(w, target, gpus):
+        for count in _candidate_counts(w, s, gpu, target):
+            fits, mem, stage, ckpt = _fit(model, w, s, gpu, count, memory_cache)
+            if not fits:
+                candidates.append(Candidate(gpu.id, count, False, mem.total, gpu.usable_memory_bytes,
+                                            None, stage, ckpt, False))
+                continue
+            # A service's cost is its hours, whatever the GPU: its Throughput (a
+            # description) is made once, for the chosen configuration.
+            tp = None if service else throughput(model, w, s, gpu, count, ckpt, gpus, mfu)
+            hours = w.hours if service else runtime_hours(tokens, tp.tokens_per_second)
+            requested = hours * count * s.variants * (1 + s.buffer)
+            extrapolated = tp is not None and tp.source == "pilot-extrapolated"
+            charge = None
+            if target is not None and gpu.id in target.gpus:
+                charge = target.charge(gpu.id, count, hours * (1 + s.buffer), s.variants)
+            # With a target resource the allocation is charged in its unit, so that is the cost.
+            cost = charge.amount if charge is not None else requested
+            cand = Candidate(gpu.id, count, True, mem.total, gpu.usable_memory_bytes, requested, stage, ckpt,
+                             extrapolated, cost=cost, cost_unit=charge.unit if charge is not None else "GPU-hours")
+            candidates.append(cand)
+            # A measured pilot beats any extrapolation of it (DESIGN.md): the pilot's own
+            # configuration wins whenever it fits; otherwise the cheapest, then fewer GPUs,
+            # then the smaller GPU.
+            key = (extrapolated, round(cost, 6), count, gpu.usable_memory_bytes)
+            if best is None or key < best[0]:
+                best = (key, cand, mem, tp, hours, charge)
+            # Larger counts of this type cost the same or more (linear scaling); stop here
+            # unless checkpointing was needed, when more GPUs may avoid the recompute.
+            if not ckpt:
+                break
+    return candidates, best
+
+
+def alternatives(candidates: list[Candidate], chosen: Candidate) -> tuple[Candidate, ...]:
+    """Per GPU type, the best candidate (or the largest that did not fit), with why it lost."""
+    by_type: dict[str, Candidate] = {}
+    for c in candidates:
+        if c.gpu == chosen.gpu and c.count == chosen.count:
+            continue
+        current = by_type.get(c.gpu)
+        if c.fits and (current is None or not current.fits or c.cost < current.cost):
+            by_type[c.gpu] = c
+        elif not c.fits and (current is None or (not current.fits and c.count > current.count)):
+            by_type[c.gpu] = c
+    out = []
+    for c in by_type.values():
+        if c.fits:
+            if c.extrapolated and not chosen.extrapolated:
+                reason = (f"fits on {c.count}× {c.gpu}, but its throughput would be extrapolated from the "
+                          "pilot; the measured configuration is preferred")
+            elif c.cost > chosen.cost * (1 + 1e-9):
+                more = c.cost / chosen.cost - 1
+                reason = f"fits on {c.count}× {c.gpu} but costs {more:.0%} more {c.cost_unit}"
+                if c.activation_checkpointing:
+                    reason += " (needs activation checkpointing: the recompute costs time)"
+            else:
+                reason = f"fits on {c.count}× {c.gpu} at the same cost; ties go to fewer GPUs, then the smaller GPU"
+        else:
+            reason = does_not_fit(c)
+        out.append(c._replace(reason=reason))
+    return tuple(out)
+
+
+def does_not_fit(c: Candidate) -> str:
+    return (f"does not fit: needs {c.per_gpu_bytes / GiB:,.1f} GiB per GPU, "
+            f"{c.gpu} has {c.usable_bytes / GiB:,.1f} GiB")
+
