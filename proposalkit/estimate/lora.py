@@ -16,6 +16,9 @@ from .shapes import ModelSpec, linear_shapes, require_architecture, routed_exper
 HF_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 ALL_LINEAR = "all-linear"
 LORA_TARGETS = (*HF_MODULES, ALL_LINEAR)
+# PEFT keeps trainable adapter weights in float32 by default
+# (autocast_adapter_dtype=True upcasts bf16/fp16 adapters).
+DEFAULT_ADAPTER_PRECISION = "fp32"
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,7 @@ class LoraSpec:
 
     rank: int = 16
     targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
-    adapter_precision: str = "fp32"
+    adapter_precision: str = DEFAULT_ADAPTER_PRECISION
 
 
 @memo

@@ -16,6 +16,10 @@ Bytes per parameter of a checkpoint (each constant below carries its source):
   holds ``exp_avg`` and ``exp_avg_sq`` per parameter, not gradients. The same
   accounting in memory is the ZeRO paper's 2Ψ + 2Ψ + KΨ with K = 12
   (Rajbhandari et al. 2020, §3.1); the checkpoint drops the 2Ψ of fp16 gradients.
+* optimizer state per trainable parameter is precision.optimizer_state_bytes(),
+  the same figure memory.py counts on the GPU: AdamW 8, SGD with momentum 4,
+  bitsandbytes 8-bit AdamW 2 + 8/2048 (its per-block fp32 absmax is in the
+  optimizer's state_dict, so it is saved too).
 * LoRA: only the adapter is saved (the frozen base model is re-downloaded);
   PEFT keeps trainable adapter weights in fp32 (``autocast_adapter_dtype=True``
   upcasts bf16/fp16 adapters to float32), so adapter weights are 4 bytes/param
@@ -36,27 +40,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .lora import DEFAULT_ADAPTER_PRECISION as LORA_ADAPTER_PRECISION   # PEFT: fp32 adapters
+from .precision import FP32_BYTES, optimizer_state_bytes
 from ..units import bytes_per_element
 
 # fp32 master copy of the weights kept by mixed-precision training
 # (Micikevicius et al. 2018, "Mixed Precision Training", §3.1; ZeRO §3.1).
-FP32_MASTER_BYTES_PER_PARAM = 4
-
-# Optimizer state saved per trainable parameter, bytes.
-OPTIMIZER_STATE_BYTES_PER_PARAM = {
-    # Adam/AdamW: exp_avg + exp_avg_sq in fp32 (PyTorch torch.optim.AdamW state;
-    # Loshchilov & Hutter 2019 for the decoupled weight decay, which adds no state).
-    "adamw": 8,
-    # bitsandbytes 8-bit AdamW: the two moments stored as 8-bit codes, 1 byte each
-    # (Dettmers et al. 2022, "8-bit Optimizers via Block-wise Quantization"); the
-    # per-block fp32 scales (one per 2,048 values) add 0.4% and are ignored.
-    "adamw-8bit": 2,
-    # SGD with momentum: one fp32 momentum buffer (torch.optim.SGD, momentum > 0).
-    "sgd": 4,
-}
-
-# Mixed-precision AdamW full training state: 2 + 4 + 8 = 14 bytes per parameter.
-MIXED_PRECISION_ADAMW_BYTES_PER_PARAM = 2 + FP32_MASTER_BYTES_PER_PARAM + OPTIMIZER_STATE_BYTES_PER_PARAM["adamw"]
+FP32_MASTER_BYTES_PER_PARAM = FP32_BYTES
 
 # Token ids on disk: uint16 when every id fits (vocab ≤ 65,536), else 4 bytes
 # (uint32/int32). nanoGPT's data/openwebtext/prepare.py writes GPT-2 tokens as
@@ -68,8 +58,6 @@ UINT16_MAX_VOCAB = 2**16
 # 1 byte per character for ASCII in UTF-8. Other languages and code differ.
 RAW_TEXT_BYTES_PER_TOKEN = 4.0
 
-# PEFT keeps trainable adapter weights in float32 by default.
-LORA_ADAPTER_PRECISION = "fp32"
 
 
 @dataclass(frozen=True)
@@ -136,15 +124,6 @@ def _bytes(params: int, per_param: Fraction) -> int:
     return math.ceil(params * per_param)
 
 
-def _optimizer_bytes(optimizer: str) -> int:
-    try:
-        return OPTIMIZER_STATE_BYTES_PER_PARAM[optimizer]
-    except KeyError:
-        raise ValueError(
-            f"optimizer: expected one of {', '.join(OPTIMIZER_STATE_BYTES_PER_PARAM)}, got {optimizer!r}"
-        ) from None
-
-
 def weights_checkpoint_bytes(params: int, precision: str = "bf16") -> int:
     """Weights-only checkpoint: params × bytes of the saved precision (bf16: 2 B/param)."""
     params = _count("params", params)
@@ -161,7 +140,7 @@ def training_state_bytes_per_param(precision: str = "bf16", optimizer: str = "ad
     """
     weights = bytes_per_element(precision)
     master = FP32_MASTER_BYTES_PER_PARAM if weights < 4 else 0
-    return weights + master + _optimizer_bytes(optimizer)
+    return weights + master + optimizer_state_bytes(optimizer)
 
 
 def full_checkpoint_bytes(params: int, precision: str = "bf16", optimizer: str = "adamw") -> int:
@@ -175,7 +154,7 @@ def _basis(precision: str, optimizer: str) -> str:
     parts = [f"{_num(weights)} ({precision} weights)"]
     if weights < 4:
         parts.append(f"{FP32_MASTER_BYTES_PER_PARAM} (fp32 master weights)")
-    parts.append(f"{_optimizer_bytes(optimizer)} ({optimizer} state)")
+    parts.append(f"{_num(optimizer_state_bytes(optimizer))} ({optimizer} state)")
     total = training_state_bytes_per_param(precision, optimizer)
     return " + ".join(parts) + f" = {_num(total)} bytes/param; gradients are not saved"
 

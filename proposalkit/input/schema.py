@@ -15,15 +15,13 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
+from ..estimate.lora import LORA_TARGETS
+from ..estimate.precision import OPTIMIZERS, PRECISIONS, TRAINING_METHODS as METHODS  # one home: the estimates
 from ..units import parse_count
 
 KINDS = ("finetune", "pretrain", "inference")
-METHODS = ("full", "lora", "qlora")
-PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
-OPTIMIZERS = ("adamw", "adamw-8bit", "sgd")
 TRACKS = ("startup", "standard")
 ACCESS_TIERS = ("explore", "discover", "accelerate")    # resources.yaml access_credit_tiers (a test holds them equal)
-LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "all-linear")
 
 
 def describe(value: object) -> str:
