@@ -1,9 +1,14 @@
 """Command line: arguments, exit codes and messages; nothing else.
 
-Exit codes: 0 ok · 1 infeasible (a pinned GPU/count cannot hold a workload,
-or `check` found a cap exceeded) · 2 invalid input · 3 an internal error
-(a bug: one line on stderr; PROPOSALKIT_DEBUG=1 shows the traceback). Errors go to stderr,
-never as a traceback.
+Exit codes: 0 ok · 1 infeasible (a workload fits no GPU configuration tried,
+or `check` found a cap exceeded) · 2 invalid input, or a standard output that is
+closed or cannot be written (a full disk) · 3 an internal error (a bug: one line
+on stderr; PROPOSALKIT_DEBUG=1 adds the traceback, same exit code). Errors go to
+stderr, never as a traceback. A reader that stops early (`| head -1`) is no error:
+the rest of the output is dropped quietly.
+
+Every command writes its standard output through `_emit`, so a failed write is
+told apart from any other OSError.
 """
 
 from __future__ import annotations
@@ -12,10 +17,62 @@ import argparse
 import gc
 import os
 import sys
+import traceback
 
 from .errors import InfeasibleError, InputError
 
 EXIT_OK, EXIT_INFEASIBLE, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130      # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+
+
+class _StdoutError(Exception):
+    """Standard output could not be written (closed, or a full disk): exit 2."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _PipeClosed(Exception):
+    """The reader of standard output went away (`| head -1`): stop quietly."""
+
+
+def _emit(text: str) -> None:
+    """Write command output to standard output; every write of every command goes here."""
+    if sys.stdout is None:      # Python sets it to None when started with fd 1 closed (`>&-`)
+        raise _StdoutError("it is closed")
+    try:
+        sys.stdout.write(text)
+    except BrokenPipeError:
+        raise _PipeClosed() from None
+    except OSError as error:
+        raise _StdoutError(error.strerror or str(error)) from None
+
+
+def _flush() -> None:
+    """Flush standard output now, so a failure is reported here and not at interpreter exit."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise _PipeClosed() from None
+    except OSError as error:
+        raise _StdoutError(error.strerror or str(error)) from None
+
+
+def _drop_stdout() -> None:
+    """Point fd 1 at /dev/null so Python's flush at exit neither fails nor prints
+    "Exception ignored" for the output still buffered."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):   # None, or a stream without a descriptor (tests)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,12 +102,12 @@ def cmd_plan(args) -> int:
 
     plan = _plan(args.files)
     if args.format == "json":
-        sys.stdout.write(output.plan_json(plan))
+        _emit(output.plan_json(plan))
     elif args.format == "markdown":
         from .render.report import plan_markdown_table
-        sys.stdout.write(plan_markdown_table(plan))
+        _emit(plan_markdown_table(plan))
     else:
-        sys.stdout.write(output.plan_text(plan))
+        _emit(output.plan_text(plan))
     return EXIT_OK
 
 
@@ -71,22 +128,26 @@ def cmd_report(args) -> int:
         print(f"proposalkit report: -o {args.output}: cannot write {where} ({error.strerror}); "
               "choose a folder you can write to", file=sys.stderr)
         return EXIT_INPUT
-    for path in written:
-        print(path)
+    _emit("".join(f"{path}\n" for path in written))
     return EXIT_OK
 
 
 def cmd_diff(args) -> int:
     from .review.diff import run_diff
 
-    sys.stdout.write(run_diff(args.old, args.new, args.format))
+    _emit(run_diff(args.old, args.new, args.format))
     return EXIT_OK
 
 
 def cmd_check(args) -> int:
-    from .review.check import run_check
+    from .review.check import check
 
-    return run_check(args.files, args.max_gpu_hours)
+    reasons, ok = check(args.files, args.max_gpu_hours)
+    if reasons:
+        print("\n".join(reasons), file=sys.stderr)
+        return EXIT_INFEASIBLE
+    _emit(ok + "\n")
+    return EXIT_OK
 
 
 def cmd_schema(args) -> int:
@@ -94,7 +155,7 @@ def cmd_schema(args) -> int:
 
     from .input.schema import json_schema
 
-    sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
+    _emit(json.dumps(json_schema(), indent=2) + "\n")
     return EXIT_OK
 
 
@@ -103,20 +164,20 @@ def cmd_catalog(args) -> int:
     from .units import GiB
 
     if args.what == "gpus":
-        print(f"{'id':<16} {'usable memory':>14} {'16-bit dense':>14} {'bandwidth':>11}  source")
-        for g in catalog.gpus().values():
-            print(f"{g.id:<16} {g.usable_memory_bytes / GiB:>10.2f} GiB {g.peak_16bit_flops / 1e12:>8.1f} TFLOP/s "
-                  f"{g.memory_bandwidth / 1e12:>6.3f} TB/s  {g.source}")
+        lines = [f"{'id':<16} {'usable memory':>14} {'16-bit dense':>14} {'bandwidth':>11}  source"]
+        lines += [f"{g.id:<16} {g.usable_memory_bytes / GiB:>10.2f} GiB {g.peak_16bit_flops / 1e12:>8.1f} TFLOP/s "
+                  f"{g.memory_bandwidth / 1e12:>6.3f} TB/s  {g.source}" for g in catalog.gpus().values()]
     elif args.what == "models":
-        print(f"{'id':<16} {'params':>16} {'L':>4} {'h':>6} {'a':>4} {'kv':>4} {'ffn':>6} {'vocab':>7} {'ctx':>7}  source")
-        for m in catalog.models().values():
-            print(f"{m.id:<16} {m.params:>16,} {m.layers:>4} {m.hidden:>6} {m.heads:>4} {m.kv_head_count:>4} "
-                  f"{m.ffn_hidden:>6} {m.vocab:>7} {m.max_context or 0:>7}  {m.source}")
+        lines = [f"{'id':<16} {'params':>16} {'L':>4} {'h':>6} {'a':>4} {'kv':>4} {'ffn':>6} {'vocab':>7} "
+                 f"{'ctx':>7}  source"]
+        lines += [f"{m.id:<16} {m.params:>16,} {m.layers:>4} {m.hidden:>6} {m.heads:>4} {m.kv_head_count:>4} "
+                  f"{m.ffn_hidden:>6} {m.vocab:>7} {m.max_context or 0:>7}  {m.source}" for m in catalog.models().values()]
     else:
         from .planning import resources
 
-        for r in resources.resources().values():
-            print(f"{r.id:<24} {r.unit:<12} {','.join(r.gpus):<24} {r.gpus_per_node}/node  {r.source}")
+        lines = [f"{r.id:<24} {r.unit:<12} {','.join(r.gpus):<24} {r.gpus_per_node}/node  {r.source}"
+                 for r in resources.resources().values()]
+    _emit("".join(line + "\n" for line in lines))
     return EXIT_OK
 
 
@@ -156,24 +217,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _debug() -> bool:
+    return bool(os.environ.get("PROPOSALKIT_DEBUG"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        if sys.stdout is None:      # checked first: a command with nowhere to print writes nothing
+            raise _StdoutError("it is closed")
+        code = args.func(args)
+        _flush()
+        return code
     except InputError as error:
         print(str(error), file=sys.stderr)
         return EXIT_INPUT
     except InfeasibleError as error:
         print(str(error), file=sys.stderr)
         return EXIT_INFEASIBLE
-    except BrokenPipeError:
+    except _PipeClosed:
+        _drop_stdout()
         return EXIT_OK
+    except _StdoutError as error:
+        if _debug():
+            traceback.print_exc()
+        _drop_stdout()
+        print(f"proposalkit {args.command}: cannot write to standard output ({error.reason}); "
+              "redirect it to a file or a pipe that can take it", file=sys.stderr)
+        return EXIT_INPUT
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as error:  # a bug of ours: one line, the traceback only on request
-        if os.environ.get("PROPOSALKIT_DEBUG"):
-            raise
+        if _debug():
+            traceback.print_exc()
         print(f"proposalkit: internal error: {type(error).__name__}: {error} "
               "(a bug in proposalkit; set PROPOSALKIT_DEBUG=1 for the traceback and please report it)",
               file=sys.stderr)

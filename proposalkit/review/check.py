@@ -10,7 +10,6 @@ InputError (exit 2) before any of that. Every number comes from the planner.
 from __future__ import annotations
 
 import math
-import sys
 
 from ..errors import InfeasibleError, InputError, Problem
 
@@ -76,14 +75,3 @@ def check(paths: list[str], max_gpu_hours: float | None = None) -> tuple[list[st
     ok = (f"OK: {n} workload{'s' if n != 1 else ''} in {len(files)} file{'s' if len(files) != 1 else ''} "
           f"feasible; {_hours(total)} requested GPU-hours{cap}.")
     return reasons, ok
-
-
-def run_check(paths: list[str], max_gpu_hours: float | None = None) -> int:
-    """`proposalkit check`: 0 when feasible and under every cap; else 1, each reason on stderr."""
-    reasons, ok = check(paths, max_gpu_hours)
-    if reasons:
-        for reason in reasons:
-            print(reason, file=sys.stderr)
-        return 1
-    print(ok)
-    return 0
