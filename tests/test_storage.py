@@ -97,19 +97,18 @@ def test_dataset_size_tokenized_and_raw():
 
 def test_storage_totals():
     ft = S.WorkloadStorage(
-        name="full-ft", checkpoint_bytes=94_337_818_624, final_weights_bytes=13_476_831_232,
-        dataset_tokenized_bytes=400_000_000, dataset_raw_bytes=800_000_000,
+        checkpoint_bytes=94_337_818_624, final_weights_bytes=13_476_831_232,
+        dataset_bytes=400_000_000, dataset_raw_bytes=800_000_000,
         retained=3, concurrency=2, variants=4,
     )
-    lora = S.WorkloadStorage(name="lora", checkpoint_bytes=50_331_648, final_weights_bytes=16_777_216,
-                             variants=10)
+    lora = S.WorkloadStorage(checkpoint_bytes=50_331_648, final_weights_bytes=16_777_216, variants=10)
     t = S.storage_totals([ft, lora])
     ft_scratch = 94_337_818_624 * 3 * 2 + 400_000_000
     assert t.scratch_bytes == ft_scratch + 50_331_648
     assert t.project_bytes == (800_000_000 + 400_000_000 + 4 * 13_476_831_232) + 10 * 16_777_216
     assert t.archive_bytes == (4 * 13_476_831_232 + 800_000_000) + 10 * 16_777_216
-    assert t.by_workload[0] == ("full-ft", 800_000_000 + 400_000_000 + 4 * 13_476_831_232,
-                                ft_scratch, 4 * 13_476_831_232 + 800_000_000)
+    assert (ft.project_bytes, ft.peak_scratch_bytes, ft.archive_bytes) == (
+        800_000_000 + 400_000_000 + 4 * 13_476_831_232, ft_scratch, 4 * 13_476_831_232 + 800_000_000)
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, float("nan"), True, "7B"])

@@ -84,21 +84,38 @@ class DatasetSize:
 
 @dataclass(frozen=True)
 class WorkloadStorage:
-    """What one workload stores; inputs to ``storage_totals``."""
+    """What one workload stores, in bytes: the planner makes it, the plan carries
+    it (WorkloadPlan.storage), render and the plan JSON read it."""
 
-    name: str
-    checkpoint_bytes: int           # one full-state checkpoint (what a restart reads)
-    final_weights_bytes: int        # the weights kept at the end of one variant
-    dataset_tokenized_bytes: int = 0
-    dataset_raw_bytes: int = 0
+    checkpoint_bytes: int           # one checkpoint a restart reads (full training state; LoRA: adapters)
+    final_weights_bytes: int        # the weights one variant keeps at the end
+    dataset_bytes: int = 0          # tokenized dataset (unique tokens, not epochs)
+    dataset_raw_bytes: int = 0      # raw text, estimated at RAW_TEXT_BYTES_PER_TOKEN
     retained: int = 1               # checkpoints kept on scratch per run
     concurrency: int = 1            # runs at once
     variants: int = 1               # runs in all (each keeps its final weights)
+    checkpoint_arithmetic: str = ""     # how checkpoint_bytes was computed, for the report
+    dataset_arithmetic: str = ""        # how dataset_bytes and dataset_raw_bytes were computed
 
     @functools.cached_property   # frozen, so computed once (plan JSON, report and totals ask)
     def peak_scratch_bytes(self) -> int:
-        return peak_scratch_bytes(self.checkpoint_bytes, self.retained, self.concurrency,
-                                  self.dataset_tokenized_bytes)
+        return peak_scratch_bytes(self.checkpoint_bytes, self.retained, self.concurrency, self.dataset_bytes)
+
+    @property
+    def final_weights_total_bytes(self) -> int:
+        """The final weights of every variant."""
+        return self.final_weights_bytes * _count("variants", self.variants, minimum=1)
+
+    @property
+    def project_bytes(self) -> int:
+        """Kept for the life of the allocation: raw and tokenized datasets + every variant's final weights."""
+        return self.dataset_raw_bytes + self.dataset_bytes + self.final_weights_total_bytes
+
+    @property
+    def archive_bytes(self) -> int:
+        """Kept afterwards to reproduce or reuse the results: every variant's final weights + the raw
+        dataset (tokenized data can be regenerated from raw text)."""
+        return self.final_weights_total_bytes + self.dataset_raw_bytes
 
 
 @dataclass(frozen=True)
@@ -108,7 +125,6 @@ class StorageTotals:
     project_bytes: int
     scratch_bytes: int
     archive_bytes: int
-    by_workload: tuple[tuple[str, int, int, int], ...]  # (name, project, scratch, archive)
 
 
 def _count(name: str, value: int | float, minimum: int = 0) -> int:
@@ -233,24 +249,13 @@ def peak_scratch_bytes(checkpoint_bytes: int, retained: int, concurrency: int = 
 
 
 def storage_totals(workloads: Iterable[WorkloadStorage]) -> StorageTotals:
-    """Project, scratch and archive totals over workloads.
+    """Project, scratch and archive totals over workloads (see WorkloadStorage).
 
-    * scratch = Σ peak scratch (as if every workload ran at once: an upper bound).
-    * project = raw and tokenized datasets + the final weights of every variant,
-      kept for the life of the allocation.
-    * archive = the final weights of every variant + the raw dataset, what is
-      needed to reproduce or reuse the results afterwards (tokenized data can be
-      regenerated from raw text).
+    Scratch is Σ peak scratch, as if every workload ran at once: an upper bound.
     """
-    rows = []
-    for w in workloads:
-        finals = w.final_weights_bytes * _count("variants", w.variants, minimum=1)
-        project = w.dataset_raw_bytes + w.dataset_tokenized_bytes + finals
-        archive = finals + w.dataset_raw_bytes
-        rows.append((w.name, project, w.peak_scratch_bytes, archive))
+    workloads = tuple(workloads)
     return StorageTotals(
-        project_bytes=sum(r[1] for r in rows),
-        scratch_bytes=sum(r[2] for r in rows),
-        archive_bytes=sum(r[3] for r in rows),
-        by_workload=tuple(rows),
+        project_bytes=sum(w.project_bytes for w in workloads),
+        scratch_bytes=sum(w.peak_scratch_bytes for w in workloads),
+        archive_bytes=sum(w.archive_bytes for w in workloads),
     )

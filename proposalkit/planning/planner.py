@@ -17,7 +17,7 @@ from ..estimate.shapes import ModelSpec
 from ..input.loading import LoadedFile, LoadedWorkload
 from ..units import GiB
 from . import charges, resources, search
-from .records import Candidate, Plan, Settings, StoragePlan, WorkloadPlan
+from .records import Candidate, Plan, Settings, WorkloadPlan
 
 DEFAULT_BUFFER = 0.30       # seed 000 / NAIRR community guide: "Add 30% buffer"
 # Training sequence length when the workload gives none: the model's context,
@@ -80,7 +80,7 @@ def _tokens(w) -> tuple[int, str]:
     return tokens, f"{d.samples:,} samples × {d.seq_len:,} tokens × {d.epochs:g} epochs = {tokens:,} tokens"
 
 
-def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | None) -> StoragePlan:
+def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | None) -> storage_model.WorkloadStorage:
     """Checkpoint, final weights and dataset sizes (storage.py has the sources)."""
     params = model.params
     if w.kind == "inference":
@@ -88,8 +88,9 @@ def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | Non
         checkpoint, arithmetic = 0, "no training checkpoints (inference)"
         dataset = raw = 0
         dataset_text = "no training data (inference)"
-        return StoragePlan(checkpoint, arithmetic, weights, dataset, raw, dataset_text, 1, s.concurrency,
-                           s.variants)
+        return storage_model.WorkloadStorage(
+            checkpoint, weights, dataset, raw, 1, s.concurrency, s.variants,
+            checkpoint_arithmetic=arithmetic, dataset_arithmetic=dataset_text)
     if w.method in ("lora", "qlora"):
         ckpt = storage_model.lora_checkpoint_size(trainable)
         final = storage_model.weights_checkpoint_bytes(trainable, storage_model.LORA_ADAPTER_PRECISION)
@@ -102,9 +103,11 @@ def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | Non
     data = storage_model.dataset_size(unique_tokens, model.vocab or 2**17)
     text = (f"{unique_tokens:,} unique tokens × {data.token_id_bytes} B per token id = {data.tokenized_bytes:,} B "
             f"tokenized; × {data.raw_bytes_per_token:g} B per token ≈ {data.raw_text_bytes:,} B raw text")
-    return StoragePlan(ckpt.full_state_bytes, f"{params if w.method not in ('lora', 'qlora') else trainable:,} "
-                       f"params × {ckpt.basis}", final, data.tokenized_bytes, data.raw_text_bytes,
-                       text, s.checkpoints_retained, s.concurrency, s.variants)
+    return storage_model.WorkloadStorage(
+        ckpt.full_state_bytes, final, data.tokenized_bytes, data.raw_text_bytes, s.checkpoints_retained,
+        s.concurrency, s.variants,
+        checkpoint_arithmetic=f"{params if w.method not in ('lora', 'qlora') else trainable:,} params × {ckpt.basis}",
+        dataset_arithmetic=text)
 
 
 def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> WorkloadPlan:

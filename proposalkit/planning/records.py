@@ -7,16 +7,15 @@ applied is in them, as an assumption or a derivation string.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..catalog import GPUSpec
-from ..estimate import storage as storage_model
 from ..estimate.flops import FlopsPerToken
 from ..estimate.lora import LoraSpec
 from ..estimate.memory import MemoryBreakdown
 from ..estimate.shapes import ModelSpec
+from ..estimate.storage import StorageTotals, WorkloadStorage, storage_totals
 from .resources import CreditTier
 
 
@@ -100,30 +99,10 @@ class WorkloadPlan:
     warnings: tuple[str, ...]
     path: str
     charge: Charge | None = None
-    storage: "StoragePlan | None" = None
+    storage: WorkloadStorage | None = None     # estimate/storage.py's record, as the planner made it
     calendar_days: float = 0.0
     walltime_hours: float | None = None
     walltime_segments: int = 1
-
-
-@dataclass(frozen=True)
-class StoragePlan:
-    """Storage of one workload (issue 6), bytes; see storage.py for the sources."""
-
-    checkpoint_bytes: int           # one checkpoint a restart reads (full training state; LoRA: adapters)
-    checkpoint_arithmetic: str
-    final_weights_bytes: int        # what one variant keeps at the end
-    dataset_bytes: int              # tokenized dataset (unique tokens, not epochs)
-    dataset_raw_bytes: int
-    dataset_arithmetic: str
-    retained: int
-    concurrency: int
-    variants: int
-
-    @functools.cached_property   # frozen, so computed once (plan JSON, report and totals ask)
-    def peak_scratch_bytes(self) -> int:
-        return storage_model.peak_scratch_bytes(self.checkpoint_bytes, self.retained, self.concurrency,
-                                                self.dataset_bytes)
 
 
 @dataclass(frozen=True)
@@ -186,14 +165,9 @@ class Plan:
                 out[w.charge.resource_id] = (unit, amount + w.charge.amount)
         return out
 
-    def storage_totals(self) -> storage_model.StorageTotals:
-        return storage_model.storage_totals(
-            storage_model.WorkloadStorage(
-                name=w.name, checkpoint_bytes=w.storage.checkpoint_bytes,
-                final_weights_bytes=w.storage.final_weights_bytes,
-                dataset_tokenized_bytes=w.storage.dataset_bytes, dataset_raw_bytes=w.storage.dataset_raw_bytes,
-                retained=w.storage.retained, concurrency=w.storage.concurrency, variants=w.storage.variants)
-            for w in self.workloads if w.storage is not None)
+    def storage_totals(self) -> StorageTotals:
+        """Project, scratch and archive bytes over the workloads (estimate/storage.py)."""
+        return storage_totals(w.storage for w in self.workloads if w.storage is not None)
 
     @property
     def calendar_days(self) -> float:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from ..planning import resources as res_catalog
+from ..estimate.storage import StorageTotals
 from ..planning.planner import Plan, WorkloadPlan
 from ..units import GiB
 from . import charts
@@ -131,13 +132,6 @@ class ResourcesView:
     def charged(self) -> tuple[UnitTotal, ...]:
         """The totals on named resources (not the GPU-hours of workloads without one)."""
         return tuple(t for t in self.totals if t.system)
-
-
-@dataclass(frozen=True)
-class StorageTotals:
-    project_bytes: int
-    scratch_bytes: int
-    archive_bytes: int
 
 
 @dataclass(frozen=True)
@@ -330,8 +324,7 @@ def report_context(plan: Plan) -> ReportContext:
             by_resource[key] = by_resource.get(key, 0.0) + v.charge_amount
     storage = None
     if any(v.storage is not None for v in views):
-        t = plan.storage_totals()
-        storage = StorageTotals(t.project_bytes, t.scratch_bytes, t.archive_bytes)
+        storage = plan.storage_totals()
     days = [v.calendar_days for v in views if v.calendar_days is not None]
     return ReportContext(
         heading="B. Estimate of Compute, Storage and Other Resources",

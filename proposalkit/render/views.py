@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 from ..estimate.flops import matmul_params
+from ..estimate.storage import WorkloadStorage
 from ..planning.planner import Candidate, WorkloadPlan
 from ..units import SECONDS_PER_HOUR
 from .format import fmt_count, fmt_days, fmt_gib, fmt_hours, fmt_hours_precise, fmt_pct, fmt_rate, fmt_size
@@ -49,19 +50,6 @@ class Setting:
 
 
 @dataclass(frozen=True)
-class StorageView:
-    """One workload's storage (issue 6), bytes."""
-
-    checkpoint_bytes: int        # one checkpoint a restart reads
-    retained: int
-    concurrency: int
-    peak_scratch_bytes: int      # checkpoint × retained × concurrency + dataset
-    dataset_bytes: int           # tokenized
-    final_weights_bytes: int     # per variant
-    variants: int
-
-
-@dataclass(frozen=True)
 class WorkloadView:
     name: str
     kind: str                    # "fine-tuning (LoRA)", "pretraining", "inference service", ...
@@ -93,7 +81,7 @@ class WorkloadView:
     charge_amount: float | None
     charge_unit: str | None
     charge_resource: str | None
-    storage: StorageView | None
+    storage: WorkloadStorage | None     # the plan's record, as it is
     calendar_days: float | None
 
 
@@ -237,15 +225,13 @@ def _settings(w: WorkloadPlan) -> tuple[Setting, ...]:
     return tuple(out)
 
 
-def _storage(w: WorkloadPlan) -> tuple[StorageView | None, list[Step]]:
-    st = getattr(w, "storage", None)
+def _storage(w: WorkloadPlan) -> tuple[WorkloadStorage | None, list[Step]]:
+    st = w.storage
     if st is None:
         return None, []
-    view = StorageView(st.checkpoint_bytes, st.retained, st.concurrency, st.peak_scratch_bytes,
-                       st.dataset_bytes, st.final_weights_bytes, st.variants)
     details = [Step("Checkpoint", f"{fmt_size(st.checkpoint_bytes)} = {st.checkpoint_arithmetic}"),
                Step("Dataset", st.dataset_arithmetic)]
-    return view, details
+    return st, details
 
 
 def workload_view(w: WorkloadPlan, appendix: str = "Appendix A") -> WorkloadView:

@@ -1,0 +1,31 @@
+"""One storage record per workload and one totals record, both from estimate/storage.py:
+the planner makes them, the plan carries them, render and the plan JSON read them as they are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from proposalkit.estimate.storage import StorageTotals, WorkloadStorage
+from proposalkit.input.loading import load_files
+from proposalkit.planning.planner import plan_files
+from proposalkit.render.context import report_context
+from proposalkit.render.output import plan_dict
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "workloads.yaml"
+
+
+def test_plan_carries_the_estimate_records_and_render_reads_them():
+    plan = plan_files(load_files([str(GOLDEN)]))
+    records = [w.storage for w in plan.workloads if w.storage is not None]
+    assert records and all(type(r) is WorkloadStorage for r in records)
+    totals = plan.storage_totals()
+    assert type(totals) is StorageTotals
+    assert totals.scratch_bytes == sum(r.peak_scratch_bytes for r in records)
+    assert totals.project_bytes == sum(r.dataset_raw_bytes + r.dataset_bytes + r.final_weights_bytes * r.variants
+                                       for r in records)
+    context = report_context(plan)
+    assert context.storage == totals
+    assert [v.storage for v in context.workloads] == [w.storage for w in plan.workloads]
+    assert plan_dict(plan)["totals"]["storage"] == {"project_bytes": totals.project_bytes,
+                                                   "scratch_bytes": totals.scratch_bytes,
+                                                   "archive_bytes": totals.archive_bytes}
