@@ -1,5 +1,5 @@
 """The report (issue 4): golden Markdown and HTML, reproducible builds, the PDF's text, the
-template environment's guards, number formatting, atomic writes and the missing-Pango path.
+template environment's guards and number formatting (writing the set: test_render_atomic.py).
 
 The PDF is rendered once for the module (`pdf_build`); PDF tests skip cleanly when WeasyPrint
 (or the Pango library under it) cannot be imported.
@@ -8,7 +8,6 @@ The PDF is rendered once for the module (`pdf_build`); PDF tests skip cleanly wh
 from __future__ import annotations
 
 import importlib.util
-import os
 import textwrap
 from pathlib import Path
 
@@ -309,77 +308,3 @@ def test_templates_may_not_print_a_bare_float(golden_plan):
 ])
 def test_number_formats(fn, value, expected):
     assert fn(value) == expected
-
-
-# ----------------------------------------------------------------- atomic writes
-
-
-def test_atomic_write_leaves_the_old_file_when_replace_fails(tmp_path, monkeypatch):
-    target = tmp_path / "report.md"
-    target.write_bytes(b"old")
-
-    def broken_replace(src, dst):
-        raise OSError("disk full")
-
-    monkeypatch.setattr(report.os, "replace", broken_replace)
-    with pytest.raises(OSError, match="disk full"):
-        report.write_atomic(target, b"new")
-    assert target.read_bytes() == b"old"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.md"]     # no temporary file left
-
-
-def test_atomic_write_mode_follows_the_umask(tmp_path):
-    report.write_atomic(tmp_path / "x.md", b"text")
-    mask = os.umask(0)
-    os.umask(mask)
-    assert (tmp_path / "x.md").stat().st_mode & 0o777 == 0o666 & ~mask
-
-
-def test_failed_pdf_render_writes_no_pdf(tmp_path, monkeypatch):
-    plan = plan_from(tmp_path, SMALL)
-    out = tmp_path / "out"
-    out.mkdir()
-    (out / "report.pdf").write_bytes(b"%PDF previous build")
-
-    def failing_render(html, fetcher=None):
-        raise RuntimeError("layout failed")
-
-    monkeypatch.setattr(pdf_mod, "_import_weasyprint", lambda: None)
-    monkeypatch.setattr(pdf_mod, "render_pdf", failing_render)
-    with pytest.raises(RuntimeError, match="layout failed"):
-        report.write_reports(plan, str(out), ["md", "html", "pdf"])
-    assert (out / "report.pdf").read_bytes() == b"%PDF previous build"
-    assert not [p for p in out.iterdir() if p.name.startswith(".")]
-    assert (out / "report.md").exists() and (out / "report.html").exists()
-
-
-# ----------------------------------------------------------------- missing Pango
-
-
-def _no_pango():
-    raise OSError("cannot load library 'libpango-1.0-0'")
-
-
-def test_missing_pango_still_writes_markdown_and_html(tmp_path, monkeypatch):
-    plan = plan_from(tmp_path, SMALL)
-    monkeypatch.setattr(pdf_mod, "_import_weasyprint", _no_pango)
-    with pytest.raises(pdf_mod.PdfUnavailableError) as info:
-        report.write_reports(plan, str(tmp_path / "out"), ["md", "html", "pdf"])
-    message = str(info.value)
-    assert "apt-get install libpango-1.0-0 libpangoft2-1.0-0" in message
-    assert "brew install pango" in message
-    assert (tmp_path / "out/report.md").exists() and (tmp_path / "out/report.html").exists()
-    assert not (tmp_path / "out/report.pdf").exists()
-
-
-def test_missing_pango_exits_2_with_a_clear_message(tmp_path, monkeypatch, capsys):
-    from proposalkit.cli import main
-
-    (tmp_path / "w.yaml").write_text(SMALL, encoding="utf-8")
-    monkeypatch.setattr(pdf_mod, "_import_weasyprint", _no_pango)
-    code = main(["report", str(tmp_path / "w.yaml"), "-o", str(tmp_path / "out")])
-    err = capsys.readouterr().err
-    assert code == 2
-    assert "WeasyPrint could not load" in err and "brew install pango" in err
-    assert "Traceback" not in err
-    assert (tmp_path / "out/report.md").exists()

@@ -18,6 +18,8 @@ import math
 from dataclasses import dataclass
 from xml.sax.saxutils import escape as _escape
 
+from .format import control_escape
+
 # Okabe & Ito (2008) colour-blind-safe palette, in the order components are stacked.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999")
 FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
@@ -30,8 +32,8 @@ TICKS = 5               # about this many grid lines
 
 
 def xml_escape(text: str) -> str:
-    """Text for an SVG text node or attribute value."""
-    return _escape(str(text), {'"': "&quot;", "'": "&#39;"})
+    """Text for an SVG text node or attribute value; control characters as escapes (XML forbids them)."""
+    return _escape(control_escape(text), {'"': "&quot;", "'": "&#39;"})
 
 
 def _n(x: float) -> str:

@@ -24,7 +24,7 @@ def fmt_gib(n_bytes: float, digits: int = 1, unit: bool = True) -> Safe:
 
 
 def fmt_gb(n_bytes: float, digits: int = 1, unit: bool = True) -> Safe:
-    """Bytes as GB (10^9), the unit the seeds' rules of thumb are stated in."""
+    """Bytes as GB (10^9), the unit the common rules of thumb are stated in."""
     return Safe(f"{n_bytes / GB:,.{digits}f}" + (" GB" if unit else ""))
 
 
@@ -87,14 +87,15 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|~$!@&])")
 def md_escape(text: object) -> Safe:
     """User text for Markdown: one line, and every character GitHub would act on escaped.
 
-    Newlines and tabs become spaces (a newline would end a table row); the
+    Newlines and tabs become spaces (a newline would end a table row), other
+    control characters escapes (control_escape: ESC → '\\x1b'); the
     backslash escapes are CommonMark's, which GitHub honours in tables too
     (`\\|`). `$` is escaped because GitHub renders `$...$` as math, `@`
     because it mentions a user, `<` and `&` because Markdown passes HTML through.
     """
     if isinstance(text, Safe):
         return text
-    one_line = re.sub(r"\s+", " ", str(text))
+    one_line = control_escape(re.sub(r"\s+", " ", str(text)))
     return Safe(_MD_SPECIAL.sub(r"\\\1", one_line))
 
 

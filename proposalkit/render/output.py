@@ -11,6 +11,7 @@ except ImportError:   # pragma: no cover - orjson is a dependency; the standard 
 
 from ..planning.planner import Candidate, Plan, WorkloadPlan
 from ..units import GiB
+from .format import control_escape
 
 SCHEMA_VERSION = 1
 
@@ -152,12 +153,12 @@ def _count(n: int) -> str:
 
 
 def plan_text(plan: Plan) -> str:
-    """A fixed-width table a person reads in a terminal."""
+    """A fixed-width table a person reads in a terminal; user text with control characters escaped."""
     header = ("workload", "kind", "model", "GPUs", "mem/GPU", "tokens", "h/run", "runs", "GPU-h", "+buffer")
     rows = []
     for w in plan.workloads:
         kind = w.kind if w.kind == "inference" else f"{w.kind}/{w.method}"
-        rows.append((w.name, kind, w.model.id, f"{w.gpu_count}× {w.gpu.id}",
+        rows.append((control_escape(w.name), kind, control_escape(w.model.id), f"{w.gpu_count}× {w.gpu.id}",
                      f"{w.memory.total / GiB:.1f} GiB", _count(w.tokens) if w.tokens else "—",
                      _hours(w.runtime_hours), str(w.settings.variants), _hours(w.gpu_hours),
                      _hours(w.gpu_hours_requested)))
@@ -176,7 +177,7 @@ def plan_text(plan: Plan) -> str:
     out.append("requested GPU-hours by type: " + ", ".join(f"{k} {_hours(v)}" for k, v in by_type.items()))
     if plan.warnings:
         out.append("")
-        out += [f"warning: {w}" for w in plan.warnings]
+        out += [f"warning: {control_escape(w)}" for w in plan.warnings]
     if any(w.throughput.source == "flops" for w in plan.workloads):
         out.append("hint: reviewers expect measured throughput; after a pilot run add "
                    "throughput: {tokens_per_second, gpu, gpus} to the workload")

@@ -41,20 +41,29 @@ PANGO_HELP = ("install Pango, which WeasyPrint needs: Debian/Ubuntu `apt-get ins
 
 
 class PdfUnavailableError(InputError):
-    """WeasyPrint (or the Pango library under it) cannot be loaded; the PDF is not written.
+    """WeasyPrint (or the Pango library under it) cannot be loaded; nothing is written.
 
     A subclass of InputError so the command line exits 2 with the message, as
-    it does for any input it cannot turn into a report. The Markdown and HTML
-    were written before this is raised (`written`).
+    it does for any input it cannot turn into a report.
     """
 
-    def __init__(self, message: str, written: list[str]):
+    def __init__(self, message: str):
         super().__init__([])
         self.message = message
-        self.written = written
 
     def __str__(self) -> str:
         return self.message
+
+
+def require_weasyprint(target: Path) -> None:
+    """PdfUnavailableError, naming `target`, unless WeasyPrint and Pango load."""
+    try:
+        _import_weasyprint()
+    except (ImportError, OSError) as error:
+        raise PdfUnavailableError(
+            f"proposalkit report: cannot write {target}: WeasyPrint could not load "
+            f"({type(error).__name__}: {' '.join(str(error).split())[:200]}). To build PDFs, {PANGO_HELP}; "
+            "or pass --format md,html. Nothing was written") from None
 
 
 class RefusedURL(ValueError):

@@ -3,7 +3,8 @@
 Pipeline: `report_context(plan)` (context.py) turns the Plan into a context
 made for the templates; `render_markdown` / `render_html` fill
 `templates/report.md.j2` and `templates/report.html.j2`; `pdf.render_pdf`
-runs the HTML through WeasyPrint; `write_reports` writes the files.
+runs the HTML through WeasyPrint; `write_reports` writes the set of files
+all at once or not at all (`swap_in`).
 
 Numbers are formatted in one place, the `FILTERS` of format.py (gib, gb,
 size, hours, hours_precise, days, count, si, rate, pct, factor), by type,
@@ -14,22 +15,28 @@ templates may not print a bare float: both environments refuse one
 User text is escaped in every format: HTML by Jinja's autoescape; Markdown by
 `md_escape`, applied automatically to every string the Markdown template
 prints (the Markdown environment's `finalize`), unless a filter already made
-it safe.
+it safe. Control characters (ESC, BEL, NUL, ...) become visible escapes in
+both (`control_escape`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
 
+from markupsafe import Markup
+
+from ..errors import InputError
 from ..planning.planner import Plan
 from . import TEMPLATES_DIR, pdf
 from .context import ReportContext, report_context
-from .format import FILTERS, Safe, md_escape
+from .format import FILTERS, Safe, control_escape, md_escape
 
 
 def _refuse_float(value: object) -> object:
@@ -40,7 +47,16 @@ def _refuse_float(value: object) -> object:
 
 
 def _finalize_html(value: object) -> object:
-    return _refuse_float(value)
+    """Control characters in printed text become escapes (ESC → '\\x1b'); Jinja then HTML-escapes it.
+
+    Markup keeps its type: the escapes add no character HTML gives a meaning.
+    """
+    value = _refuse_float(value)
+    if isinstance(value, Markup):
+        return Markup(control_escape(value))
+    if isinstance(value, str):
+        return control_escape(value)
+    return value
 
 
 def _finalize_md(value: object) -> object:
@@ -73,23 +89,74 @@ def environment(kind: str):
     return env
 
 
+class BrokenInstallError(RuntimeError):
+    """A file that ships inside the package (a template, a stylesheet) is missing.
+
+    Never the user's mistake, and never an output-folder error: Jinja's
+    TemplateNotFound is an OSError, which the command line would otherwise
+    report as "cannot write" into -o. An internal error (exit 3).
+    """
+
+
+def _render(kind: str, name: str, **context) -> str:
+    """Template `name` of the `kind` environment filled with `context`; BrokenInstallError when one is missing."""
+    from jinja2 import TemplateNotFound
+
+    try:
+        return environment(kind).get_template(name).render(**context)
+    except TemplateNotFound as error:
+        raise BrokenInstallError(f"report template {error.name!r} is missing from {TEMPLATES_DIR}: "
+                                 "proposalkit is installed incompletely; reinstall it") from None
+
+
 def render_markdown(context: ReportContext) -> str:
-    text = environment("md").get_template("report.md.j2").render(r=context)
+    text = _render("md", "report.md.j2", r=context)
     return re.sub(r"\n{3,}", "\n\n", text)
 
 
 def render_html(context: ReportContext) -> str:
-    from markupsafe import Markup
-
     charts_html = {k: Markup(c.svg) for k, c in context.charts.items()}   # built by charts.py, escaped there
-    return environment("html").get_template("report.html.j2").render(r=context, svg=charts_html)
+    return _render("html", "report.html.j2", r=context, svg=charts_html)
 
 
 def plan_markdown_table(plan: Plan) -> str:
     """The summary table alone (`proposalkit plan --format markdown`)."""
-    context = report_context(plan)
-    text = environment("md").get_template("summary.md.j2").render(r=context, in_report=False)
+    text = _render("md", "summary.md.j2", r=report_context(plan), in_report=False)
     return text if text.endswith("\n") else text + "\n"      # a text stream ends its last line
+
+
+def render_reports(context: ReportContext, formats, out: Path) -> tuple[dict[str, bytes], float | None]:
+    """Every file of the report set, in memory: path relative to the output folder → bytes.
+
+    Also the body's length in pages when a PDF is built (measured there), else
+    None. Nothing is written; PdfUnavailableError (naming `out`) when a PDF is
+    asked for and WeasyPrint cannot load.
+    """
+    if "pdf" in formats:
+        pdf.require_weasyprint(out / "report.pdf")
+    files: dict[str, bytes] = {}
+    if "md" in formats:
+        for chart in context.charts.values():
+            files[chart.path] = chart.svg.encode("utf-8")
+        files["report.md"] = render_markdown(context).encode("utf-8")
+    html = render_html(context) if ("html" in formats or "pdf" in formats) else None
+    if "html" in formats:
+        files["report.html"] = html.encode("utf-8")
+    body_pages = None
+    if "pdf" in formats:
+        files["report.pdf"], body_pages = pdf.render_pdf(html)
+    return files, body_pages
+
+
+class OutputFolderError(InputError):
+    """The output folder cannot take the report (exit 2); the message names it."""
+
+    def __init__(self, message: str):
+        super().__init__([])
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def _file_mode() -> int:
@@ -98,63 +165,80 @@ def _file_mode() -> int:
     return 0o666 & ~mask
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to a temporary file beside `path`, fsync it, then os.replace it into place.
+def _write_synced(path: Path, data: bytes) -> None:
+    with open(path, "xb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.chmod(path, _file_mode())
 
-    A reader sees the old file or the new one, never a half-written one; on
-    any failure the temporary file is removed and `path` is untouched.
+
+def swap_in(out: Path, files: dict[str, bytes], shown: str | None = None) -> list[str]:
+    """Write `files` (relative path → bytes) into `out` as one set, or leave `out` as it was.
+
+    The whole set is written and fsynced into a temporary folder inside
+    `out` (the same file system, so a rename moves a file without copying);
+    only when every file is written is each renamed over its old version.
+    On any failure the temporary folder is removed, the previous files are
+    untouched, and OutputFolderError names the folder (`shown`: as the user
+    gave it). Returns the paths written.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    shown = shown if shown is not None else str(out)
+    if out.exists() and not out.is_dir():
+        raise OutputFolderError(f"proposalkit report: -o {shown}: cannot write {out} (not a folder); "
+                                "choose a folder you can write to")
+    created = not out.exists()
+    tmp: Path | None = None
+    renamed: list[str] = []
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, _file_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+        out.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=out, prefix=".proposalkit-"))
+        for name, data in files.items():
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+            _write_synced(tmp / name, data)
+        for name in files:      # everything a rename could trip on, before the first rename
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            if (out / name).is_dir():
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(tmp / name), None,
+                                        str(out / name))
+        for name in files:
+            os.replace(tmp / name, out / name)
+            renamed.append(str(out / name))
+    except OSError as error:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if created:
+            with contextlib.suppress(OSError):
+                out.rmdir()       # only when empty: nothing of the user's is removed
+        # Name what the user knows: the folder (or the parent that could not be made), or the
+        # file a rename could not replace; never the temporary folder.
+        where = (error.filename2 if error.filename2 else out) if tmp is not None else (error.filename or out)
+        kept = (f"replaced {', '.join(renamed)} before the failure" if renamed
+                else "the previous report files were left as they were")
+        raise OutputFolderError(f"proposalkit report: -o {shown}: cannot write {where} "
+                                f"({error.strerror or error}); choose a folder you can write to; {kept}") from None
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return [str(out / name) for name in files]
 
 
 def write_reports(plan: Plan, out_dir: str, formats) -> list[str]:
     """Write report.md (with charts/*.svg beside it), report.html and report.pdf into `out_dir`.
 
-    Returns the paths written. Prints a warning on stderr when the body runs
-    past BODY_PAGES pages. Raises PdfUnavailableError, after writing the other
-    formats, when WeasyPrint or Pango cannot be loaded.
+    All or nothing: every file is rendered first, then the set is swapped in
+    (swap_in); a failure (PDF unavailable, a template error, a full disk)
+    leaves the previous files as they were. Returns the paths written.
+    Prints a warning on stderr when the body runs past BODY_PAGES pages.
     """
     out = Path(out_dir)
     context = report_context(plan)
-    written: list[str] = []
-    markdown = render_markdown(context)
-    if "md" in formats:
-        for chart in context.charts.values():
-            write_atomic(out / chart.path, chart.svg.encode("utf-8"))
-            written.append(str(out / chart.path))
-        write_atomic(out / "report.md", markdown.encode("utf-8"))
-        written.append(str(out / "report.md"))
-    html = render_html(context) if ("html" in formats or "pdf" in formats) else None
-    if "html" in formats:
-        write_atomic(out / "report.html", html.encode("utf-8"))
-        written.append(str(out / "report.html"))
-    body_pages = None      # measured in the PDF when one is built, else estimated
-    if "pdf" in formats:
-        try:
-            pdf._import_weasyprint()
-        except (ImportError, OSError) as error:
-            done = f"; wrote {', '.join(written)}" if written else ""
-            raise pdf.PdfUnavailableError(
-                f"proposalkit report: cannot write {out / 'report.pdf'}: WeasyPrint could not load "
-                f"({type(error).__name__}: {' '.join(str(error).split())[:200]}). To build PDFs, {pdf.PANGO_HELP}; "
-                f"or pass --format md,html{done}", written) from None
-        pdf_bytes, body_pages = pdf.render_pdf(html)
-        write_atomic(out / "report.pdf", pdf_bytes)
-        written.append(str(out / "report.pdf"))
-    if body_pages is None:
-        body_pages = pdf.estimate_body_lines(markdown, {c.path: c.height for c in context.charts.values()}) / pdf.LINES_PER_PAGE
+    files, body_pages = render_reports(context, formats, out)
+    written = swap_in(out, files, out_dir)
+    if body_pages is None:      # measured in the PDF when one is built, else estimated
+        markdown = files["report.md"].decode("utf-8") if "report.md" in files else render_markdown(context)
+        heights = {c.path: c.height for c in context.charts.values()}
+        body_pages = pdf.estimate_body_lines(markdown, heights) / pdf.LINES_PER_PAGE
         how = "estimated from the Markdown"
     else:
         how = "in the PDF"
