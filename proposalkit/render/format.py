@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ..text import control_escape  # noqa: F401  (re-exported: the one home is proposalkit/text.py)
+from ..text import control_escape  # its one home is proposalkit/text.py; re-exported here
 from ..units import GB, GiB
 
 class Safe(str):
