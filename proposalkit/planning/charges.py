@@ -38,7 +38,7 @@ CALENDAR_ASSUMPTION = (
 # ------------------------------------------------------------------ number format
 
 
-def _fmt(x: float) -> str:
+def fmt_amount(x: float) -> str:
     """Hours and amounts: thousands separators, at least one decimal, at most two."""
     text = f"{x:,.2f}".rstrip("0")
     return text + "0" if text.endswith(".") else text
@@ -78,16 +78,18 @@ def charge(res: Resource | str, gpu_type: str, gpus_per_job: int, hours_per_job:
     rule = res.charge
     hours_charged = max(hours_per_job, rule.minimum_hours)
     if hours_charged > hours_per_job:
-        hours_text = (f"{_fmt(hours_charged)} h (the {plain(rule.minimum_hours * 60)}-minute minimum; "
-                      f"the job runs {_fmt(hours_per_job)} h)")
+        hours_text = (f"{fmt_amount(hours_charged)} h (the {plain(rule.minimum_hours * 60)}-minute minimum; "
+                      f"the job runs {fmt_amount(hours_per_job)} h)")
     else:
-        hours_text = f"{_fmt(hours_per_job)} h"
+        hours_text = f"{fmt_amount(hours_per_job)} h"
 
+    idle = 0      # GPUs of charged whole nodes the job leaves unused
     if rule.per == "gpu-hour":
         nodes = gpus_per_job / res.gpus_per_node
         billed, head = gpus_per_job, gpus_text(gpus_per_job)
     elif rule.whole_nodes:
         nodes = billed = res.nodes_for(gpus_per_job)
+        idle = nodes * res.gpus_per_node - gpus_per_job
         head = f"⌈{gpus_text(gpus_per_job)} ÷ {res.gpus_per_node} per node⌉ = {_nodes(nodes)}"
     else:
         nodes = billed = gpus_per_job / res.gpus_per_node
@@ -97,18 +99,19 @@ def charge(res: Resource | str, gpu_type: str, gpus_per_job: int, hours_per_job:
     text = f"{head} × {hours_text} × {plain(rule.factor)}"
     raised = per_job < rule.minimum_amount
     if raised:
-        text += (f" = {_fmt(per_job)}, raised to the per-job minimum of "
+        text += (f" = {fmt_amount(per_job)}, raised to the per-job minimum of "
                  f"{plain(rule.minimum_amount)} {res.unit}")
         per_job = rule.minimum_amount
     amount = per_job * jobs
     if jobs > 1:
         text += f"; × {jobs:,} jobs" if raised else f" × {jobs:,} jobs"
-    text += f" = {_fmt(amount)} {res.unit}"
+    text += f" = {fmt_amount(amount)} {res.unit}"
     return Charge(
         resource_id=res.id, unit=res.unit, amount=amount, arithmetic=text, gpu_type=gpu_type,
         gpus_per_job=gpus_per_job, hours_per_job=float(hours_per_job),
         hours_charged_per_job=hours_charged, nodes_per_job=nodes, jobs=jobs,
         gpu_hours=gpus_per_job * hours_per_job * jobs,
+        idle_gpus=idle,
     )
 
 
@@ -181,8 +184,8 @@ def job_limit_warnings(res: Resource | str, gpus_per_job: int, hours_per_run: fl
         tier = res.walltime_tier(gpus_per_job)
         where = f" for {nodes:,}-node jobs ({tier.queue})" if tier and tier.queue else ""
         out.append(
-            f"{res.id}: a run of {_fmt(hours_per_run)} h exceeds the {_fmt(limit)} h walltime limit{where}: "
-            f"it needs ⌈{_fmt(hours_per_run)} ÷ {_fmt(limit)}⌉ = {segments} checkpoint/restart segments"
+            f"{res.id}: a run of {fmt_amount(hours_per_run)} h exceeds the {fmt_amount(limit)} h walltime limit{where}: "
+            f"it needs ⌈{fmt_amount(hours_per_run)} ÷ {fmt_amount(limit)}⌉ = {segments} checkpoint/restart segments"
         )
     tier = res.walltime_tier(gpus_per_job)
     if tier is not None and "preempt" in tier.queue:
@@ -212,8 +215,8 @@ def calendar_warning(days: float, track_name: str = "standard") -> str | None:
     if days <= t.period_days:
         return None
     return (
-        f"The campaign needs {_fmt(round(days, 1))} calendar days at the stated concurrency, more than "
-        f"the {plain(t.period_months)}-month {t.name} period ({_fmt(round(t.period_days, 1))} days; "
+        f"The campaign needs {fmt_amount(round(days, 1))} calendar days at the stated concurrency, more than "
+        f"the {plain(t.period_months)}-month {t.name} period ({fmt_amount(round(t.period_days, 1))} days; "
         f"queue wait not included): run more variants at once (concurrency) or trim the plan"
     )
 
@@ -241,7 +244,7 @@ def access_credits(charges: Iterable[Charge], uncharged: Iterable[str] = ()) -> 
         credits = amount * rate.per_unit
         total += credits
         secondhand |= rate.confidence != "verified"
-        parts.append(f"{rid}: {_fmt(amount)} {res.unit} × {_fmt(rate.per_unit)} = {credits:,.0f} credits")
+        parts.append(f"{rid}: {fmt_amount(amount)} {res.unit} × {fmt_amount(rate.per_unit)} = {credits:,.0f} credits")
     if missing:
         return AccessCredits(None, "; ".join(parts), tuple(missing), secondhand, None)
     return AccessCredits(total, "; ".join(parts), (), secondhand, access_tier(total))

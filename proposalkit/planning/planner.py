@@ -145,6 +145,10 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
         warnings.append(f"{w.name}: sequence length {s.seq_len:,} exceeds {model.id}'s maximum context {model.max_context:,}")
     if s.context and model.max_context and s.context > model.max_context:
         warnings.append(f"{w.name}: context {s.context:,} exceeds {model.id}'s maximum context {model.max_context:,}")
+    filled = [c.count for c in candidates if c.gpu == chosen.gpu and c.fits and c.idle_gpus and c.count < chosen.count]
+    if filled and tp.source == "flops":
+        notes.append(f"{chosen.count} GPUs rather than {filled[0]}: {charge.resource_id} charges whole nodes, so "
+                     f"fewer GPUs would pay for idle ones; {search.SCALING_RULE}")
     if w.kind != "inference":
         if w.zero_stage is None and chosen.zero_stage:
             notes.append(f"ZeRO stage {chosen.zero_stage} chosen so the model states fit "

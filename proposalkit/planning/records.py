@@ -61,6 +61,7 @@ class Candidate(NamedTuple):
     reason: str = ""
     cost: float | None = None       # what the choice compared: the target resource's unit, else requested GPU-hours
     cost_unit: str = "GPU-hours"
+    idle_gpus: int = 0              # GPUs of the whole nodes charged that it leaves idle (node-hour resources)
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ class Charge:
     nodes_per_job: float        # whole nodes, or the node fraction where nodes are shared
     jobs: int
     gpu_hours: float            # GPUs × hours × jobs, before any rounding or factor
+    idle_gpus: int = 0          # GPUs of the whole nodes charged that the job leaves idle, per job
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,12 @@ from .records import Candidate, Settings, Throughput
 
 # GPU counts tried: 1, 2, 4, 8 (within a node), then whole 8-GPU nodes doubling.
 CANDIDATE_COUNTS = (1, 2, 4, 8) + tuple(8 * 2**k for k in range(1, 11))
+# How the runtime changes with the GPU count when no pilot measured that count: the FLOPs
+# estimate is GPUs × peak × MFU ÷ FLOPs per token with the same MFU at every count (data
+# parallel; communication not modelled), and a pilot is scaled by count the same way
+# (estimate/flops.py scale_pilot), flagged as an extrapolation.
+SCALING_RULE = ("the runtime is taken to scale linearly with the GPU count (data parallel at the same MFU; "
+                "communication not modelled)")
 
 
 # ----------------------------------------------------------------- memory
@@ -204,8 +210,10 @@ def choose(model: ModelSpec, w, s: Settings, target: _Target | None, gpus: dict[
                 charge = target.charge(gpu.id, count, hours * (1 + s.buffer), s.variants)
             # With a target resource the allocation is charged in its unit, so that is the cost.
             cost = charge.amount if charge is not None else requested
+            idle = charge.idle_gpus if charge is not None else 0
             cand = Candidate(gpu.id, count, True, mem.total, gpu.usable_memory_bytes, requested, stage, ckpt,
-                             extrapolated, cost=cost, cost_unit=charge.unit if charge is not None else "GPU-hours")
+                             extrapolated, cost=cost, cost_unit=charge.unit if charge is not None else "GPU-hours",
+                             idle_gpus=idle)
             candidates.append(cand)
             # A measured pilot beats any extrapolation of it (DESIGN.md): the pilot's own
             # configuration wins whenever it fits; otherwise the cheapest, then fewer GPUs,
@@ -213,15 +221,20 @@ def choose(model: ModelSpec, w, s: Settings, target: _Target | None, gpus: dict[
             key = (extrapolated, round(cost, 6), count, gpu.usable_memory_bytes)
             if best is None or key < best[0]:
                 best = (key, cand, mem, tp, hours, charge)
-            # Larger counts of this type cost the same or more (linear scaling); stop here
-            # unless checkpointing was needed, when more GPUs may avoid the recompute.
-            if not ckpt:
+            # Under linear scaling (SCALING_RULE) larger counts of this type cost the same or
+            # more, so stop here, unless checkpointing was needed (more GPUs may avoid the
+            # recompute) or the job leaves GPUs of a whole node idle that the resource charges
+            # anyway (node-hour resources): then filling the node costs less (a service's
+            # hours are fixed, so more GPUs never cost it less).
+            if not ckpt and not (idle and not service):
                 break
     return candidates, best
 
 
 def alternatives(candidates: list[Candidate], chosen: Candidate) -> tuple[Candidate, ...]:
-    """Per GPU type, the best candidate (or the largest that did not fit), with why it lost."""
+    """Per GPU type, the best candidate (or the largest that did not fit), and on node-hour
+    resources every count that cost more because it left GPUs of a charged node idle;
+    each with why it lost."""
     by_type: dict[str, Candidate] = {}
     for c in candidates:
         if c.gpu == chosen.gpu and c.count == chosen.count:
@@ -231,23 +244,36 @@ def alternatives(candidates: list[Candidate], chosen: Candidate) -> tuple[Candid
             by_type[c.gpu] = c
         elif not c.fits and (current is None or (not current.fits and c.count > current.count)):
             by_type[c.gpu] = c
-    out = []
-    for c in by_type.values():
-        if c.fits:
-            if c.extrapolated and not chosen.extrapolated:
-                reason = (f"fits on {c.count}× {c.gpu}, but its throughput would be extrapolated from the "
-                          "pilot; the measured configuration is preferred")
-            elif c.cost > chosen.cost * (1 + 1e-9):
-                more = c.cost / chosen.cost - 1
-                reason = f"fits on {c.count}× {c.gpu} but costs {more:.0%} more {c.cost_unit}"
-                if c.activation_checkpointing:
-                    reason += " (needs activation checkpointing: the recompute costs time)"
-            else:
-                reason = f"fits on {c.count}× {c.gpu} at the same cost; ties go to fewer GPUs, then the smaller GPU"
+    return tuple(c._replace(reason=_why_not(c, chosen)) for c in candidates
+                 if not (c.gpu == chosen.gpu and c.count == chosen.count)
+                 and (by_type[c.gpu] is c or (c.fits and c.idle_gpus and c.cost > chosen.cost * (1 + 1e-9))))
+
+
+def _why_not(c: Candidate, chosen: Candidate) -> str:
+    """Why a candidate lost to the chosen configuration."""
+    if not c.fits:
+        return does_not_fit(c)
+    same_unit = c.cost_unit == chosen.cost_unit
+    if c.extrapolated and not chosen.extrapolated:
+        reason = (f"fits on {c.count}× {c.gpu}, but its throughput would be extrapolated from the "
+                  "pilot; the measured configuration is preferred")
+        if chosen.idle_gpus and same_unit and c.cost < chosen.cost * (1 - 1e-9):
+            reason += (f" (it would cost {charges.fmt_amount(c.cost)} {c.cost_unit} vs "
+                       f"{charges.fmt_amount(chosen.cost)}: the measured configuration leaves "
+                       f"{resources.gpus_text(chosen.idle_gpus)} of a node that is charged whole idle; a pilot on "
+                       f"{c.count}× {c.gpu} would settle it)")
+        return reason
+    if c.cost > chosen.cost * (1 + 1e-9):
+        if c.idle_gpus and same_unit:
+            reason = (f"fits on {c.count}× {c.gpu} but costs {charges.fmt_amount(c.cost)} {c.cost_unit} vs "
+                      f"{charges.fmt_amount(chosen.cost)}: a node is charged whole, so {resources.gpus_text(c.idle_gpus)} "
+                      "would sit idle")
         else:
-            reason = does_not_fit(c)
-        out.append(c._replace(reason=reason))
-    return tuple(out)
+            reason = f"fits on {c.count}× {c.gpu} but costs {c.cost / chosen.cost - 1:.0%} more {c.cost_unit}"
+        if c.activation_checkpointing:
+            reason += " (needs activation checkpointing: the recompute costs time)"
+        return reason
+    return f"fits on {c.count}× {c.gpu} at the same cost; ties go to fewer GPUs, then the smaller GPU"
 
 
 def does_not_fit(c: Candidate) -> str:
