@@ -31,14 +31,29 @@ QLORA_SPEED_FACTOR = 2413 / 3083
 QLORA_SPEED_SOURCE = "torchtune README @30b8519e: Llama 3.1 8B on 1× RTX 4090, QLoRA 2,413 vs LoRA 3,083 tokens/s"
 
 
+# Where each term comes from, as the report cites it.
+FULL_DENSE_SOURCE = "Kaplan et al. 2020"        # 6·N: forward 2N + backward 4N
+LORA_DENSE_SOURCE = "Hu et al. 2021"            # 4·N: frozen weights need no weight gradients
+ATTENTION_SOURCE = "Chowdhery et al. 2022, App. B"   # 12·L·H·Q·T (PaLM)
+
+
 @dataclass(frozen=True)
 class FlopsPerToken:
-    """Model FLOPs per trained token, split into named terms."""
+    """Model FLOPs per trained token, split into named terms, with every figure
+    of the derivation: dense = dense_factor × matmul_params; attention =
+    12 × L × H × Q × T from attention_shape. Render prints these; it derives nothing."""
 
     dense: float          # GEMMs with the weights
     attention: float      # QKᵀ and AV, which have no weights
     recompute: float      # extra forward pass of full activation checkpointing (hardware, not model, FLOPs)
-    formula: str
+    formula: str          # model_formula, plus the recomputed terms when there are any
+    matmul_params: int    # N: parameters in matrix multiplies (shapes.matmul_params)
+    dense_factor: int     # 6 for full training, 4 for LoRA/QLoRA
+    dense_source: str     # FULL_DENSE_SOURCE or LORA_DENSE_SOURCE
+    dense_reason: str     # why that factor, in words
+    attention_shape: tuple[int, int, int, int] | None    # (L, H, Q, T); None without an architecture
+    model_formula: str    # "6·N + 12·L·H·Q·T": the model FLOPs alone
+    attention_source: str = ATTENTION_SOURCE
 
     @property
     def model(self) -> float:
@@ -62,16 +77,21 @@ def training_flops_per_token(model: ModelSpec, method: str, seq_len: int,
     hardware FLOPs (Korthikanti et al. 2022 §5), not counted in MFU.
     """
     n = matmul_params(model)
-    dense_factor = 6 if method == "full" else 4
+    full = method == "full"
+    dense_factor = 6 if full else 4
     dense = dense_factor * n
     attention = 0.0
+    shape = None
     if model.has_architecture:
+        shape = (model.layers, model.heads, model.head_size, seq_len)
         attention = 12 * model.layers * model.heads * model.head_size * seq_len
     recompute = (2 * n + attention / 3) if activation_checkpointing else 0.0
-    formula = f"{dense_factor}·N" + (" + 12·L·H·Q·T" if attention else "")
-    if recompute:
-        formula += " (+ 2·N + 4·L·H·Q·T recomputed)"
-    return FlopsPerToken(dense, attention, recompute, formula)
+    model_formula = f"{dense_factor}·N" + (" + 12·L·H·Q·T" if attention else "")
+    formula = model_formula + (" (+ 2·N + 4·L·H·Q·T recomputed)" if recompute else "")
+    reason = ("forward 2·N + backward 4·N" if full else
+              "forward 2·N + input gradients 2·N; the frozen weights need no weight gradients")
+    return FlopsPerToken(dense, attention, recompute, formula, n, dense_factor,
+                         FULL_DENSE_SOURCE if full else LORA_DENSE_SOURCE, reason, shape, model_formula)
 
 
 def flops_throughput(flops_per_token: FlopsPerToken, gpus: int, peak_flops: float, mfu: float) -> float:
