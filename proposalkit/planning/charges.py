@@ -193,6 +193,11 @@ def job_limit_warnings(res: Resource | str, gpus_per_job: int, hours_per_run: fl
     return out
 
 
+def calendar_waves(variants: int, concurrency: int = 1) -> int:
+    """Waves of runs one after another: ⌈variants ÷ concurrency⌉."""
+    return math.ceil(variants / concurrency)
+
+
 def calendar_days(runtime_hours_per_run: float, variants: int, concurrency: int = 1) -> float:
     """Calendar days of a campaign: ⌈variants ÷ concurrency⌉ waves × hours per run ÷ 24.
 
@@ -205,8 +210,7 @@ def calendar_days(runtime_hours_per_run: float, variants: int, concurrency: int 
     for label, value in (("variants", variants), ("concurrency", concurrency)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ResourceError(f"{label}: expected a positive integer, got {value!r}")
-    waves = math.ceil(variants / concurrency)
-    return waves * runtime_hours_per_run / HOURS_PER_DAY
+    return calendar_waves(variants, concurrency) * runtime_hours_per_run / HOURS_PER_DAY
 
 
 def calendar_warning(days: float, track_name: str = "standard") -> str | None:

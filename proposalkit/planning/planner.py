@@ -181,6 +181,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
         assumptions=tuple(notes + list(mem.notes)), warnings=tuple(warnings), path=lw.path,
         charge=charge, storage=_storage(w, model, s, tokens, trainable),
         calendar_days=charges.calendar_days(hours, s.variants, s.concurrency),
+        calendar_waves=charges.calendar_waves(s.variants, s.concurrency),
         walltime_hours=walltime, walltime_segments=segments,
     )
 

@@ -102,6 +102,7 @@ class WorkloadPlan:
     charge: Charge | None = None
     storage: WorkloadStorage | None = None     # estimate/storage.py's record, as the planner made it
     calendar_days: float = 0.0
+    calendar_waves: int = 1                     # ⌈variants ÷ concurrency⌉ runs one after another
     walltime_hours: float | None = None
     walltime_segments: int = 1
 

@@ -44,8 +44,6 @@ class TitleBlock:
 @dataclass(frozen=True)
 class GpuTotal:
     gpu_id: str
-    gpu_name: str
-    gpu_hours: float
     gpu_hours_requested: float
 
 
@@ -161,10 +159,9 @@ def _access_view(plan: Plan) -> AccessView | None:
     access = plan.access
     if tier_id is None or access is None:
         return None
-    from ..planning.resources import credit_tiers
-
-    tier = next(t for t in credit_tiers() if t.id == tier_id)
-    within = access.credits is not None and access.credits <= tier.credits
+    tier = next(t for t in res_catalog.credit_tiers() if t.id == tier_id)
+    # The planner holds the credits to the limit (a CapFinding when they are above it or unknown).
+    within = not any(f.what == "access_credits" for f in plan.cap_findings)
     return AccessView(tier.name, tier.credits, access.arithmetic, access.credits,
                       access.tier.name if access.tier else None, within, access.secondhand, access.missing)
 
@@ -182,7 +179,7 @@ class ReportContext:
     has_charges: bool
     has_storage: bool
     storage: StorageTotals | None
-    calendar_days: float | None  # all workloads one after another
+    calendar_days: float         # all workloads one after another
     warnings: tuple[str, ...]
     references: tuple[Reference, ...]
     charts: dict[str, Chart]
@@ -203,8 +200,9 @@ class ReportContext:
 
 def _title(plan: Plan) -> TitleBlock:
     p = plan.proposal
-    get = (lambda name: getattr(p, name, None)) if p is not None else (lambda name: None)
-    return TitleBlock(get("title"), get("pi"), get("institution"), get("resource"), get("track"), get("date"))
+    if p is None:
+        return TitleBlock(None, None, None, None, None, None)
+    return TitleBlock(p.title, p.pi, p.institution, p.resource, p.track, p.date)
 
 
 
@@ -266,12 +264,11 @@ def resources_view(plan: Plan) -> ResourcesView | None:
     target resource get a row per GPU type in GPU-hours. None when no workload
     has a target resource.
     """
-    if all(getattr(w, "charge", None) is None for w in plan.workloads):
+    if all(w.charge is None for w in plan.workloads):
         return None
     keyed: dict[tuple[str | None, str], list[WorkloadPlan]] = {}
     for w in plan.workloads:
-        charge = getattr(w, "charge", None)
-        key = (charge.resource_id, charge.gpu_type) if charge is not None else (None, w.gpu.id)
+        key = (w.charge.resource_id, w.charge.gpu_type) if w.charge is not None else (None, w.gpu.id)
         keyed.setdefault(key, []).append(w)
     rows = []
     for (rid, gpu), ws in sorted(keyed.items(), key=lambda item: item[0][0] is None):   # stable: uncharged last
@@ -312,33 +309,22 @@ def resources_view(plan: Plan) -> ResourcesView | None:
 def report_context(plan: Plan) -> ReportContext:
     """The context the templates get: views of the plan with every derivation written out."""
     views = tuple(workload_view(w, f"A.{i}") for i, w in enumerate(plan.workloads, start=1))
-    by_gpu: dict[str, list] = {}
-    for w in plan.workloads:
-        row = by_gpu.setdefault(w.gpu.id, [w.gpu.name, 0.0, 0.0])
-        row[1] += w.gpu_hours
-        row[2] += w.gpu_hours_requested
-    by_resource: dict[tuple[str, str], float] = {}
-    for v in views:
-        if v.charge_amount is not None:
-            key = (v.charge_resource or "", v.charge_unit or "")
-            by_resource[key] = by_resource.get(key, 0.0) + v.charge_amount
     storage = None
-    if any(v.storage is not None for v in views):
+    if any(w.storage is not None for w in plan.workloads):
         storage = plan.storage_totals()
-    days = [v.calendar_days for v in views if v.calendar_days is not None]
     return ReportContext(
         heading="B. Estimate of Compute, Storage and Other Resources",
         title=_title(plan),
         workloads=views,
         gpu_hours=plan.gpu_hours,
         gpu_hours_requested=plan.gpu_hours_requested,
-        by_gpu=tuple(GpuTotal(k, v[0], v[1], v[2]) for k, v in by_gpu.items()),
-        by_resource=tuple(ResourceTotal(r, u, a) for (r, u), a in by_resource.items()),
+        by_gpu=tuple(GpuTotal(gpu, hours) for gpu, hours in plan.by_gpu_type().items()),
+        by_resource=tuple(ResourceTotal(r, unit, amount) for r, (unit, amount) in plan.by_resource().items()),
         resources=resources_view(plan),
-        has_charges=any(v.charge_amount is not None for v in views),
+        has_charges=any(w.charge is not None for w in plan.workloads),
         has_storage=storage is not None,
         storage=storage,
-        calendar_days=sum(days) if days else None,
+        calendar_days=plan.calendar_days,
         warnings=tuple(plan.warnings),
         references=references(plan, views),
         charts=_charts(views),

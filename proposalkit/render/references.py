@@ -93,11 +93,11 @@ def references(plan: Plan, views: tuple[WorkloadView, ...]) -> tuple[Reference, 
     for w in plan.workloads:
         if w.gpu.id not in seen:
             seen.add(w.gpu.id)
-            usable = getattr(w.gpu, "usable_memory_source", "")
+            usable = w.gpu.usable_memory_source
             refs.append(Reference(w.gpu.name, " ".join(w.gpu.source.split())
                                   + (f" Usable memory: {' '.join(usable.split())}" if usable else "")))
     for w in plan.workloads:
-        charge = getattr(w, "charge", None)
+        charge = w.charge
         if charge is not None and charge.resource_id not in seen:
             seen.add(charge.resource_id)
             r = res_catalog.resource(charge.resource_id)

@@ -9,7 +9,6 @@ settings, the alternatives and the rules of thumb beside the estimate.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ..estimate.flops import matmul_params
@@ -82,7 +81,7 @@ class WorkloadView:
     charge_unit: str | None
     charge_resource: str | None
     storage: WorkloadStorage | None     # the plan's record, as it is
-    calendar_days: float | None
+    calendar_days: float
 
 
 
@@ -179,24 +178,19 @@ def _gpu_hours_step(w: WorkloadPlan) -> Step:
 
 
 def _walltime_step(w: WorkloadPlan) -> Step | None:
-    segments = getattr(w, "walltime_segments", 1) or 1
-    limit = getattr(w, "walltime_hours", None)
-    if segments <= 1 or limit is None:
+    if w.walltime_segments <= 1 or w.walltime_hours is None:
         return None
-    return Step("Walltime", f"⌈{fmt_hours_precise(w.runtime_hours)} h ÷ {fmt_hours(limit)} h job limit⌉ = "
-                            f"{segments} jobs per run, chained through checkpoints")
+    return Step("Walltime", f"⌈{fmt_hours_precise(w.runtime_hours)} h ÷ {fmt_hours(w.walltime_hours)} h job "
+                            f"limit⌉ = {w.walltime_segments} jobs per run, chained through checkpoints")
 
 
-def _calendar_step(w: WorkloadPlan, days: float | None) -> Step | None:
-    if days is None:
-        return None
+def _calendar_step(w: WorkloadPlan) -> Step:
     s = w.settings
     if s.variants == 1:
-        return Step("Calendar", f"{fmt_hours_precise(w.runtime_hours)} h ÷ 24 = {fmt_days(days)} days "
+        return Step("Calendar", f"{fmt_hours_precise(w.runtime_hours)} h ÷ 24 = {fmt_days(w.calendar_days)} days "
                                 "(queue wait not included)")
-    waves = math.ceil(s.variants / s.concurrency)
-    return Step("Calendar", f"⌈{s.variants} runs ÷ {s.concurrency} at once⌉ = {waves} × "
-                            f"{fmt_hours_precise(w.runtime_hours)} h ÷ 24 = {fmt_days(days)} days "
+    return Step("Calendar", f"⌈{s.variants} runs ÷ {s.concurrency} at once⌉ = {w.calendar_waves} × "
+                            f"{fmt_hours_precise(w.runtime_hours)} h ÷ 24 = {fmt_days(w.calendar_days)} days "
                             "(queue wait not included)")
 
 
@@ -250,13 +244,13 @@ def workload_view(w: WorkloadPlan, appendix: str = "Appendix A") -> WorkloadView
         steps.append(Step("Tokens", w.tokens_derivation))
     steps += throughput
     steps += [_runtime_step(w), _gpu_hours_step(w)]
-    charge = getattr(w, "charge", None)
+    charge = w.charge
     if charge is not None:
         steps.append(Step(charge.unit, f"{charge.resource_id}: {charge.arithmetic}"))
-    days = getattr(w, "calendar_days", None)
-    for step in (_calendar_step(w, days), _walltime_step(w)):
-        if step is not None:
-            details.append(step)
+    details.append(_calendar_step(w))
+    walltime = _walltime_step(w)
+    if walltime is not None:
+        details.append(walltime)
     storage, storage_details = _storage(w)
     details += storage_details
     return WorkloadView(
@@ -270,8 +264,9 @@ def workload_view(w: WorkloadPlan, appendix: str = "Appendix A") -> WorkloadView
         steps=tuple(steps), details=tuple(details), settings=_settings(w),
         alternatives=w.alternatives,
         cross_checks=checks, assumptions=tuple(w.assumptions), warnings=tuple(w.warnings),
-        charge_amount=getattr(charge, "amount", None), charge_unit=getattr(charge, "unit", None),
-        charge_resource=getattr(charge, "resource_id", None),
-        storage=storage, calendar_days=days,
+        charge_amount=charge.amount if charge is not None else None,
+        charge_unit=charge.unit if charge is not None else None,
+        charge_resource=charge.resource_id if charge is not None else None,
+        storage=storage, calendar_days=w.calendar_days,
     )
 
