@@ -17,7 +17,8 @@ from ..errors import InputError, Problem
 from ..estimate.shapes import ModelSpec
 from .messages import Path, field_name, translate, unknown_gpu, unknown_model, unknown_resource
 from .model_config import read_config
-from .schema import MAX_TOKENS, UNION_TAGS, Proposal, Workload, WorkloadFile, describe
+from .bounds import BOUNDS
+from .schema import LORA_TARGETS, UNION_TAGS, Proposal, Workload, WorkloadFile, describe
 from .yamlfile import Source, parse_yaml
 
 
@@ -93,13 +94,16 @@ def _resolve_model(workload: Workload, index: int, source: Source, base_dir: str
     return spec, []
 
 
-def _check(workload: Workload, index: int, source: Source, resource_ids) -> list[Problem]:
-    """Rules that span fields: catalog ids, kind/method, tokens."""
+def _check(workload: Workload, model: ModelSpec | None, index: int, source: Source, resource_ids) -> list[Problem]:
+    """Rules that span fields: catalog ids, kind/method, tokens, parallel degrees, the model's shape."""
     problems: list[Problem] = []
 
     def add(path: Path, message: str) -> None:
         full = ("workloads", index) + path
         problems.append(Problem(source.path, source.line(full), field_name(full), message))
+
+    for path, message in _parallel(workload, model) + _pilot(workload) + _lora_modules(workload, model):
+        add(path, message)
 
     gpus = catalog.gpus()
     if workload.gpu is not None and workload.gpu not in gpus:
@@ -116,6 +120,12 @@ def _check(workload: Workload, index: int, source: Source, resource_ids) -> list
             add(("hours",), "required for inference (expected hours a service is kept up, or tokens to generate)")
         if workload.context is None:
             add(("context",), "required for inference (expected tokens per sequence, e.g. 8k)")
+        if workload.tokens is not None and workload.throughput is None:
+            # The runtime of batch inference is tokens / rate; without a measured rate there is no
+            # estimate yet (the training FLOPs rule does not apply to generation).
+            add(("tokens",), "batch inference by tokens needs a measured rate (expected throughput: "
+                             "{tokens_per_second, gpu, gpus} from a pilot run, or hours for a service kept up; "
+                             "an estimate from requests, input_tokens and output_tokens is not available yet)")
     else:
         if workload.kind == "pretrain" and workload.method not in (None, "full"):
             add(("method",), f"pretraining trains every weight (got {workload.method!r}, expected 'full' or nothing)")
@@ -128,10 +138,13 @@ def _check(workload: Workload, index: int, source: Source, resource_ids) -> list
         if workload.data is not None:
             d = workload.data
             tokens = d.samples * d.seq_len * d.epochs
-            if tokens > MAX_TOKENS:
+            bound = BOUNDS["tokens"]
+            if tokens > bound.high:
                 add(("data",), f"implausibly large (got {d.samples:,} samples × {d.seq_len:,} tokens × {d.epochs:g} "
-                               f"epochs = {tokens:.3g} tokens, expected at most 10^15 tokens, 64× the 15.6T "
-                               "Llama 3 was pretrained on)")
+                               f"epochs = {tokens:.3g} tokens, expected {bound.reason})")
+            elif round(tokens) < bound.low:
+                add(("data",), f"implausibly small (got {d.samples:,} samples × {d.seq_len:,} tokens × {d.epochs:g} "
+                               f"epochs = {tokens:.3g} tokens, expected at least 1 token)")
         if workload.hours is not None:
             add(("hours",), "only for an inference service (the training runtime is computed from the tokens)")
         if workload.lora is not None and workload.method not in ("lora", "qlora"):
@@ -145,6 +158,53 @@ def _check(workload: Workload, index: int, source: Source, resource_ids) -> list
     if workload.throughput is not None and workload.kind == "inference" and workload.hours is not None:
         add(("throughput",), "an inference service is costed by hours; throughput applies to a token count")
     return problems
+
+
+def _parallel(workload: Workload, model: ModelSpec | None) -> list[tuple[Path, str]]:
+    """Tensor and pipeline parallelism against the pinned GPU count and the model's heads and layers."""
+    if workload.kind == "inference":
+        return []
+    out = []
+    tp, pp = workload.tensor_parallel or 1, workload.pipeline_parallel or 1
+    if model is not None and model.has_architecture:
+        if tp > model.heads:
+            out.append((("tensor_parallel",), f"more ranks than the model has attention heads (got {tp}, expected "
+                                              f"at most {model.heads}: each tensor-parallel rank holds at least "
+                                              "one head)"))
+        if pp > model.layers:
+            out.append((("pipeline_parallel",), f"more stages than the model has layers (got {pp}, expected at most "
+                                                f"{model.layers}: each pipeline stage holds at least one layer)"))
+    per_copy = tp * pp
+    if workload.gpus is not None and workload.gpus % per_copy:
+        given = " × ".join(f"{name} {value}" for name, value in
+                           (("tensor_parallel", workload.tensor_parallel),
+                            ("pipeline_parallel", workload.pipeline_parallel)) if value)
+        what = "fewer GPUs than one model copy takes" if workload.gpus < per_copy else "not a whole number of model copies"
+        out.append((("gpus",), f"{what} (got {workload.gpus}; {given} puts one copy on {per_copy} GPUs, expected a "
+                               f"multiple of {per_copy}, e.g. {per_copy} or {2 * per_copy})"))
+    return out
+
+
+def _pilot(workload: Workload) -> list[tuple[Path, str]]:
+    """A measured rate per GPU above what any GPU can do is a slip (BOUNDS)."""
+    pilot = workload.throughput
+    bound = BOUNDS["tokens_per_second_per_gpu"]
+    if pilot is None or pilot.tokens_per_second / pilot.gpus <= bound.high:
+        return []
+    return [(("throughput", "tokens_per_second"),
+             f"implausibly large (got {describe(pilot.tokens_per_second)} on {pilot.gpus} GPU"
+             f"{'s' if pilot.gpus > 1 else ''}, expected {bound.expected})")]
+
+
+def _lora_modules(workload: Workload, model: ModelSpec | None) -> list[tuple[Path, str]]:
+    """LoRA target modules the model has: a GELU MLP (GPT-2) has up_proj and down_proj, no gate_proj."""
+    if workload.lora is None or model is None or not model.has_architecture or model.mlp == "swiglu":
+        return []
+    if "gate_proj" not in workload.lora.targets:
+        return []
+    valid = [t for t in LORA_TARGETS if t != "gate_proj"]
+    return [(("lora", "targets"), f"not a module of this model (got 'gate_proj': a GELU MLP has up_proj and "
+                                  f"down_proj only; expected {', '.join(valid[:-1])} or {valid[-1]})")]
 
 
 def _raw_ids(item: dict, index: int, source: Source, resource_ids, invalid: set[Path]) -> list[Problem]:
@@ -249,7 +309,7 @@ def load_file(path: str, resource_ids=None, *, raw: bytes | None = None, base_di
                                         f"a parameter count alone cannot size {needs} (got params only, expected "
                                         "a catalog id, config, or layers, hidden, heads, kv_heads, ffn_hidden "
                                         "and vocab)"))
-        problems += _check(workload, index, source, resource_ids)
+        problems += _check(workload, model, index, source, resource_ids)
         if model is not None:
             loaded.append(LoadedWorkload(workload, model, path, source.line(("workloads", index)), index))
     if problems:

@@ -12,12 +12,13 @@ import datetime
 import math
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from ..estimate.lora import LORA_TARGETS
 from ..estimate.precision import OPTIMIZERS, PRECISIONS, TRAINING_METHODS as METHODS  # one home: the estimates
 from ..units import parse_count
+from .bounds import BOUNDS
 
 KINDS = ("finetune", "pretrain", "inference")
 TRACKS = ("startup", "standard")
@@ -34,6 +35,11 @@ def describe(value: object) -> str:
         return "null (empty)"
     if isinstance(value, float):
         return str(value) if not math.isfinite(value) else f"{value:g}"
+    if isinstance(value, int) and abs(value) >= 10**16:
+        # Compact, as floats print (1e+300): a slip of 300 digits is not echoed back whole.
+        digits = str(abs(value))
+        mantissa = f"{digits[0]}.{digits[1:6]}".rstrip("0").rstrip(".")
+        return f"{'-' if value < 0 else ''}{mantissa}e+{len(digits) - 1}"
     if isinstance(value, (list, tuple)):
         return "a list"
     if isinstance(value, dict):
@@ -62,11 +68,11 @@ def _positive_int(value: object) -> int:
     return int(number)
 
 
-def _non_negative_int(value: object) -> int:
-    expected = "an integer from 0 to 3"
-    number = _number(value, expected)
-    if not 0 <= number <= 3 or number != int(number):
-        raise _fail("out of range", value, expected)
+def _zero_stage(value: object) -> int:
+    bound = BOUNDS["zero_stage"]
+    number = _number(value, bound.expected)
+    if not bound.low <= number <= bound.high or number != int(number):
+        raise _fail("out of range", value, bound.expected)
     return int(number)
 
 
@@ -121,58 +127,52 @@ _COUNT_SCHEMA = {"anyOf": [{"type": "integer", "exclusiveMinimum": 0},
 _FLOAT_SCHEMA = {"anyOf": [{"type": "number", "exclusiveMinimum": 0},
                            {"type": "string", "pattern": r"^\s*[0-9][0-9_]*(\.[0-9]*)?([eE][+-]?[0-9]+)?\s*[kKMBGT]?\s*$"}]}
 
-PositiveInt = Annotated[int, BeforeValidator(_positive_int), WithJsonSchema(_COUNT_SCHEMA)]
-
-
-def _at_most(base, maximum: float, expected: str):
-    """A positive number no larger than `maximum`: beyond it a value cannot be meant
-    (a slip of the exponent or the suffix), and would print as nonsense in a proposal."""
+def _within(base, name: str):
+    """A number checked by `base` (type and sign), then against BOUNDS[name]: a value
+    outside cannot be meant (a slip of the exponent or the suffix)."""
+    bound = BOUNDS[name]
 
     def check(value: object):
         number = base(value)
-        if number > maximum:
-            raise _fail("implausibly large", value, expected)
+        if number > bound.high:
+            raise _fail("implausibly large", value, bound.expected)
+        if number < bound.low:
+            raise _fail("implausibly small", value, bound.expected)
         return number
 
     return BeforeValidator(check)
 
 
-def _capped(schema: dict, maximum: float) -> dict:
-    return {"anyOf": [{**schema["anyOf"][0], "maximum": maximum}, schema["anyOf"][1]]}
+def _capped(schema: dict, name: str) -> dict:
+    return {"anyOf": [{**schema["anyOf"][0], "maximum": BOUNDS[name].high}, schema["anyOf"][1]]}
 
 
-# Upper bounds, each far above anything published, so they only catch slips:
-# Llama 3 was pretrained on 15.6T tokens (Dubey et al. 2024) and the largest
-# published models are near 2T parameters; context windows reach 10M tokens
-# (Llama 4 Scout); the largest GPU clusters hold about 10^5 GPUs; a service
-# kept up for a decade is a slip (a request longer than its allocation period
-# is a calendar warning, since ACCESS projects can run as long as their grant).
-MAX_TOKENS = 10**15
-MAX_PARAMS = 10**14
-MAX_SEQUENCE = 10**8
-MAX_GPUS = 10**6
-MAX_HOURS = 10**5
-Tokens = Annotated[int, _at_most(_positive_int, MAX_TOKENS, "at most 10^15 tokens, 64× the 15.6T Llama 3 was "
-                                                             "pretrained on; check the suffix: k, M, B, T"),
-                   WithJsonSchema(_capped(_COUNT_SCHEMA, MAX_TOKENS))]
-Params = Annotated[int, _at_most(_positive_int, MAX_PARAMS, "at most 10^14 parameters, 50× the largest published "
-                                                             "models; check the suffix: M, B, T"),
-                   WithJsonSchema(_capped(_COUNT_SCHEMA, MAX_PARAMS))]
-Sequence = Annotated[int, _at_most(_positive_int, MAX_SEQUENCE, "at most 10^8 tokens per sequence, 10× the longest "
-                                                                 "published context window"),
-                     WithJsonSchema(_capped(_COUNT_SCHEMA, MAX_SEQUENCE))]
-Samples = Annotated[int, _at_most(_positive_int, MAX_TOKENS, "at most 10^15 samples; check the suffix: k, M, B, T"),
-                    WithJsonSchema(_capped(_COUNT_SCHEMA, MAX_TOKENS))]
-GpuCount = Annotated[int, _at_most(_positive_int, MAX_GPUS, "at most 10^6 GPUs, 10× the largest clusters"),
-                     WithJsonSchema(_capped(_COUNT_SCHEMA, MAX_GPUS))]
-NonNegativeInt = Annotated[int, BeforeValidator(_non_negative_int), WithJsonSchema({"type": "integer", "minimum": 0})]
+def _bounded_int(name: str):
+    return Annotated[int, _within(_positive_int, name), WithJsonSchema(_capped(_COUNT_SCHEMA, name))]
+
+
+Tokens = _bounded_int("tokens")
+Params = _bounded_int("params")
+Sequence = _bounded_int("sequence")
+Samples = _bounded_int("samples")
+GpuCount = _bounded_int("gpus")
+Variants = _bounded_int("variants")
+Concurrency = _bounded_int("concurrency")
+CheckpointsRetained = _bounded_int("checkpoints_retained")
+MicroBatch = _bounded_int("micro_batch")
+Batch = _bounded_int("batch")
+LoraRank = _bounded_int("lora_rank")
+TensorParallel = _bounded_int("tensor_parallel")
+PipelineParallel = _bounded_int("pipeline_parallel")
+Dimension = _bounded_int("dimension")
+TokensPerSecond = Annotated[float, _within(_positive_float, "tokens_per_second"),
+                            WithJsonSchema({"anyOf": [{"type": "number", "minimum": BOUNDS["tokens_per_second"].low},
+                                                      _FLOAT_SCHEMA["anyOf"][1]]})]
 PositiveFloat = Annotated[float, BeforeValidator(_positive_float), WithJsonSchema(_FLOAT_SCHEMA)]
 Fraction01 = Annotated[float, BeforeValidator(_fraction), WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 1})]
 Buffer = Annotated[float, BeforeValidator(_buffer), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
-ZeroStage = Annotated[int, BeforeValidator(_non_negative_int), WithJsonSchema({"type": "integer", "minimum": 0, "maximum": 3})]
-ServiceHours = Annotated[float, _at_most(_positive_float, MAX_HOURS, "at most 100,000 hours, 11 years kept up; "
-                                                                     "use variants for several services"),
-                         WithJsonSchema(_capped(_FLOAT_SCHEMA, MAX_HOURS))]
+ZeroStage = Annotated[int, BeforeValidator(_zero_stage), WithJsonSchema({"type": "integer", "minimum": 0, "maximum": 3})]
+ServiceHours = Annotated[float, _within(_positive_float, "hours"), WithJsonSchema(_capped(_FLOAT_SCHEMA, "hours"))]
 Bool = Annotated[bool, BeforeValidator(_boolean), WithJsonSchema({"type": "boolean"})]
 Text = Annotated[str, BeforeValidator(_text), WithJsonSchema({"type": "string"})]
 
@@ -199,13 +199,13 @@ class ModelShape(_Strict):
 
     name: Text | None = None
     params: Params | None = Field(None, description="Total parameters, e.g. 7B.")
-    layers: PositiveInt | None = None
-    hidden: PositiveInt | None = None
-    heads: PositiveInt | None = None
-    kv_heads: PositiveInt | None = None
-    head_dim: PositiveInt | None = None
-    ffn_hidden: PositiveInt | None = None
-    vocab: PositiveInt | None = None
+    layers: Dimension | None = None
+    hidden: Dimension | None = None
+    heads: Dimension | None = None
+    kv_heads: Dimension | None = None
+    head_dim: Dimension | None = None
+    ffn_hidden: Dimension | None = None
+    vocab: Dimension | None = None
     max_context: Sequence | None = None
     tied_embeddings: Bool | None = None
     mlp: Literal["swiglu", "gelu"] | None = None
@@ -238,20 +238,32 @@ class Data(_Strict):
 class Throughput(_Strict):
     """A measured pilot: tokens per second on `gpus` GPUs of type `gpu` (all GPUs together)."""
 
-    tokens_per_second: PositiveFloat
+    tokens_per_second: TokensPerSecond
     gpu: Text
     gpus: GpuCount = 1
 
 
+def _lora_targets(targets: list) -> list:
+    if not targets:
+        raise PydanticCustomError("pk", "empty list (expected at least one module: {modules}, or all-linear)",
+                                  {"modules": ", ".join(LORA_TARGETS[:-1])})
+    if "all-linear" in targets and len(targets) > 1:
+        raise PydanticCustomError("pk", "'all-linear' already names every linear module (got [{got}]; expected "
+                                        "all-linear alone, or module names without it)",
+                                  {"got": ", ".join(targets)})
+    return targets
+
+
 class Lora(_Strict):
-    rank: PositiveInt = 16
-    targets: list[Literal[LORA_TARGETS]] = Field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    rank: LoraRank = 16
+    targets: Annotated[list[Literal[LORA_TARGETS]], AfterValidator(_lora_targets)] = Field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
 
 
 class Storage(_Strict):
     """Checkpointing policy (storage section of the report)."""
 
-    checkpoints_retained: PositiveInt = Field(3, description="Checkpoints kept on scratch per run.")
+    checkpoints_retained: CheckpointsRetained = Field(3, description="Checkpoints kept on scratch per run.")
 
 
 class WorkloadFields(_Strict):
@@ -264,26 +276,26 @@ class WorkloadFields(_Strict):
     data: Data | None = None
     tokens: Tokens | None = Field(None, description="Training tokens of one variant, all epochs; or batch-inference tokens.")
     throughput: Throughput | None = None
-    variants: PositiveInt | None = Field(None, description="Independent repeats (sweeps, seeds, ablations).")
+    variants: Variants | None = Field(None, description="Independent repeats (sweeps, seeds, ablations).")
     gpu: Text | None = Field(None, description="Pin a GPU type (catalog id).")
     gpus: GpuCount | None = Field(None, description="Pin the GPU count.")
     precision: Literal[PRECISIONS] | None = None
     buffer: Buffer | None = Field(None, description="Contingency added to GPU-hours (default 0.30).")
     seq_len: Sequence | None = None
-    micro_batch: PositiveInt | None = None
+    micro_batch: MicroBatch | None = None
     zero_stage: ZeroStage | None = None
-    tensor_parallel: PositiveInt | None = None
-    pipeline_parallel: PositiveInt | None = None
+    tensor_parallel: TensorParallel | None = None
+    pipeline_parallel: PipelineParallel | None = None
     activation_checkpointing: Bool | None = None
     flash_attention: Bool | None = None
     optimizer: Literal[OPTIMIZERS] | None = None
     lora: Lora | None = None
     mfu: Fraction01 | None = Field(None, description="Model-FLOPs utilization when no pilot is given.")
     context: Sequence | None = Field(None, description="Inference: tokens per sequence.")
-    batch: PositiveInt | None = Field(None, description="Inference: concurrent sequences.")
+    batch: Batch | None = Field(None, description="Inference: concurrent sequences.")
     hours: ServiceHours | None = Field(None, description="Inference service: wall-clock hours kept up.")
     resource: Text | None = Field(None, description="Target resource for this workload (overrides proposal.resource).")
-    concurrency: PositiveInt | None = Field(None, description="Runs of this workload at once.")
+    concurrency: Concurrency | None = Field(None, description="Runs of this workload at once.")
     storage: Storage | None = None
 
 

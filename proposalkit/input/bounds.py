@@ -1,0 +1,87 @@
+"""Plausibility bounds on the numbers of a workload file: the one table, each bound with its reason.
+
+A value beyond a bound cannot be meant (a slip of the exponent or the suffix:
+1e300, 2000T), would print as nonsense in a proposal, and can overflow the
+arithmetic. Each bound lies far beyond anything published, so it only catches
+slips; its reason is the message's "expected ..." text, so the user sees why.
+Numbers outside a bound are quoted as the user wrote them (schema.describe),
+never with 300 digits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Values from `low` to `high` (both allowed); `reason` is the message's range and why, `hint` how to mend."""
+
+    low: float
+    high: float
+    reason: str
+    hint: str = ""
+
+    @property
+    def expected(self) -> str:
+        return f"{self.reason}; {self.hint}" if self.hint else self.reason
+
+
+BOUNDS = {
+    # Llama 3 was pretrained on 15.6T tokens (Dubey et al. 2024).
+    "tokens": Bound(1, 10**15, "at most 10^15 tokens, 64× the 15.6T Llama 3 was pretrained on",
+                   "check the suffix: k, M, B, T"),
+    # A sample is at least one token, so samples share the token bound.
+    "samples": Bound(1, 10**15, "at most 10^15 samples", "check the suffix: k, M, B, T"),
+    # The largest published models are near 2T parameters.
+    "params": Bound(1, 10**14, "at most 10^14 parameters, 50× the largest published models",
+                   "check the suffix: M, B, T"),
+    # Context windows reach 10M tokens (Llama 4 Scout).
+    "sequence": Bound(1, 10**8, "at most 10^8 tokens per sequence, 10× the longest published context window"),
+    # The largest GPU clusters hold about 10^5 GPUs.
+    "gpus": Bound(1, 10**6, "at most 10^6 GPUs, 10× the largest clusters"),
+    # A service kept up for a decade is a slip (a request longer than its allocation
+    # period is a calendar warning, since ACCESS projects can run as long as their grant).
+    "hours": Bound(0, 10**5, "at most 100,000 hours, 11 years kept up; use variants for several services"),
+    # Each variant is a whole run, planned and charged; large hyperparameter sweeps run
+    # hundreds to a few thousand trials.
+    "variants": Bound(1, 10**5, "at most 100,000 variants, each a whole run: 100× a large hyperparameter sweep"),
+    # Each run at once holds at least one GPU, so more runs at once than the GPU bound cannot be.
+    "concurrency": Bound(1, 10**6, "at most 10^6 runs at once: each run holds at least one GPU, and 10^6 GPUs "
+                                   "is 10× the largest clusters"),
+    # Checkpoints beyond the last few are archived, not kept on scratch (3 by default).
+    "checkpoints_retained": Bound(1, 1000, "at most 1,000 checkpoints on scratch per run; keep the last few on "
+                                           "scratch and archive the rest"),
+    # Llama 3.1 405B's whole global batch was 16M tokens, 2,048 sequences of 8,192 (Dubey et al. 2024).
+    "micro_batch": Bound(1, 10**5, "at most 100,000 sequences per GPU per step, 50× the 2,048-sequence global "
+                                   "batch of Llama 3.1 405B"),
+    # Concurrent sequences of a service, on the same scale as a training step's batch.
+    "batch": Bound(1, 10**5, "at most 100,000 concurrent sequences, 50× the 2,048-sequence global batch of "
+                             "Llama 3.1 405B"),
+    # Llama 3.1 405B's hidden size is 16,384, the widest published; a rank at a layer's width is full rank.
+    "lora_rank": Bound(1, 16_384, "at most 16,384, the hidden size of the widest published models (Llama 3.1 "
+                                  "405B); a rank at a layer's width is no longer low-rank"),
+    # Lower: one token in 10 s is slower than a GPU decodes any model that fits it; a smaller
+    # rate is a unit slip (tokens per hour?) and would make the runtime absurd.
+    "tokens_per_second": Bound(0.1, float("inf"), "at least 0.1 tokens per second, one token every 10 s: "
+                                                  "check the unit is tokens per second, for all GPUs together"),
+    # Upper, per GPU: training a 10M-parameter model at 10^7 tokens/s takes 6·10^7·10^7 =
+    # 6·10^14 FLOP/s, most of an H100's 989 TFLOP/s dense 16-bit peak (NVIDIA H100 datasheet).
+    "tokens_per_second_per_gpu": Bound(0, 10**7, "at most 10^7 tokens per second per GPU: training even a "
+                                                 "10M-parameter model that fast takes 6·10^14 FLOP/s, most of an "
+                                                 "H100's dense 16-bit peak"),
+    # Llama 3.1 405B has 128 attention heads, the most published; each tensor-parallel rank
+    # holds at least one head (Megatron-LM splits attention by heads, Shoeybi et al. 2019).
+    "tensor_parallel": Bound(1, 128, "at most 128: each tensor-parallel rank holds at least one attention head, "
+                                     "and no published model has more than 128 (Llama 3.1 405B)"),
+    # Llama 3.1 405B has 126 layers; each pipeline stage holds at least one layer.
+    "pipeline_parallel": Bound(1, 256, "at most 256: each pipeline stage holds at least one layer, and the "
+                                       "deepest published models have about 126 (Llama 3.1 405B)"),
+    # DeepSpeed ZeRO has stages 1 to 3 (Rajbhandari et al. 2020); 0 is plain data parallelism.
+    "zero_stage": Bound(0, 3, "an integer from 0 to 3, the stages of DeepSpeed ZeRO (0: none)"),
+    # Gemma's vocabulary of 256,000 tokens is the largest dimension of a published model.
+    "dimension": Bound(1, 10**7, "at most 10^7, 40× the largest dimension of a published model "
+                                 "(Gemma's 256,000-token vocabulary)"),
+    # DeepSeek-V3 routes among 256 experts per layer, the most published.
+    "experts": Bound(1, 10**4, "at most 10,000 experts, 39× DeepSeek-V3's 256"),
+}
