@@ -312,7 +312,7 @@ def test_invalid_setups_raise_clear_errors():
         inference_memory(LLAMA2_7B, InferenceSetup(context=1, precision="int3"))
 
 
-# --- cross-checks (seed rules of thumb; GB = 10^9)
+# --- cross-checks (rules of thumb; GB = 10^9)
 
 
 def _by_name(checks: list[CrossCheck]) -> dict[str, int]:
@@ -322,27 +322,27 @@ def _by_name(checks: list[CrossCheck]) -> dict[str, int]:
 def test_cross_checks_inference():
     p = LLAMA2_7B.params                                    # 6,738,415,616
     got = _by_name(cross_checks(LLAMA2_7B, kind="inference", method="full", precision="bf16", context=4096))
-    seed000 = 2 * p + 4096 * 10**6                          # 2·P(B) + 1·ctx(k) GB
-    assert got["seed 000 inference rule"] == seed000 == 17_572_831_232
-    assert got["NAIRR guide inference rule with overhead"] == math.ceil(Fraction(seed000) * Fraction(115, 100) + 10**9)
-    assert got["seed 001 inference at bf16"] == 2 * p
+    nairr = 2 * p + 4096 * 10**6                            # 2·P(B) + 1·ctx(k) GB
+    assert got["NAIRR guide inference rule"] == nairr == 17_572_831_232
+    assert got["NAIRR guide inference rule with overhead"] == math.ceil(Fraction(nairr) * Fraction(115, 100) + 10**9)
+    assert got["inference weights at bf16"] == 2 * p
     int4 = _by_name(cross_checks(LLAMA2_7B, kind="inference", method="full", precision="int4", context=None))
-    assert int4["seed 001 inference at int4"] == p // 2
-    assert int4["seed 000 inference rule"] == 2 * p
+    assert int4["inference weights at int4"] == p // 2
+    assert int4["NAIRR guide inference rule"] == 2 * p
 
 
 def test_cross_checks_training():
     p = LLAMA2_7B.params
     full = _by_name(cross_checks(LLAMA2_7B, kind="finetune", method="full", precision="bf16", context=None))
-    assert full["seed 000 training rule"] == 40 * p
-    assert full["seed 002 training rule"] == 16 * p
-    assert full["seed 001 full training (f16)"] == 6 * p
+    assert full["NAIRR guide training rule"] == 40 * p
+    assert full["training at 16 bytes per parameter"] == 16 * p
+    assert full["full training (f16)"] == 6 * p
     fp32 = _by_name(cross_checks(LLAMA2_7B, kind="pretrain", method="full", precision="fp32", context=None))
-    assert fp32["seed 001 full training (f32)"] == 12 * p
+    assert fp32["full training (f32)"] == 12 * p
     lora = _by_name(cross_checks(LLAMA2_7B, kind="finetune", method="lora", precision="bf16", context=None))
-    assert lora["seed 001 LoRA (f16)"] == math.ceil(p * Fraction(21, 10))
+    assert lora["LoRA (f16)"] == math.ceil(p * Fraction(21, 10))
     qlora = _by_name(cross_checks(LLAMA2_7B, kind="finetune", method="qlora", precision="bf16", context=None))
-    assert qlora["seed 001 QLoRA (int4)"] == math.ceil(p * Fraction(6, 10))
+    assert qlora["QLoRA (int4)"] == math.ceil(p * Fraction(6, 10))
     for check in cross_checks(LLAMA2_7B, kind="finetune", method="lora", precision="bf16", context=None):
         assert check.formula and check.source
 

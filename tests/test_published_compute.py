@@ -1,8 +1,8 @@
-"""Runtime and GPU-hours against published figures, and the seeds' worked examples recomputed.
+"""Runtime and GPU-hours against published figures, and two worked examples recomputed.
 
 Expected values are computed here from the published inputs, with the source
-beside each number; the seeds' printed results are not copied (two of them
-are arithmetically wrong, see the comments).
+beside each number; the examples' printed results are not copied (both are
+arithmetically wrong, see the comments).
 """
 
 from __future__ import annotations
@@ -74,23 +74,23 @@ def test_flops_per_token_by_hand_llama2_7b():
     assert ckpt.model == fpt.model  # MFU stays defined on model FLOPs
 
 
-def test_seed_001_training_time_recomputed():
-    """Seed 001: 7B params, 300B tokens, 312 TFLOP/s (A100 bf16), 8 GPUs, utilization 0.8.
+def test_common_training_time_example_recomputed():
+    """A common worked example of 6·N·D: 7B params, 300B tokens, 312 TFLOP/s (A100 bf16), 8 GPUs, utilization 0.8.
     T = 300e9 × 6 × 7e9 ÷ (312e12 × 8 × 0.8) = 1.26e22 ÷ 1.9968e15 = 6,310,096 s = 1,752.8 h.
-    (The seed prints 6,310 s ≈ 1.75 h: off by a factor of 1000.)"""
-    p = plan(name="seed001", kind="pretrain", model={"params": "7B"}, tokens="300B",
+    (The example as commonly printed gives 6,310 s ≈ 1.75 h: off by a factor of 1000.)"""
+    p = plan(name="pretrain-7b", kind="pretrain", model={"params": "7B"}, tokens="300B",
              gpu="a100-80gb", gpus=8, mfu=0.8, buffer=0)
     assert p.runtime_hours == pytest.approx(300e9 * 6 * 7e9 / (312e12 * 8 * 0.8) / 3600)
     assert p.runtime_hours == pytest.approx(1752.8, abs=0.05)
     assert p.gpu_hours == pytest.approx(1752.8 * 8, abs=0.5)
 
 
-def test_seed_000_lora_pilot_recomputed():
-    """Seed 000: pilot 55k tokens/s on 1× A100-40GB; 50k samples × 2k tokens × 2 epochs = 200M tokens;
-    30% buffer; 10 variants. Runtime = 200e6 ÷ 55e3 ÷ 3600 = 1.0101 h for BOTH epochs (the seed
+def test_nairr_guide_lora_pilot_recomputed():
+    """NAIRR community guide, GPU Estimate example: pilot 55k tokens/s on 1× A100-40GB; 50k samples × 2k tokens × 2 epochs = 200M tokens;
+    30% buffer; 10 variants. Runtime = 200e6 ÷ 55e3 ÷ 3600 = 1.0101 h for BOTH epochs (the guide
     says ~1 h per epoch, ~2 h total: the epochs counted twice); requested per variant
-    1.0101 × 1.3 = 1.3131 GPU-h; 10 variants = 13.13 GPU-h (not the seed's ~26)."""
-    p = plan(name="seed000", kind="finetune", method="lora", model="stable-code-3b",
+    1.0101 × 1.3 = 1.3131 GPU-h; 10 variants = 13.13 GPU-h (not the guide's ~26)."""
+    p = plan(name="lora-pilot", kind="finetune", method="lora", model="stable-code-3b",
              data={"samples": 50_000, "seq_len": 2_000, "epochs": 2},
              throughput={"tokens_per_second": "55k", "gpu": "a100-40gb", "gpus": 1}, variants=10)
     assert p.tokens == 200_000_000

@@ -18,7 +18,7 @@ from ..units import SECONDS_PER_HOUR
 # A100 GPU-hours (Touvron et al. 2023, Table 2) imply 0.445 (7B) and 0.46
 # (70B) under training_flops_per_token below (tests/test_published_compute.py),
 # so 0.40 leans toward requesting slightly more rather than less.
-# Seed 001's 0.8 is never the default; a user's `mfu` overrides this.
+# A rule of thumb's 0.8 utilization is never the default; a user's `mfu` overrides this.
 DEFAULT_MFU = 0.40
 DEFAULT_MFU_SOURCE = ("0.40: Dubey et al. 2024 Table 4 (38–43% BF16 MFU, Llama 3 405B on H100); "
                       "Korthikanti et al. 2022 Table 3 (41.5%, 22B on 8 A100); "
