@@ -406,8 +406,8 @@ def test_workflow_commands_on_a_pull_request(tmp_path):
     body = (root / "budget-diff.md").read_text(encoding="utf-8")
     assert (tmp_path / "summary.md").read_text(encoding="utf-8") == body
     sections = body.split("### Budget change: ")[1:]
-    assert [s.splitlines()[0] for s in sections] == ["`workloads/extra.yaml`", "`workloads/plan.yaml`",
-                                                     "`workloads/retired.yaml`"]
+    assert [s.splitlines()[0] for s in sections] == ["workloads/extra.yaml", "workloads/plan.yaml",
+                                                     "workloads/retired.yaml"]
     assert sections[0].splitlines()[2] == "Requested GPU-hours: 0.0 → 1.3 (+1.3); 1 added."
     assert sections[1].splitlines()[2] == ("Requested GPU-hours: 16.1 → 56.0 (+39.9, +248.1%); "
                                            "1 added, 1 removed, 1 renamed, 1 changed.")
@@ -423,5 +423,5 @@ def test_workflow_on_invalid_input(tmp_path):
     diffed = bash(step("Diff")["run"], root, env)
     assert diffed.returncode == 0, diffed.stderr
     body = (root / "budget-diff.md").read_text(encoding="utf-8").splitlines()
-    assert body[:5] == ["### Budget change: `workloads/plan.yaml`", "", "proposalkit diff failed:", "", "```"]
-    assert body[5].startswith("workloads/plan.yaml:10: workloads[0].variants: ")
+    assert body[:4] == ["### Budget change: workloads/plan.yaml", "", "proposalkit diff failed:", ""]
+    assert body[4].startswith("    workloads/plan.yaml:10: workloads[0].variants: ")   # an indented code block

@@ -1,9 +1,9 @@
 """Two versions of a plan → the budget change a reviewer reads in a pull request.
 
 OLD and NEW are workload files, `REV:PATH` read with `git show`, or
-`/dev/null` (no workloads: a file added or deleted). Both are loaded and
-planned like any file; every number comes from the plans' JSON form
-(output.plan_dict), never recomputed here. Workloads are matched by name;
+`/dev/null` (no workloads: a file added or deleted), loaded and planned by
+sides.py; every number comes from the plans' JSON form (output.plan_dict),
+never recomputed here. Workloads are matched by name;
 a removed and an added workload whose settings are identical except the
 name (and description) are one renamed workload.
 """
@@ -11,109 +11,41 @@ name (and description) are one renamed workload.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
+import re
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import InputError, Problem
+from ..render.format import md_escape
+from ..text import control_escape
 from ..units import GiB
+from .sides import EMPTY, Side, Version, read_side  # noqa: F401  (EMPTY, Side: this module's API too)
 
 SCHEMA_VERSION = 1
-EMPTY = "/dev/null"   # git's name for the missing side of an added or deleted file
+_JSON_RAW_CONTROL = re.compile("[\x7f-\x9f]")
 
 # Categories in the order they are reported.
 CATEGORIES = ("added", "removed", "renamed", "changed", "unchanged")
 
 
-# ----------------------------------------------------------------- reading
+# ----------------------------------------------------------------- escaping
 
-@dataclass(frozen=True)
-class Version:
-    """One planned workload of one side: its plan (JSON form) and its settings."""
-
-    name: str
-    plan: dict                 # output.workload_dict
-    settings: dict             # the workload as validated (defaults merged), JSON form
-
-    @property
-    def requested(self) -> float:
-        return self.plan["gpu_hours_requested"]
-
-    @property
-    def resource_id(self) -> str | None:
-        """The target resource (partition) the planner charged, if any."""
-        return (self.plan.get("resource") or {}).get("id")
-
-    def rename_key(self) -> str:
-        """Everything that defines the workload except its name and description."""
-        settings = {k: v for k, v in self.settings.items() if k not in ("name", "description")}
-        return json.dumps([settings, self.resource_id, self.plan["model"]["params"]], sort_keys=True)
+def markdown_text(text: object) -> str:
+    """User text for the Markdown that CI posts on pull requests: control characters
+    shown as escapes, then every character GitHub acts on escaped (images, links,
+    HTML, @mentions, table pipes), as report.md does. The budget workflow escapes
+    the file names it prints with it."""
+    return md_escape(control_escape(text))
 
 
-@dataclass(frozen=True)
-class Side:
-    label: str                 # what the user typed: a path, REV:PATH or /dev/null
-    workloads: dict[str, Version]
-    totals: dict               # output.plan_dict()["totals"]
-
-
-def _git(args: list[str], label: str) -> bytes:
-    try:
-        done = subprocess.run(["git", *args], capture_output=True)
-    except FileNotFoundError:
-        raise InputError([Problem(label, None, "", "cannot read it from git: the 'git' command was not found "
-                                                   "(install git, or give a file path)")]) from None
-    if done.returncode != 0:
-        lines = [ln.strip() for ln in done.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
-        message = lines[0] if lines else f"git {args[0]} exited with {done.returncode}"
-        raise InputError([Problem(label, None, "", f"cannot read it from git ({message})")])
-    return done.stdout
-
-
-def _working_tree_path(path: str, label: str) -> str:
-    """Where REV:PATH's file lives in the working tree (git reads PATH from the
-    repository root, or from the current directory when it starts with ./ or ../)."""
-    if path.startswith(("./", "../")):
-        return os.path.abspath(path)
-    top = _git(["rev-parse", "--show-toplevel"], label).decode("utf-8", "replace").strip()
-    return os.path.join(top, path)
-
-
-def _load_text(raw: bytes, label: str, original: str, resource_ids):
-    """Load workload-file bytes read from git as if they were the file `original`, naming them `label`.
-
-    `config:` paths resolve next to the original in the working tree; nothing is written to disk.
-    """
-    from ..input.loading import load_file
-
-    return load_file(label, resource_ids, raw=raw, base_dir=os.path.dirname(os.path.abspath(original)))
-
-
-def _load(spec: str, resource_ids):
-    """One side → the loaded files ([] for /dev/null)."""
-    from ..input.loading import load_file
-
-    if spec == EMPTY:
-        return []
-    if os.path.exists(spec) or ":" not in spec:
-        return [load_file(spec, resource_ids)]
-    rev, path = spec.split(":", 1)
-    raw = _git(["show", f"{rev}:{path}"], spec)
-    return [_load_text(raw, spec, _working_tree_path(path, spec), resource_ids)]
-
-
-def read_side(spec: str) -> Side:
-    """Load and plan one side of the diff."""
-    from ..input.loading import known_resource_ids
-    from ..render.output import plan_dict
-    from ..planning.planner import plan_files
-
-    files = _load(spec, known_resource_ids())
-    planned = plan_dict(plan_files(files))
-    settings = {lw.spec.name: lw.spec.model_dump(mode="json") for f in files for lw in f.workloads}
-    workloads = {w["name"]: Version(w["name"], w, settings[w["name"]]) for w in planned["workloads"]}
-    return Side(spec, workloads, planned["totals"])
+def _code(text: object) -> str:
+    """User text as a Markdown code span that nothing in it can end: the backtick
+    fence is longer than any run of backticks inside (CommonMark), padded with a
+    space where the text starts or ends with one; a pipe is escaped, which GitHub
+    honours inside code spans in tables; control characters and newlines never pass."""
+    text = control_escape(re.sub(r"\s+", " ", str(text))).replace("|", "\\|")
+    fence = "`" * (1 + max((len(run) for run in re.findall("`+", text)), default=0))
+    pad = " " if text.startswith(("`", " ")) or text.endswith(("`", " ")) else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 # ----------------------------------------------------------------- comparing
@@ -169,12 +101,17 @@ def _plain(n: int | None) -> str:
     return "unset" if n is None else f"{n:,}"
 
 
-def _text(label: str, a: object, b: object, show: Callable[[object], str]) -> str:
-    """'tokens 200M → 400M'; of two mappings only the keys that differ: 'LoRA rank 16 → 32'."""
+def _text(label: str, a: object, b: object, show: Callable[[object], str],
+          escape: Callable[[object], str] = str) -> str:
+    """'tokens 200M → 400M'; of two mappings only the keys that differ: 'LoRA rank 16 → 32'.
+
+    `escape` is applied to every piece that comes from the workload files (md_escape for Markdown).
+    """
     if isinstance(a, dict) and isinstance(b, dict) and label != "GPUs":
         keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
-        return f"{label} " + ", ".join(f"{k} {_value(a.get(k))} → {_value(b.get(k))}" for k in keys)
-    return f"{label} {show(a)} → {show(b)}"
+        return f"{label} " + ", ".join(f"{escape(k)} {escape(_value(a.get(k)))} → {escape(_value(b.get(k)))}"
+                                       for k in keys)
+    return f"{label} {escape(show(a))} → {escape(show(b))}"
 
 
 def _lora(v: dict | None) -> str:
@@ -246,6 +183,7 @@ class Change:
     before: object
     after: object
     text: str                  # "tokens 200M → 400M"
+    markdown: str              # the same with the workload files' text escaped (md_escape)
 
 
 def changes(old: Version, new: Version) -> list[Change]:
@@ -256,14 +194,16 @@ def changes(old: Version, new: Version) -> list[Change]:
     for f in FIELDS:
         a, b = f.get(old), f.get(new)
         if a != b:
-            out.append(Change(f.key, f.label, a, b, _text(f.label, a, b, f.show)))
+            out.append(Change(f.key, f.label, a, b, _text(f.label, a, b, f.show),
+                              _text(f.label, a, b, f.show, markdown_text)))
             shown.update(f.inputs)
     for key in sorted(set(old.settings) | set(new.settings)):
         if key == "name" or key in shown:
             continue
         a, b = old.settings.get(key), new.settings.get(key)
         if a != b:
-            out.append(Change(f"input.{key}", key, a, b, _text(key, a, b, _value)))
+            out.append(Change(f"input.{key}", key, a, b, _text(key, a, b, _value),
+                              _text(key, a, b, _value, markdown_text)))
     return out
 
 
@@ -327,15 +267,11 @@ def summary(d: Diff) -> str:
 
 def _describe(v: Version) -> str:
     p = v.plan
-    where = f"{p['gpu']['count']}× {p['gpu']['type']}"
+    where = f"{p['gpu']['count']}× {markdown_text(p['gpu']['type'])}"
     if p["kind"] == "inference" and not p["tokens"]:
         return f"{where}, service {_hours(p['runtime_hours'])} h"
     runs = f", {p['variants']} variants" if p["variants"] != 1 else ""
     return f"{where}, {_count(p['tokens'])} tokens{runs}"
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def markdown(d: Diff) -> str:
@@ -345,7 +281,7 @@ def markdown(d: Diff) -> str:
         out += ["| workload | change | before | after | delta | what changed |",
                 "| --- | --- | ---: | ---: | ---: | --- |"]
         for e in rows:
-            name = f"`{e.old_name}` → `{e.name}`" if e.category == "renamed" else f"`{e.name}`"
+            name = f"{_code(e.old_name)} → {_code(e.name)}" if e.category == "renamed" else _code(e.name)
             before = _hours(e.before.requested) if e.before else "—"
             after = _hours(e.after.requested) if e.after else "—"
             delta = _delta(e.delta)
@@ -356,8 +292,8 @@ def markdown(d: Diff) -> str:
             elif e.category == "removed":
                 what = "was " + _describe(e.before)
             else:
-                what = "; ".join(c.text for c in e.changes) or "name only"
-            out.append(f"| {name} | {e.category} | {before} | {after} | {delta} | {_cell(what)} |")
+                what = "; ".join(c.markdown for c in e.changes) or "name only"
+            out.append(f"| {name} | {e.category} | {before} | {after} | {delta} | {what} |")
         out.append("")
     unchanged = d.of("unchanged")
     if unchanged:
@@ -373,11 +309,13 @@ def markdown(d: Diff) -> str:
 
     out.append(row("**requested GPU-hours**", t0["gpu_hours_requested"], t1["gpu_hours_requested"]))
     for gpu in sorted(set(t0["by_gpu_type"]) | set(t1["by_gpu_type"])):
-        out.append(row(f"GPU-hours on {gpu}", t0["by_gpu_type"].get(gpu, 0.0), t1["by_gpu_type"].get(gpu, 0.0)))
+        out.append(row(f"GPU-hours on {markdown_text(gpu)}", t0["by_gpu_type"].get(gpu, 0.0),
+                       t1["by_gpu_type"].get(gpu, 0.0)))
     r0, r1 = t0.get("by_resource", {}), t1.get("by_resource", {})
     for rid in sorted(set(r0) | set(r1)):
         unit = (r1.get(rid) or r0[rid])["unit"]
-        out.append(row(f"{rid}, {unit}", r0.get(rid, {}).get("amount", 0.0), r1.get(rid, {}).get("amount", 0.0)))
+        out.append(row(f"{markdown_text(rid)}, {markdown_text(unit)}", r0.get(rid, {}).get("amount", 0.0),
+                       r1.get(rid, {}).get("amount", 0.0)))
     out.append(row("GPU-hours before the buffer", t0["gpu_hours"], t1["gpu_hours"]))
     return "\n".join(out) + "\n"
 
@@ -438,5 +376,8 @@ def run_diff(old: str, new: str, fmt: str = "markdown") -> str:
     """`proposalkit diff OLD NEW`: the budget change as Markdown or JSON."""
     d = compare(read_side(old), read_side(new))
     if fmt == "json":
-        return json.dumps(diff_dict(d), indent=2, ensure_ascii=False) + "\n"
+        # json escapes C0 controls; DEL and C1 (U+0080–U+009F, CSI among them) pass through with
+        # ensure_ascii=False, so they are written as \u escapes too: the same values, nothing raw.
+        text = json.dumps(diff_dict(d), indent=2, ensure_ascii=False) + "\n"
+        return _JSON_RAW_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return markdown(d)
