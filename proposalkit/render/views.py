@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..estimate.flops import matmul_params
 from ..estimate.storage import WorkloadStorage
 from ..planning.planner import Candidate, WorkloadPlan
 from ..units import SECONDS_PER_HOUR
@@ -130,22 +129,18 @@ def _throughput_steps(w: WorkloadPlan, appendix: str) -> tuple[list[Step], list[
     steps, details = [], []
     fpt = tp.flops_per_token
     if fpt is not None:
-        n = matmul_params(w.model)
-        factor = 6 if (w.method or "full") == "full" else 4
-        terms = [f"{factor} × {fmt_count(n)}"]
-        if fpt.attention:
-            m = w.model
-            terms.append(f"12 × {m.layers} × {m.heads} × {m.head_size} × {fmt_count(w.settings.seq_len)}")
-        text = f"{fpt.formula.split(' (')[0]} = {' + '.join(terms)} = {fpt.model / 1e9:,.2f} GFLOP"
+        terms = [f"{fpt.dense_factor} × {fmt_count(fpt.matmul_params)}"]
+        if fpt.attention_shape is not None:
+            layers, heads, head_size, seq_len = fpt.attention_shape
+            terms.append(f"12 × {layers} × {heads} × {head_size} × {fmt_count(seq_len)}")
+        text = f"{fpt.model_formula} = {' + '.join(terms)} = {fpt.model / 1e9:,.2f} GFLOP"
         if fpt.recompute:
             text += (f"; + {fpt.recompute / 1e9:,.2f} GFLOP recomputed (activation checkpointing) "
                      f"= {fpt.hardware / 1e9:,.2f} GFLOP on the hardware")
-        cite = "Kaplan et al. 2020" if factor == 6 else "Hu et al. 2021"
-        text += f" ({cite}; attention: Chowdhery et al. 2022, App. B)"
+        text += f" ({fpt.dense_source}; attention: {fpt.attention_source})"
         steps.append(Step("FLOPs per token", text))
     if fpt is not None and tp.mfu is not None:
-        gpus = f"{w.gpu_count} GPU" + ("s" if w.gpu_count > 1 else "")
-        steps.append(Step("Throughput", f"{gpus} × {w.gpu.peak_16bit_flops / 1e12:,.0f} TFLOP/s × MFU {_mfu(tp.mfu)} "
+        steps.append(Step("Throughput", f"{_gpus(w.gpu_count)} × {w.gpu.peak_16bit_flops / 1e12:,.0f} TFLOP/s × MFU {_mfu(tp.mfu)} "
                                         f"({appendix}) ÷ {fpt.hardware / 1e9:,.2f} GFLOP = "
                                         f"{fmt_rate(tp.tokens_per_second)} tokens/s"))
     else:
