@@ -1,0 +1,91 @@
+"""The README's command table, run: every exit code it documents for a command, one case each.
+
+The table is parsed from README.md; each (command, code) pair it lists must have a
+case below and each case must be listed, so the table and the commands cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from proposalkit.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = str(ROOT / "workloads" / "code-models.yaml")
+
+# Fits nowhere without any pin: a 70B full fine-tune held at ZeRO stage 0 keeps 16 bytes per
+# parameter (bf16 weights and gradients, fp32 Adam states and master weights) on every GPU,
+# about 1.1 TB, more than any GPU in the catalog at any count.
+NOWHERE = "workloads:\n  - {name: huge, kind: finetune, method: full, model: llama-3.1-70b, tokens: 1M, zero_stage: 0}\n"
+INVALID = "workloads:\n  - {name: a, kind: finetune, variants: ten}\n"
+
+
+def documented() -> dict[str, set[int]]:
+    """Command → the exit codes its README row lists ('as `plan`' borrows plan's)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = text[text.index("| command | does | exit codes |"):]
+    out: dict[str, set[int]] = {}
+    for line in table.splitlines()[2:]:
+        if not line.startswith("| `proposalkit "):
+            break
+        cells = re.split(r"(?<!\\)\|", line)[1:-1]
+        command = cells[0].strip().strip("`").split()[1]
+        codes = cells[2]
+        borrowed = re.match(r"\s*as `(\w+)`", codes)
+        out[command] = set(out[borrowed.group(1)]) if borrowed else set()
+        out[command] |= {int(c) for c in re.findall(r"(?<![\w.-])([0-3])(?![\w.-])", codes)}
+    return out
+
+
+def write_inputs(tmp_path) -> None:
+    (tmp_path / "nowhere.yaml").write_text(NOWHERE, encoding="utf-8")
+    (tmp_path / "invalid.yaml").write_text(INVALID, encoding="utf-8")
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+
+
+def cases(tmp_path):
+    """(command, exit code) → its arguments, on the files write_inputs makes in tmp_path."""
+    nowhere, invalid, a_file = tmp_path / "nowhere.yaml", tmp_path / "invalid.yaml", tmp_path / "a-file"
+    out = tmp_path / "build"
+    return {
+        ("plan", 0): ["plan", EXAMPLE],
+        ("plan", 1): ["plan", nowhere],
+        ("plan", 2): ["plan", invalid],
+        ("report", 0): ["report", EXAMPLE, "-o", out, "--format", "md"],
+        ("report", 1): ["report", nowhere, "-o", out, "--format", "md"],
+        ("report", 2): ["report", EXAMPLE, "-o", a_file / "sub", "--format", "md"],   # a file where a folder goes
+        ("diff", 0): ["diff", "/dev/null", EXAMPLE],
+        ("diff", 1): ["diff", EXAMPLE, nowhere],
+        ("diff", 2): ["diff", EXAMPLE, invalid],
+        ("check", 0): ["check", EXAMPLE],
+        ("check", 1): ["check", nowhere],
+        ("check", 2): ["check", invalid],
+        ("catalog", 0): ["catalog", "resources"],
+        ("catalog", 2): ["catalog", "nope"],
+        ("schema", 0): ["schema"],
+    }
+
+
+def exit_code(argv) -> int:
+    try:
+        return main([str(a) for a in argv])
+    except SystemExit as stop:      # argparse's own errors
+        return stop.code
+
+
+def test_every_documented_code_has_a_case_and_no_other(tmp_path):
+    table = {(command, code) for command, codes in documented().items() for code in codes}
+    assert {"plan", "report", "diff", "check", "catalog", "schema"} <= set(documented())
+    assert table == set(cases(tmp_path))
+
+
+@pytest.mark.parametrize("command, code", sorted(cases(Path("/nonexistent"))))
+def test_documented_exit_code(command, code, tmp_path, capsys):
+    write_inputs(tmp_path)
+    assert exit_code(cases(tmp_path)[command, code]) == code
+    out, err = capsys.readouterr()
+    assert (err == "") == (code == 0)       # a failure always says why, on stderr
+    assert "Traceback" not in err
