@@ -18,6 +18,7 @@ from ..estimate.shapes import ModelSpec
 from .messages import Path, field_name, translate, unknown_gpu, unknown_model, unknown_resource
 from .model_config import read_config
 from .bounds import BOUNDS
+from .files import WORKLOAD_FILE, Refused, read_limited
 from .schema import LORA_TARGETS, UNION_TAGS, Proposal, Workload, WorkloadFile, describe
 from .yamlfile import Source, parse_yaml
 
@@ -91,7 +92,29 @@ def _resolve_model(workload: Workload, index: int, source: Source, base_dir: str
         return None, [Problem(source.path, source.line(at), field_name(at),
                               "incomplete model (expected params, or all of layers, hidden, heads, "
                               "ffn_hidden and vocab, or config)")]
+    problem = _shape_problem(spec)
+    if problem:
+        return None, [Problem(source.path, source.line(at), field_name(at), problem)]
     return spec, []
+
+
+def _shape_problem(spec: ModelSpec) -> str | None:
+    """What makes a model's shape (given or from config.json) not a transformer's, if anything."""
+    if not spec.has_architecture:
+        return None
+    if spec.head_dim is None and spec.hidden % spec.heads:
+        return (f"hidden is not a multiple of heads (got hidden {spec.hidden}, heads {spec.heads}; each head is "
+                "hidden / heads wide, expected heads dividing hidden, or head_dim given)")
+    if spec.kv_head_count > spec.heads or spec.heads % spec.kv_head_count:
+        return (f"heads is not a multiple of kv_heads (got heads {spec.heads}, kv_heads {spec.kv_head_count}; "
+                "grouped-query attention shares each key/value head among a whole number of query heads)")
+    if spec.experts_per_token > spec.experts:
+        return (f"more experts per token than experts (got {spec.experts_per_token} of {spec.experts}; "
+                "expected num_experts_per_tok at most num_local_experts)")
+    bound = BOUNDS["params"]
+    if spec.params_override is None and spec.params > bound.high:
+        return f"implausibly large (got {spec.params:.3g} parameters from its shape, expected {bound.reason})"
+    return None
 
 
 def _check(workload: Workload, model: ModelSpec | None, index: int, source: Source, resource_ids) -> list[Problem]:
@@ -253,10 +276,13 @@ def load_file(path: str, resource_ids=None, *, raw: bytes | None = None, base_di
         resource_ids = known_resource_ids()
     if raw is None:
         try:
-            with open(path, "rb") as handle:
-                raw = handle.read()
+            raw = read_limited(path, WORKLOAD_FILE)
+        except Refused as refused:
+            raise InputError([Problem(path, None, "", str(refused))]) from None
         except OSError as error:
             raise InputError([Problem(path, None, "", f"cannot read the file ({error.strerror})")]) from None
+    elif len(raw) > WORKLOAD_FILE.bytes:
+        raise InputError([Problem(path, None, "", WORKLOAD_FILE.too_large(len(raw)))])
     data, source = parse_yaml(path, raw)
     if not isinstance(data, dict):
         raise InputError([Problem(path, source.line(()), "",

@@ -75,6 +75,7 @@ Loader.yaml_implicit_resolvers = {
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_UNREADABLE = object()   # a scalar that could not be constructed (reported as a problem)
 
 
 class Builder:
@@ -98,7 +99,7 @@ class Builder:
 
     def value(self, node, path: Path):
         if isinstance(node, yaml.ScalarNode):
-            return node.value if node.tag == _STR_TAG else self.loader.construct_object(node, deep=True)
+            return node.value if node.tag == _STR_TAG else self._scalar(node, path)
         if id(node) in self.built:
             return self.built[id(node)]
         if id(node) in self.active:
@@ -117,6 +118,14 @@ class Builder:
             return value
         finally:
             self.active.discard(id(node))
+
+    def _scalar(self, node, path: Path):
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except ValueError:   # Python reads integers of at most 4,300 digits (sys.get_int_max_str_digits)
+            self.problems.append(Problem(self.source.path, node.start_mark.line + 1, field_name(path),
+                                         "not a number Python can read (more than 4,300 digits)"))
+            return _UNREADABLE
 
     def _sequence(self, node, path: Path) -> list:
         items = []
@@ -157,7 +166,9 @@ class Builder:
                 self.problems.append(Problem(self.source.path, line, field_name(path),
                                              "a key must be a plain name, not a list or mapping"))
                 continue
-            key = key_node.value if key_node.tag == _STR_TAG else self.loader.construct_object(key_node)
+            key = key_node.value if key_node.tag == _STR_TAG else self._scalar(key_node, path)
+            if key is _UNREADABLE:     # reported
+                continue
             if not isinstance(key, str):
                 # YAML reads `1:`, `null:` or `yes:` as a number, null or boolean; no field is named so.
                 self.problems.append(Problem(self.source.path, line, field_name(path),
