@@ -20,6 +20,7 @@ import sys
 import traceback
 
 from .errors import InfeasibleError, InputError
+from .text import one_line_escape as _safe
 
 EXIT_OK, EXIT_INFEASIBLE, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130      # 128 + SIGINT, as shells report a command stopped by Ctrl-C
@@ -78,7 +79,7 @@ def _drop_stdout() -> None:
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse's own errors also exit 2, as documented
         self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        print(f"{self.prog}: error: {_safe(message)}", file=sys.stderr)
         raise SystemExit(EXIT_INPUT)
 
 
@@ -117,7 +118,7 @@ def cmd_report(args) -> int:
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
     unknown = [f for f in formats if f not in ("md", "html", "pdf")]
     if unknown or not formats:
-        print(f"proposalkit report: --format: unknown format {', '.join(unknown) or '(none)'} "
+        print(f"proposalkit report: --format: unknown format {_safe(', '.join(unknown)) or '(none)'} "
               "(expected md, html, pdf, comma-separated)", file=sys.stderr)
         return EXIT_INPUT
     plan = _plan(args.files)
@@ -125,10 +126,10 @@ def cmd_report(args) -> int:
         written = write_reports(plan, args.output, formats)
     except OSError as error:
         where = error.filename or args.output
-        print(f"proposalkit report: -o {args.output}: cannot write {where} ({error.strerror}); "
+        print(f"proposalkit report: -o {_safe(args.output)}: cannot write {_safe(where)} ({error.strerror}); "
               "choose a folder you can write to", file=sys.stderr)
         return EXIT_INPUT
-    _emit("".join(f"{path}\n" for path in written))
+    _emit("".join(f"{_safe(path)}\n" for path in written))
     return EXIT_OK
 
 
@@ -144,7 +145,7 @@ def cmd_check(args) -> int:
 
     reasons, ok = check(args.files, args.max_gpu_hours)
     if reasons:
-        print("\n".join(reasons), file=sys.stderr)
+        _print_lines("\n".join(reasons))
         return EXIT_INFEASIBLE
     _emit(ok + "\n")
     return EXIT_OK
@@ -217,6 +218,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _print_lines(text: str) -> None:
+    """Messages on stderr, one a line, no control character raw (errors.py escapes its own;
+    this holds for any message an error class formats itself)."""
+    print("\n".join(_safe(line) for line in text.split("\n")), file=sys.stderr)
+
+
 def _debug() -> bool:
     return bool(os.environ.get("PROPOSALKIT_DEBUG"))
 
@@ -231,10 +238,10 @@ def main(argv: list[str] | None = None) -> int:
         _flush()
         return code
     except InputError as error:
-        print(str(error), file=sys.stderr)
+        _print_lines(str(error))
         return EXIT_INPUT
     except InfeasibleError as error:
-        print(str(error), file=sys.stderr)
+        _print_lines(str(error))
         return EXIT_INFEASIBLE
     except _PipeClosed:
         _drop_stdout()
@@ -251,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # a bug of ours: one line, the traceback only on request
         if _debug():
             traceback.print_exc()
-        print(f"proposalkit: internal error: {type(error).__name__}: {error} "
+        print(f"proposalkit: internal error: {type(error).__name__}: {_safe(error)} "
               "(a bug in proposalkit; set PROPOSALKIT_DEBUG=1 for the traceback and please report it)",
               file=sys.stderr)
         return EXIT_INTERNAL
