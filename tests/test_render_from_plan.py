@@ -69,3 +69,19 @@ def test_render_has_no_getattr_defaults_and_no_compute_imports():
         source = path.read_text(encoding="utf-8")
         assert "getattr(" not in source and "hasattr(" not in source, path.name
         assert "estimate.flops" not in source and "estimate.memory" not in source, path.name
+
+
+def test_the_units_table_prints_the_plans_group_sums(tmp_path, monkeypatch):
+    from proposalkit.planning.records import Plan
+    from proposalkit.render.context import resources_view
+
+    path = tmp_path / "w.yaml"
+    text = WORKLOAD.replace("workloads:", "proposal: {resource: ncsa-delta-a100}\nworkloads:")
+    path.write_text(text.replace("a100-80gb", "a100-40gb"), encoding="utf-8")
+    plan = plan_files(load_files([str(path)]))
+    groups = plan.charge_groups()
+    assert [g.workloads for g in groups] == [("tune-a",)]
+    odd = (dataclasses.replace(groups[0], amount=12345.6),)
+    monkeypatch.setattr(Plan, "charge_groups", lambda self: odd)
+    view = resources_view(plan)
+    assert view.rows[0].amount == 12345.6 and view.totals[0].amount == 12345.6

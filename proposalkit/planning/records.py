@@ -16,7 +16,7 @@ from ..estimate.lora import LoraSpec
 from ..estimate.memory import MemoryBreakdown
 from ..estimate.shapes import ModelSpec
 from ..estimate.storage import StorageTotals, WorkloadStorage, storage_totals
-from .resources import CreditTier
+from .resources import CreditTier, system_of
 
 
 @dataclass(frozen=True)
@@ -151,6 +151,32 @@ class AccessCredits:
 
 
 @dataclass(frozen=True)
+class ChargeGroup:
+    """The workloads on one resource (partition) and GPU type, their charges summed (a row of the
+    report's units table). resource_id None: workloads with no target resource, in requested GPU-hours."""
+
+    resource_id: str | None
+    system: str                 # the resource's system ("" without one): its partitions share an allocation
+    gpu_type: str
+    unit: str
+    gpu_hours: float            # the charges' GPU-hours (no resource: the requested GPU-hours)
+    amount: float               # in `unit`, per-job rounding and minimums applied
+    gpus_per_job: tuple[int, ...]
+    workloads: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SystemTotal:
+    """The groups of one system in one unit, summed: partitions of a system add up, systems do not."""
+
+    system: str                 # "" for the workloads with no target resource (GPU-hours)
+    unit: str
+    gpu_hours: float
+    amount: float
+    groups: tuple[ChargeGroup, ...]
+
+
+@dataclass(frozen=True)
 class Plan:
     workloads: tuple[WorkloadPlan, ...]
     proposal: object | None
@@ -191,3 +217,28 @@ class Plan:
             out[w.gpu.id] = out.get(w.gpu.id, 0.0) + w.gpu_hours_requested
         return out
 
+    def charge_groups(self) -> tuple[ChargeGroup, ...]:
+        """The workloads by (resource, GPU type), charges summed; those with no target resource last."""
+        keyed: dict[tuple[str | None, str], list[WorkloadPlan]] = {}
+        for w in self.workloads:
+            key = (w.charge.resource_id, w.charge.gpu_type) if w.charge is not None else (None, w.gpu.id)
+            keyed.setdefault(key, []).append(w)
+        out = []
+        for (rid, gpu), ws in sorted(keyed.items(), key=lambda item: item[0][0] is None):   # stable
+            names = tuple(w.name for w in ws)
+            if rid is None:
+                hours = sum(w.gpu_hours_requested for w in ws)
+                out.append(ChargeGroup(None, "", gpu, "GPU-hours", hours, hours, (), names))
+            else:
+                out.append(ChargeGroup(rid, system_of(rid), gpu, ws[0].charge.unit,
+                                       sum(w.charge.gpu_hours for w in ws), sum(w.charge.amount for w in ws),
+                                       tuple(w.charge.gpus_per_job for w in ws), names))
+        return tuple(out)
+
+    def system_totals(self) -> tuple[SystemTotal, ...]:
+        """charge_groups summed per (system, unit), in order of first use."""
+        keyed: dict[tuple[str, str], list[ChargeGroup]] = {}
+        for group in self.charge_groups():
+            keyed.setdefault((group.system, group.unit), []).append(group)
+        return tuple(SystemTotal(system, unit, sum(g.gpu_hours for g in groups), sum(g.amount for g in groups),
+                                 tuple(groups)) for (system, unit), groups in keyed.items())

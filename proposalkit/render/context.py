@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..planning import resources as res_catalog
 from ..estimate.storage import StorageTotals
-from ..planning.planner import Plan, WorkloadPlan
+from ..planning.planner import Plan
 from ..units import GiB
 from . import charts
 from .format import fmt_gib, fmt_hours
@@ -256,8 +256,10 @@ def _walltime_text(res: res_catalog.Resource, gpus_per_job: tuple[int, ...]) -> 
 def resources_view(plan: Plan) -> ResourcesView | None:
     """The units table: for each resource (partition) used, requested GPU-hours → rule → amount.
 
-    Amounts are the planner's charges summed (whole-node rounding and per-job
-    minimums already applied per workload). Totals are per system and unit:
+    Rows are the plan's charge groups and totals its system totals
+    (Plan.charge_groups, Plan.system_totals: whole-node rounding and per-job
+    minimums already applied per workload); this adds the catalog's words
+    (rule, partition, walltime, sources). Totals are per system and unit:
     partitions of one system draw on one allocation in the same unit (Delta's
     A100, A40 and H200 SUs), so their amounts add; amounts on different
     systems are never added, even when both are called SUs. Workloads with no
@@ -266,41 +268,31 @@ def resources_view(plan: Plan) -> ResourcesView | None:
     """
     if all(w.charge is None for w in plan.workloads):
         return None
-    keyed: dict[tuple[str | None, str], list[WorkloadPlan]] = {}
-    for w in plan.workloads:
-        key = (w.charge.resource_id, w.charge.gpu_type) if w.charge is not None else (None, w.gpu.id)
-        keyed.setdefault(key, []).append(w)
     rows = []
-    for (rid, gpu), ws in sorted(keyed.items(), key=lambda item: item[0][0] is None):   # stable: uncharged last
-        if rid is None:
-            hours = sum(w.gpu_hours_requested for w in ws)
+    for g in plan.charge_groups():
+        if g.resource_id is None:
             rows.append(ResourceRow(
-                resource_id=None, system="", partition="", name="", gpu_type=gpu, gpus_per_node=None,
+                resource_id=None, system="", partition="", name="", gpu_type=g.gpu_type, gpus_per_node=None,
                 rule="GPU-hours as requested", rule_source="", rule_confidence="",
-                gpu_hours_requested=hours, amount=hours, unit="GPU-hours",
-                walltime="—", walltime_source="", walltime_confidence="", workloads=tuple(w.name for w in ws)))
+                gpu_hours_requested=g.gpu_hours, amount=g.amount, unit=g.unit,
+                walltime="—", walltime_source="", walltime_confidence="", workloads=g.workloads))
             continue
-        res = res_catalog.resource(rid)
+        res = res_catalog.resource(g.resource_id)
         rows.append(ResourceRow(
-            resource_id=rid, system=res_catalog.system_of(rid), partition=res.partition, name=res.name,
-            gpu_type=gpu, gpus_per_node=res.gpus_per_node, rule=res_catalog.describe_rule(res),
+            resource_id=g.resource_id, system=g.system, partition=res.partition, name=res.name,
+            gpu_type=g.gpu_type, gpus_per_node=res.gpus_per_node, rule=res_catalog.describe_rule(res),
             rule_source=" ".join(res.source.split()), rule_confidence=res.confidence,
-            gpu_hours_requested=sum(w.charge.gpu_hours for w in ws),
-            amount=sum(w.charge.amount for w in ws), unit=res.unit,
-            walltime=_walltime_text(res, tuple(w.charge.gpus_per_job for w in ws)),
+            gpu_hours_requested=g.gpu_hours, amount=g.amount, unit=g.unit,
+            walltime=_walltime_text(res, g.gpus_per_job),
             walltime_source=" ".join(res.walltime_source.split()), walltime_confidence=res.walltime_confidence,
-            workloads=tuple(w.name for w in ws),
+            workloads=g.workloads,
         ))
-    groups: dict[tuple[str, str], list[ResourceRow]] = {}
-    for row in rows:
-        groups.setdefault((row.system, row.unit), []).append(row)
     totals = []
-    for (system, unit), members in groups.items():
-        ids = list(dict.fromkeys(m.resource_id for m in members))
-        label = (ids[0] if len(ids) == 1 else system) if system else "no target resource"
-        totals.append(UnitTotal(label=label, system=system, unit=unit,
-                                gpu_hours_requested=sum(m.gpu_hours_requested for m in members),
-                                amount=sum(m.amount for m in members), rows=len(members)))
+    for total in plan.system_totals():
+        ids = list(dict.fromkeys(g.resource_id for g in total.groups))
+        label = (ids[0] if len(ids) == 1 else total.system) if total.system else "no target resource"
+        totals.append(UnitTotal(label=label, system=total.system, unit=total.unit,
+                                gpu_hours_requested=total.gpu_hours, amount=total.amount, rows=len(total.groups)))
     used = {c for row in rows for c in (row.rule_confidence, row.walltime_confidence)}
     notes = tuple((mark, CONFIDENCE_NOTES[level]) for level, mark in CONFIDENCE_MARKS.items() if level in used)
     return ResourcesView(rows=tuple(rows), totals=tuple(totals), notes=notes)
