@@ -63,7 +63,9 @@ def parse_count(value: object) -> float:
     """A count that may carry a decimal suffix: 7B, 300B, 16k, 200M, 2T.
 
     Raises ValueError with a short reason on anything else (booleans,
-    words, NaN, infinity).
+    words, NaN, infinity). An internal helper: on user input, the schema's
+    validators turn that ValueError into a Problem (exit 2); on the built-in
+    catalogs it is a bug of ours.
     """
     if isinstance(value, bool):
         raise ValueError("a boolean is not a number")
@@ -82,7 +84,12 @@ def parse_count(value: object) -> float:
 
 
 def parse_memory(value: object) -> int:
-    """A memory size in bytes: 80GB = 80·10^9, 80GiB = 80·2^30; a bare number is bytes."""
+    """A memory size in bytes: 80GB = 80·10^9, 80GiB = 80·2^30; a bare number is bytes.
+
+    Read from the built-in catalogs only (ValueError there is a bug of ours); no
+    workload field is a memory size today. A reader of user input must turn the
+    ValueError into a Problem, as schema._number does for parse_count.
+    """
     if isinstance(value, bool):
         raise ValueError("a boolean is not a size")
     if isinstance(value, (int, float)):

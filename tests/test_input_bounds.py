@@ -96,6 +96,12 @@ CASES = {
         "FILE:7: workloads[0].throughput.tokens_per_second: implausibly large (got 1e+300 on 1 GPU, expected at "
         "most 10^7 tokens per second per GPU: training even a 10M-parameter model that fast takes 6·10^14 "
         "FLOP/s, most of an H100's dense 16-bit peak)\n"),
+    "tokens_per_second too slow for the tokens": (
+        # 10^15 tokens at 0.1 tokens/s per GPU, scaled to 10^6 GPUs: 10^15 / 10^5 / 3600 = 2.78e+06 hours.
+        TRAIN.replace("tokens: 200M", "tokens: 1000T") + "    throughput: {tokens_per_second: 0.1, gpu: a100-80gb}\n",
+        "FILE:7: workloads[0].throughput.tokens_per_second: implausibly small for the tokens (got 0.1: even on "
+        "1,000,000 GPUs, 1e+15 tokens would take 2.78e+06 hours, expected a run of at most 100,000 hours (11 "
+        "years); check the unit is tokens per second, for all GPUs together)\n"),
     "variants": (
         TRAIN + "    variants: 1e300\n",
         "FILE:7: workloads[0].variants: implausibly large (got '1e300', expected at most 100,000 variants, each a "
@@ -134,6 +140,10 @@ CASES = {
         TRAIN.replace("tokens: 200M", "data: {samples: 1, seq_len: 1, epochs: 0.1}"),
         "FILE:6: workloads[0].data: implausibly small (got 1 samples × 1 tokens × 0.1 epochs = 0.1 tokens, "
         "expected at least 1 token)\n"),
+    "long text is quoted by its start": (
+        TRAIN.replace("kind: finetune", "kind: " + "x" * 1000),
+        "FILE:3: workloads[0].kind: unknown kind (got '" + "x" * 60 + "'… (1,000 characters), expected finetune, "
+        "pretrain or inference)\n"),
     "batch inference by tokens without a pilot": (
         INFERENCE + "    tokens: 1B\n",
         "FILE:6: workloads[0].tokens: batch inference by tokens needs a measured rate (expected throughput: "

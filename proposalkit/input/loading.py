@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from .. import catalog
 from ..errors import InputError, Problem
 from ..estimate.shapes import ModelSpec
+from ..units import SECONDS_PER_HOUR
 from .messages import Path, field_name, translate, unknown_gpu, unknown_model, unknown_resource
 from .model_config import read_config
 from .bounds import BOUNDS
@@ -209,14 +210,28 @@ def _parallel(workload: Workload, model: ModelSpec | None) -> list[tuple[Path, s
 
 
 def _pilot(workload: Workload) -> list[tuple[Path, str]]:
-    """A measured rate per GPU above what any GPU can do is a slip (BOUNDS)."""
+    """A measured rate beyond what a GPU can do, or so slow the run would not end, is a slip (BOUNDS)."""
     pilot = workload.throughput
-    bound = BOUNDS["tokens_per_second_per_gpu"]
-    if pilot is None or pilot.tokens_per_second / pilot.gpus <= bound.high:
+    if pilot is None:
         return []
-    return [(("throughput", "tokens_per_second"),
-             f"implausibly large (got {describe(pilot.tokens_per_second)} on {pilot.gpus} GPU"
-             f"{'s' if pilot.gpus > 1 else ''}, expected {bound.expected})")]
+    per_gpu = pilot.tokens_per_second / pilot.gpus
+    bound = BOUNDS["tokens_per_second_per_gpu"]
+    at = ("throughput", "tokens_per_second")
+    if per_gpu > bound.high:
+        return [(at, f"implausibly large (got {describe(pilot.tokens_per_second)} on {pilot.gpus} GPU"
+                     f"{'s' if pilot.gpus > 1 else ''}, expected {bound.expected})")]
+    data = workload.data
+    tokens = workload.tokens or (data.samples * data.seq_len * data.epochs if data else 0)
+    # Even scaled to the most GPUs there can be (linear scaling, as the planner extrapolates),
+    # a run longer than the service-hours bound is a slip of the rate's unit.
+    most, longest = BOUNDS["gpus"].high, BOUNDS["hours"]
+    hours = tokens / (per_gpu * most) / SECONDS_PER_HOUR
+    if hours > longest.high:
+        return [(at, f"implausibly small for the tokens (got {describe(pilot.tokens_per_second)}: even on "
+                     f"{most:,} GPUs, {tokens:.3g} tokens would take {hours:.3g} hours, expected a run of at most "
+                     f"{longest.high:,} hours (11 years); check the unit is tokens per second, for all GPUs "
+                     "together)")]
+    return []
 
 
 def _lora_modules(workload: Workload, model: ModelSpec | None) -> list[tuple[Path, str]]:

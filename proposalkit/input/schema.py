@@ -28,7 +28,8 @@ ACCESS_TIERS = ("explore", "discover", "accelerate")    # resources.yaml access_
 def describe(value: object) -> str:
     """A value as a message shows it: strings quoted, YAML's own spelling for the rest."""
     if isinstance(value, str):
-        return repr(value)
+        # A long text (a pasted paragraph, a 1 MB line) is quoted by its start, not whole.
+        return repr(value) if len(value) <= 80 else repr(value[:60]) + f"… ({len(value):,} characters)"
     if isinstance(value, bool):
         return str(value).lower()
     if value is None:
