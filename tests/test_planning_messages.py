@@ -34,3 +34,119 @@ def test_mfu_at_or_below_the_published_maximum_is_not_warned(tmp_path, capsys, m
     code, out, err, _ = run(tmp_path, capsys, LORA_8B + f", mfu: {mfu}")
     assert (code, err) == (0, "")
     assert "MFU" not in out.replace("at MFU", "")
+
+
+# ---------------------------------------------------------------- fits nowhere: what to change
+# TACC Lonestar6 H100 partition (catalog/resources.yaml): h100-pcie, 2 GPUs per node, 1 node per job,
+# so at most 2 GPUs; h100-pcie has 79.1 GiB usable (catalog/gpus.yaml).
+H100 = "resource: tacc-lonestar6-h100"
+SERVE_405B = f"name: serve, kind: inference, model: llama-3.1-405b, context: 8192, hours: 10, {H100}"
+
+
+def test_inference_dominated_by_weights_suggests_quantization_with_the_numbers(tmp_path, capsys):
+    # Weights on 2 GPUs (tensor parallel 2): 405,853,388,800 params × 2 bytes ÷ 2 = 377.98 GiB.
+    # KV cache: 8,192 tokens × 126 layers × (8 KV heads ÷ 2) × 128 × 2 (K, V) × 2 bytes = 1.97 GiB.
+    # The int4 figure is the same estimate with precision int4 (estimate/precision.py INT4_BITS).
+    code, out, err, path = run(tmp_path, capsys, SERVE_405B)
+    assert (code, out) == (1, "")
+    assert err == (f"{path}:2: workloads[0]: serve does not fit: it needs 420.8 GiB per GPU on 2× h100-pcie, which "
+                   "has 79.1 GiB usable; per GPU the KV cache of context 8,192 × batch 1 takes 2.0 GiB and the bf16 "
+                   "weights 378.0 GiB: quantize the weights (precision: int8, fp8 or int4; with int4 it needs "
+                   "118.7 GiB per GPU)\n")
+
+
+def test_quantized_inference_suggests_int4_and_a_pinned_count_more_gpus(tmp_path, capsys):
+    code, out, err, path = run(tmp_path, capsys, SERVE_405B + ", precision: int8",
+                               SERVE_405B.replace("serve", "one") + ", gpus: 1")
+    assert (code, out) == (1, "")
+    # int8 weights: 405,853,388,800 × 1 byte ÷ 2 GPUs = 189.0 GiB, plus the bf16 embedding and head kept
+    # unquantized; on 1 GPU everything doubles (no relaxed fit: the partition takes 2 GPUs at most).
+    assert err.splitlines() == [
+        f"{path}:2: workloads[0]: serve does not fit: it needs 215.1 GiB per GPU on 2× h100-pcie, which has 79.1 GiB "
+        "usable; per GPU the KV cache of context 8,192 × batch 1 takes 2.0 GiB and the int8 weights 190.9 GiB: "
+        "quantize the weights (precision: int4; with int4 it needs 118.7 GiB per GPU)",
+        f"{path}:3: workloads[1]: one does not fit: it needs 840.1 GiB per GPU on 1× h100-pcie, which has 79.1 GiB "
+        "usable; per GPU the KV cache of context 8,192 × batch 1 takes 3.9 GiB and the bf16 weights 756.0 GiB: "
+        "quantize the weights (precision: int8, fp8 or int4; with int4 it needs 235.8 GiB per GPU), or raise gpus, "
+        "the tensor-parallel degree (now 1)",
+    ]
+
+
+def test_inference_dominated_by_the_kv_cache_suggests_context_or_batch(tmp_path, capsys):
+    # KV cache: 131,072 tokens × 64 sequences × 32 layers × (8 KV heads ÷ 2 GPUs) × 128 × 2 × 2 bytes = 512 GiB;
+    # weights 8,030,261,248 × 2 bytes ÷ 2 = 7.5 GiB, under a tenth of the total: no quantization hint.
+    code, out, err, path = run(tmp_path, capsys, "name: long, kind: inference, model: llama-3.1-8b, context: 131072, "
+                                                 f"batch: 64, hours: 10, {H100}")
+    assert (code, out) == (1, "")
+    assert err == (f"{path}:2: workloads[0]: long does not fit: it needs 573.0 GiB per GPU on 2× h100-pcie, which "
+                   "has 79.1 GiB usable; per GPU the KV cache of context 131,072 × batch 64 takes 512.0 GiB and "
+                   "the bf16 weights 7.5 GiB: lower context or batch\n")
+
+
+def test_training_suggestions_fit_the_larger_part_and_the_settings_given(tmp_path, capsys):
+    full = f"kind: finetune, method: full, model: llama-3.1-70b, tokens: 10M, seq_len: 4096, {H100}"
+    code, out, err, path = run(tmp_path, capsys, "name: states, " + full,
+                               "name: pinned, " + full + ", gpus: 1, zero_stage: 2, activation_checkpointing: false, "
+                               "micro_batch: 4")
+    assert (code, out) == (1, "")
+    # Model states dominate (16 bytes per parameter of mixed-precision Adam, Rajbhandari et al. 2020):
+    # 70,553,706,496 × 16 B ÷ 2 GPUs (ZeRO-3) = 525.6 GiB, plus buffers; LoRA is the first suggestion,
+    # activation settings are left out when activations are under a tenth of the total.
+    assert err.splitlines() == [
+        f"{path}:2: workloads[0]: states does not fit: it needs 594.6 GiB per GPU on 2× h100-pcie, which has 79.1 GiB "
+        "usable; per GPU the model states take 531.5 GiB and the activations 8.1 GiB: try method: lora or qlora, "
+        "or a larger tensor_parallel or pipeline_parallel (now 1 × 1)",
+        f"{path}:3: workloads[1]: pinned does not fit: it needs 1,535.5 GiB per GPU on 1× h100-pcie, which has "
+        "79.1 GiB usable; per GPU the model states take 1,051.3 GiB and the activations 343.6 GiB: try method: lora "
+        "or qlora, zero_stage: 3 (now 2), more GPUs (gpus: now 1), activation_checkpointing: true, a smaller "
+        "micro_batch (now 4), a shorter seq_len (now 4,096), or a larger tensor_parallel or pipeline_parallel "
+        "(now 1 × 1)",
+    ]
+
+
+def test_training_dominated_by_activations_leads_with_them(tmp_path, capsys):
+    code, out, err, path = run(tmp_path, capsys, "name: long, kind: finetune, method: lora, model: llama-3.1-8b, "
+                                                 f"tokens: 10M, seq_len: 131072, micro_batch: 8, {H100}")
+    assert (code, out) == (1, "")
+    assert "the activations" in err and ": try a smaller micro_batch (now 8), a shorter seq_len (now 131,072)" in err
+
+
+# ---------------------------------------------------------------- no GPU configuration to consider: why
+
+LORA_ON_H100 = f"kind: finetune, method: lora, model: llama-3.1-8b, tokens: 10M, seq_len: 4096, {H100}"
+
+
+def test_a_model_copy_larger_than_any_job_is_an_input_error(tmp_path, capsys):
+    code, out, err, path = run(tmp_path, capsys, "name: tp, " + LORA_ON_H100 + ", tensor_parallel: 4",
+                               "name: pp, " + LORA_ON_H100 + ", pipeline_parallel: 4")
+    assert (code, out) == (2, "")
+    limit = "at most 2 h100-pcie GPUs: tacc-lonestar6-h100 allows 1 node of 2 GPUs per job"
+    assert err.splitlines() == [
+        f"{path}:2: workloads[0].tensor_parallel: no GPU configuration to consider: one model copy takes "
+        f"tensor_parallel × pipeline_parallel = 4 × 1 = 4 GPUs, more than any tacc-lonestar6-h100 job takes ({limit}); "
+        "lower them, or target another resource",
+        f"{path}:3: workloads[1].pipeline_parallel: no GPU configuration to consider: one model copy takes "
+        f"tensor_parallel × pipeline_parallel = 1 × 4 = 4 GPUs, more than any tacc-lonestar6-h100 job takes ({limit}); "
+        "lower them, or target another resource",
+    ]
+
+
+def test_a_pinned_count_no_job_takes_is_an_input_error(tmp_path, capsys):
+    # Lonestar6 A100 (system tacc-lonestar6): 3 GPUs per node, at most 8 nodes per job = 24 GPUs.
+    code, out, err, path = run(tmp_path, capsys, "name: big, kind: finetune, method: lora, model: llama-3.1-8b, "
+                                                 "tokens: 10M, seq_len: 4096, gpus: 64, resource: tacc-lonestar6")
+    assert (code, out) == (2, "")
+    assert err == (f"{path}:2: workloads[0].gpus: no GPU configuration to consider: no tacc-lonestar6 job takes "
+                   "64 GPUs (at most 24 a100-40gb-pcie GPUs: tacc-lonestar6-a100 allows 8 nodes of 3 GPUs per job); "
+                   "pin at most 24, or target another resource\n")
+
+
+def test_a_tensor_parallel_degree_that_is_no_power_of_two_is_tried(tmp_path, capsys):
+    # gpt2 has 12 heads, so tensor_parallel 3 is a valid split; the counts tried are 3, 6, 12, ...
+    # (before, only 1, 2, 4, 8, ... were tried, none a multiple of 3: "no GPU configuration to consider").
+    path = tmp_path / "w.yaml"
+    path.write_text("workloads:\n  - {name: tp3, kind: finetune, method: full, model: gpt2, tokens: 10M, "
+                    "seq_len: 1024, tensor_parallel: 3, gpu: h100-80gb}\n", encoding="utf-8")
+    assert main(["plan", str(path), "--format", "json"]) == 0
+    import json
+    assert json.loads(capsys.readouterr().out)["workloads"][0]["gpu"]["count"] == 3

@@ -15,8 +15,7 @@ from ..estimate.cross_checks import cross_checks
 from ..estimate.lora import LoraSpec, lora_trainable_params
 from ..estimate.shapes import ModelSpec
 from ..input.loading import LoadedFile, LoadedWorkload
-from ..units import GiB
-from . import charges, resources, search
+from . import charges, infeasible, resources, search
 from .records import Candidate, Plan, Settings, WorkloadPlan
 
 DEFAULT_BUFFER = 0.30       # NAIRR community guide, GPU estimate page: "Add 30% buffer"
@@ -131,8 +130,14 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
     tokens, tokens_derivation = _tokens(w)
     mfu = search.mfu(w, notes) if w.kind != "inference" else (None, None)
     candidates, best = search.choose(model, w, s, target, gpus, tokens, mfu)
+    if not candidates:
+        problem = infeasible.no_configuration(lw, s, target, [g.id for g in search.candidate_gpus(w, target, gpus)])
+        if problem is not None:
+            raise InputError([problem])
+        raise InfeasibleError([f"{lw.path}:{lw.line}: workloads[{lw.index}]: {w.name}: no GPU configuration "
+                               "to consider"])
     if best is None:
-        raise InfeasibleError([_infeasible_message(lw, candidates, resource_id)])
+        raise InfeasibleError([_infeasible_message(lw, s, candidates, resource_id)])
 
     _, chosen, mem, tp, hours, charge = best
     gpu = gpus[chosen.gpu]
@@ -192,20 +197,11 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
     )
 
 
-def _infeasible_message(lw: LoadedWorkload, candidates: list[Candidate], resource_id: str | None) -> str:
+def _infeasible_message(lw: LoadedWorkload, s: Settings, candidates: list[Candidate], resource_id: str | None) -> str:
     w = lw.spec
-    where = f"{lw.path}:{lw.line}: workloads[{lw.index}]" if lw.line else lw.path
-    closest = min(candidates, key=lambda c: c.per_gpu_bytes / c.usable_bytes) if candidates else None
-    if closest is None:
-        return f"{where}: {w.name}: no GPU configuration to consider"
-    msg = (f"{where}: {w.name} does not fit: it needs {closest.per_gpu_bytes / GiB:,.1f} GiB per GPU on "
-           f"{closest.count}× {closest.gpu}, which has {closest.usable_bytes / GiB:,.1f} GiB usable")
+    closest = min(candidates, key=lambda c: (c.per_gpu_bytes / c.usable_bytes, c.count))
     relaxed = _relaxed_fit(lw, resource_id) if (w.gpu is not None or w.gpus is not None) else None
-    if relaxed:
-        msg += f"; it would fit on {relaxed} (remove the gpu/gpus pin, or pin that)"
-    elif w.gpu is None and w.gpus is None:
-        msg += "; try tensor_parallel, activation_checkpointing: true, or a smaller micro_batch or seq_len"
-    return msg
+    return infeasible.does_not_fit(lw, s, closest, relaxed)
 
 
 def _relaxed_fit(lw: LoadedWorkload, resource_id: str | None) -> str | None:
@@ -216,15 +212,16 @@ def _relaxed_fit(lw: LoadedWorkload, resource_id: str | None) -> str | None:
     for spec in tries:
         try:
             p = plan_workload(LoadedWorkload(spec, lw.model, lw.path, lw.line, lw.index), resource_id)
-        except InfeasibleError:
+        except (InfeasibleError, InputError):
             continue
         return f"{p.gpu_count}× {p.gpu.id}"
     return None
 
 
 def plan_files(files: list[LoadedFile]) -> Plan:
-    """Plan every workload of every file; collect all infeasible workloads before raising."""
-    plans, problems = [], []
+    """Plan every workload of every file; collect every input mistake, then every infeasible workload,
+    before raising."""
+    plans, problems, mistakes = [], [], []
     proposal = next((f.proposal for f in files if f.proposal is not None), None)
     for f in files:
         for lw in f.workloads:
@@ -233,6 +230,10 @@ def plan_files(files: list[LoadedFile]) -> Plan:
                 plans.append(plan_workload(lw, resource_id))
             except InfeasibleError as error:
                 problems += error.messages
+            except InputError as error:
+                mistakes += error.problems
+    if mistakes:
+        raise InputError(mistakes)
     if problems:
         raise InfeasibleError(problems)
     return assemble(plans, proposal)

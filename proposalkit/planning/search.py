@@ -35,7 +35,9 @@ SCALING_RULE = ("the runtime is taken to scale linearly with the GPU count (data
 
 # ----------------------------------------------------------------- memory
 
-def _memory(model: ModelSpec, w, s: Settings, count: int, zero_stage: int, checkpointing: bool) -> MemoryBreakdown:
+def memory_of(model: ModelSpec, w, s: Settings, count: int, zero_stage: int | None,
+              checkpointing: bool | None) -> MemoryBreakdown:
+    """Bytes per GPU of the workload on `count` GPUs at this ZeRO stage and checkpointing."""
     if w.kind == "inference":
         # Quantized weights still keep a 16-bit KV cache (vLLM's default kv_cache_dtype "auto").
         kv = s.precision if s.precision in ("fp32", "fp16") else "bf16"
@@ -63,7 +65,7 @@ def _fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict
     def memory(stage: int, ckpt: bool) -> MemoryBreakdown:
         key = (count, stage, ckpt)
         if key not in cache:
-            cache[key] = _memory(model, w, s, count, stage, ckpt)
+            cache[key] = memory_of(model, w, s, count, stage, ckpt)
         return cache[key]
 
     if w.kind == "inference":
@@ -126,7 +128,7 @@ def throughput(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, check
 # ----------------------------------------------------------------- choice
 
 @dataclass(frozen=True)
-class _Target:
+class Target:
     """A target resource (system or partition) as the GPU choice sees it."""
 
     id: str
@@ -139,6 +141,19 @@ class _Target:
     def node_sizes(self, gpu: str) -> set[int]:
         return {r.gpus_per_node for r in self.partitions if gpu in r.gpus}
 
+    def most_per_job(self, gpu: str) -> tuple[int, str] | None:
+        """The most GPUs of this type one job may take, with the partition's limit in words
+        (None: some partition sets no limit)."""
+        limits = []
+        for r in self.partitions:
+            if gpu in r.gpus:
+                if r.max_nodes_per_job is None:
+                    return None
+                nodes = f"{r.max_nodes_per_job} node{'s' if r.max_nodes_per_job > 1 else ''}"
+                limits.append((r.max_nodes_per_job * r.gpus_per_node,
+                               f"{r.id} allows {nodes} of {resources.gpus_text(r.gpus_per_node)} per job"))
+        return max(limits, default=None)
+
     def takes(self, gpu: str, count: int) -> bool:
         return any(gpu in r.gpus and resources.fits(r, count) for r in self.partitions)
 
@@ -147,13 +162,13 @@ class _Target:
         return charges.charge(partition, gpu, count, hours_per_job, jobs)
 
 
-def target(resource_id: str | None) -> _Target | None:
+def target(resource_id: str | None) -> Target | None:
     if resource_id is None:
         return None
-    return _Target(resource_id, resources.resolve(resource_id))
+    return Target(resource_id, resources.resolve(resource_id))
 
 
-def _candidate_gpus(w, target: _Target | None, gpus: dict[str, GPUSpec]) -> list[GPUSpec]:
+def candidate_gpus(w, target: Target | None, gpus: dict[str, GPUSpec]) -> list[GPUSpec]:
     if w.gpu is not None:
         return [gpus[w.gpu]]
     if target is not None:
@@ -163,37 +178,45 @@ def _candidate_gpus(w, target: _Target | None, gpus: dict[str, GPUSpec]) -> list
     return list(gpus.values())
 
 
-def _candidate_counts(w, s: Settings, gpu: GPUSpec, target: _Target | None) -> tuple[int, ...]:
+def _candidate_counts(w, s: Settings, gpu: GPUSpec, target: Target | None, model: ModelSpec) -> tuple[int, ...]:
     if w.gpus is not None:
-        return (w.gpus,)
+        return (w.gpus,) if target is None or target.takes(gpu.id, w.gpus) else ()
     first = w.throughput.gpus if w.throughput is not None and w.throughput.gpu == gpu.id else None
     model_parallel = 1 if w.kind == "inference" else s.tensor_parallel * s.pipeline_parallel
-    return _counts(first, model_parallel, gpu.id, target)
+    # An inference replica on n GPUs is n-way tensor parallel, and each tensor-parallel rank
+    # holds at least one attention head (Megatron-LM, vLLM split the heads across ranks).
+    most = model.heads if w.kind == "inference" and model.has_architecture else None
+    return _counts(first, model_parallel, gpu.id, target, most)
 
 
 @functools.lru_cache(maxsize=512)
-def _counts(first: int | None, model_parallel: int, gpu: str, target: _Target | None) -> tuple[int, ...]:
-    """The GPU counts tried, in order: the pilot's count first, then ascending."""
+def _counts(first: int | None, model_parallel: int, gpu: str, target: Target | None,
+            most: int | None) -> tuple[int, ...]:
+    """The GPU counts tried, in order: the pilot's count first, then ascending; each a whole
+    number of model copies (tensor × pipeline parallel), at most `most`."""
     counts = set(CANDIDATE_COUNTS)
     if target is not None:
         # Every count up to a node, then whole nodes (a 3-GPU node takes 1, 2, 3, 6, 12, ...).
         for node in target.node_sizes(gpu):
             counts |= set(range(1, node + 1)) | {node * 2**k for k in range(11)}
+    # Model copies of any size: tensor_parallel 3 is tried on 3, 6, 12, ... GPUs.
+    counts |= {model_parallel * c for c in counts if model_parallel * c <= max(counts)}
+    if target is not None:
         counts = {c for c in counts if target.takes(gpu, c)}
-    out = [c for c in ([first] if first is not None else []) + sorted(counts) if c % model_parallel == 0]
+    out = [c for c in ([first] if first is not None else []) + sorted(counts)
+           if c % model_parallel == 0 and (most is None or c <= most)]
     return tuple(dict.fromkeys(out))
 
 
-
-def choose(model: ModelSpec, w, s: Settings, target: _Target | None, gpus: dict[str, GPUSpec], tokens: int,
+def choose(model: ModelSpec, w, s: Settings, target: Target | None, gpus: dict[str, GPUSpec], tokens: int,
            mfu: tuple[float, str] | tuple[None, None]):
     """Every candidate tried, and the best: (sort key, candidate, memory, throughput, hours, charge) or None."""
     candidates: list[Candidate] = []
     best = None
     memory_cache: dict = {}
     service = w.kind == "inference" and w.tokens is None
-    for gpu in _candidate_gpus(w, target, gpus):
-        for count in _candidate_counts(w, s, gpu, target):
+    for gpu in candidate_gpus(w, target, gpus):
+        for count in _candidate_counts(w, s, gpu, target, model):
             fits, mem, stage, ckpt = _fit(model, w, s, gpu, count, memory_cache)
             if not fits:
                 candidates.append(Candidate(gpu.id, count, False, mem.total, gpu.usable_memory_bytes,

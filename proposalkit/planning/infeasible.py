@@ -1,0 +1,113 @@
+"""Why a workload cannot be planned, in words that fit it: what to change, with the numbers.
+
+Two cases: no GPU configuration to consider at all (a pin or the parallel degrees rule out
+every job the target resource takes: an input error), and configurations that were tried
+but where the workload fits on none (InfeasibleError, exit 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..errors import Problem
+from ..units import GiB
+from .records import Candidate, Settings
+from . import search
+from .search import Target
+
+# Weight precisions smaller than 16-bit that the inference memory model knows (estimate/precision.py).
+QUANTIZED = ("int8", "fp8", "int4")
+
+
+def _gib(n: float) -> str:
+    return f"{n / GiB:,.1f} GiB"
+
+
+def no_configuration(lw, s: Settings, target: Target | None, gpu_types: list[str]) -> Problem | None:
+    """Why no GPU type × count was left to try, as a problem on the field that caused it (None: unknown)."""
+    w = lw.spec
+    if target is None:
+        return None
+    limits = [(limit, gpu) for gpu in gpu_types if (limit := target.most_per_job(gpu)) is not None]
+    if not limits:
+        return None
+    (most, rule), gpu = max(limits)
+    largest = f"at most {most:,} {gpu} GPUs: {rule}"
+
+    def problem(name: str, why: str) -> Problem:
+        return Problem(lw.path, lw.line, f"workloads[{lw.index}].{name}", f"no GPU configuration to consider: {why}")
+
+    if w.gpus is not None:
+        return problem("gpus", f"no {target.id} job takes {w.gpus:,} GPUs ({largest}); pin at most {most:,}, "
+                               "or target another resource")
+    model_parallel = s.tensor_parallel * s.pipeline_parallel
+    if w.kind != "inference" and model_parallel > most:
+        name = "tensor_parallel" if s.tensor_parallel > 1 else "pipeline_parallel"
+        return problem(name, f"one model copy takes tensor_parallel × pipeline_parallel = {s.tensor_parallel} × "
+                             f"{s.pipeline_parallel} = {model_parallel} GPUs, more than any {target.id} job takes "
+                             f"({largest}); lower them, or target another resource")
+    return None
+
+
+def does_not_fit(lw, s: Settings, closest: Candidate, relaxed: str | None) -> str:
+    """The message for a workload that fits on no configuration tried, with what to change."""
+    w = lw.spec
+    where = f"{lw.path}:{lw.line}: workloads[{lw.index}]" if lw.line else lw.path
+    msg = (f"{where}: {w.name} does not fit: it needs {closest.per_gpu_bytes / GiB:,.1f} GiB per GPU on "
+           f"{closest.count}× {closest.gpu}, which has {closest.usable_bytes / GiB:,.1f} GiB usable")
+    if relaxed:
+        return msg + f"; it would fit on {relaxed} (remove the gpu/gpus pin, or pin that)"
+    memory = search.memory_of(lw.model, w, s, closest.count, closest.zero_stage, closest.activation_checkpointing)
+    hint = _inference_hint if w.kind == "inference" else _training_hint
+    return msg + "; " + hint(lw, s, closest, memory)
+
+
+def _large(part: int, memory) -> bool:
+    """Whether a component is worth a suggestion: a tenth of the memory or more."""
+    return part * 10 >= memory.total
+
+
+def _inference_hint(lw, s: Settings, closest: Candidate, memory) -> str:
+    w = lw.spec
+    tries = []
+    if _large(memory.kv_cache, memory):
+        tries.append("lower context or batch")
+    if _large(memory.weights, memory) and s.precision != "int4":
+        smaller = "int4" if s.precision in QUANTIZED else "int8, fp8 or int4"
+        int4 = search.memory_of(lw.model, w, replace(s, precision="int4"), closest.count, None, None)
+        tries.append(f"quantize the weights (precision: {smaller}; with int4 it needs {_gib(int4.total)} per GPU)")
+    if w.gpus is not None:
+        tries.append(f"raise gpus, the tensor-parallel degree (now {w.gpus:,})")
+    return (f"per GPU the KV cache of context {s.context:,} × batch {s.batch:,} takes {_gib(memory.kv_cache)} "
+            f"and the {s.precision} weights {_gib(memory.weights)}: " + _or(tries or ["raise gpus"]))
+
+
+def _training_hint(lw, s: Settings, closest: Candidate, memory) -> str:
+    w = lw.spec
+    method = w.method or "full"
+    states = memory.weights + memory.gradients + memory.optimizer
+    for_states, for_activations = [], []
+    if method == "full":
+        for_states.append("method: lora or qlora")
+    elif method == "lora":
+        for_states.append("method: qlora")
+    if w.zero_stage is not None and w.zero_stage < 3:
+        for_states.append(f"zero_stage: 3 (now {w.zero_stage})")
+    if w.gpus is not None:
+        for_states.append(f"more GPUs (gpus: now {w.gpus:,})")
+    if w.activation_checkpointing is False:
+        for_activations.append("activation_checkpointing: true")
+    if s.micro_batch > 1:
+        for_activations.append(f"a smaller micro_batch (now {s.micro_batch:,})")
+    for_activations.append(f"a shorter seq_len (now {s.seq_len:,})")
+    groups = [(states, for_states), (memory.activations, for_activations)]
+    groups.sort(key=lambda g: -g[0])          # the larger part first
+    tries = [t for part, items in groups if _large(part, memory) for t in items]
+    tries.append(f"a larger tensor_parallel or pipeline_parallel (now {s.tensor_parallel} × {s.pipeline_parallel})")
+    return (f"per GPU the model states take {_gib(states)} and the activations {_gib(memory.activations)}: try "
+            + _or(tries))
+
+
+def _or(items: list[str]) -> str:
+    """'a', 'a, or b', 'a, b, or c' (the comma keeps 'lora or qlora' apart from the next choice)."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + ", or " + items[-1]
