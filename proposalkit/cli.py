@@ -17,7 +17,6 @@ import argparse
 import gc
 import os
 import sys
-import traceback
 
 from .errors import InfeasibleError, InputError
 from .text import one_line_escape as _safe
@@ -224,8 +223,12 @@ def _print_lines(text: str) -> None:
     print("\n".join(_safe(line) for line in text.split("\n")), file=sys.stderr)
 
 
-def _debug() -> bool:
-    return bool(os.environ.get("PROPOSALKIT_DEBUG"))
+def _print_traceback_if_asked() -> None:
+    """PROPOSALKIT_DEBUG=1: the traceback of the error being handled (the exit code stays)."""
+    if os.environ.get("PROPOSALKIT_DEBUG"):
+        import traceback     # here, not at the top: only a debugging run pays for its import
+
+        traceback.print_exc()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -247,8 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         _drop_stdout()
         return EXIT_OK
     except _StdoutError as error:
-        if _debug():
-            traceback.print_exc()
+        _print_traceback_if_asked()
         _drop_stdout()
         print(f"proposalkit {args.command}: cannot write to standard output ({error.reason}); "
               "redirect it to a file or a pipe that can take it", file=sys.stderr)
@@ -256,8 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except Exception as error:  # a bug of ours: one line, the traceback only on request
-        if _debug():
-            traceback.print_exc()
+        _print_traceback_if_asked()
         print(f"proposalkit: internal error: {type(error).__name__}: {_safe(error)} "
               "(a bug in proposalkit; set PROPOSALKIT_DEBUG=1 for the traceback and please report it)",
               file=sys.stderr)
