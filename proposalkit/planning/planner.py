@@ -173,10 +173,11 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
     if w.kind != "inference":
         trainable = lora_trainable_params(model, s.lora) if s.lora else model.params
 
-    walltime, segments = None, 1
+    walltime, walltime_tier, segments = None, None, 1
     if charge is not None:
         partition = resources.resource(charge.resource_id)
         walltime = partition.walltime_limit_hours(chosen.count)
+        walltime_tier = partition.walltime_tier(chosen.count)
         segments = charges.walltime_segments(hours, walltime)
         warnings += [f"{w.name}: {text}" for text in charges.job_limit_warnings(partition, chosen.count, hours)]
     gpu_hours = hours * chosen.count * s.variants
@@ -193,7 +194,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
         charge=charge, storage=_storage(w, model, s, tokens, trainable),
         calendar_days=charges.calendar_days(hours, s.variants, s.concurrency),
         calendar_waves=charges.calendar_waves(s.variants, s.concurrency),
-        walltime_hours=walltime, walltime_segments=segments,
+        walltime_hours=walltime, walltime_tier=walltime_tier, walltime_segments=segments,
     )
 
 

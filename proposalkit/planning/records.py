@@ -16,7 +16,7 @@ from ..estimate.lora import LoraSpec
 from ..estimate.memory import MemoryBreakdown
 from ..estimate.shapes import ModelSpec
 from ..estimate.storage import StorageTotals, WorkloadStorage, storage_totals
-from .resources import CreditTier, system_of
+from .resources import CreditTier, WalltimeTier, system_of
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,7 @@ class WorkloadPlan:
     calendar_days: float = 0.0
     calendar_waves: int = 1                     # ⌈variants ÷ concurrency⌉ runs one after another
     walltime_hours: float | None = None
+    walltime_tier: WalltimeTier | None = None   # the catalog's node-range tier that set walltime_hours
     walltime_segments: int = 1
 
 
@@ -163,6 +164,7 @@ class ChargeGroup:
     amount: float               # in `unit`, per-job rounding and minimums applied
     gpus_per_job: tuple[int, ...]
     workloads: tuple[str, ...]
+    walltimes: tuple[tuple[float | None, WalltimeTier | None], ...] = ()   # per workload: limit hours, tier
 
 
 @dataclass(frozen=True)
@@ -232,7 +234,8 @@ class Plan:
             else:
                 out.append(ChargeGroup(rid, system_of(rid), gpu, ws[0].charge.unit,
                                        sum(w.charge.gpu_hours for w in ws), sum(w.charge.amount for w in ws),
-                                       tuple(w.charge.gpus_per_job for w in ws), names))
+                                       tuple(w.charge.gpus_per_job for w in ws), names,
+                                       tuple((w.walltime_hours, w.walltime_tier) for w in ws)))
         return tuple(out)
 
     def system_totals(self) -> tuple[SystemTotal, ...]:

@@ -236,12 +236,10 @@ def _limit_hours(hours: float) -> str:
     return f"{hours:,.0f} h" if hours == round(hours) else f"{fmt_hours(hours)} h"
 
 
-def _walltime_text(res: res_catalog.Resource, gpus_per_job: tuple[int, ...]) -> str:
-    """The per-job walltime limit(s) that apply to jobs of these sizes; tiers name their node range."""
+def _walltime_text(walltimes) -> str:
+    """The per-job walltime limit(s) the planner applied to these jobs; tiers name their node range."""
     parts = []
-    for gpus in gpus_per_job:
-        limit = res.walltime_limit_hours(gpus)
-        tier = res.walltime_tier(gpus)
+    for limit, tier in walltimes:
         if limit is None:
             text = "none"
         elif tier is not None:
@@ -283,7 +281,7 @@ def resources_view(plan: Plan) -> ResourcesView | None:
             gpu_type=g.gpu_type, gpus_per_node=res.gpus_per_node, rule=res_catalog.describe_rule(res),
             rule_source=" ".join(res.source.split()), rule_confidence=res.confidence,
             gpu_hours_requested=g.gpu_hours, amount=g.amount, unit=g.unit,
-            walltime=_walltime_text(res, g.gpus_per_job),
+            walltime=_walltime_text(g.walltimes),
             walltime_source=" ".join(res.walltime_source.split()), walltime_confidence=res.walltime_confidence,
             workloads=g.workloads,
         ))
