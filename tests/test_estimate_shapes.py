@@ -78,15 +78,16 @@ def test_mixtral_router_and_expert_shapes():
     m = models()["mixtral-8x7b"]
     assert shapes.router_params(m) == 4096 * 8
     assert shapes.routed_experts(m) == 2
-    linear = shapes.linear_shapes(m)
-    assert linear["gate_proj"] == linear["up_proj"] == (4096, 14336, 8)
-    assert linear["down_proj"] == (14336, 4096, 8)
-    assert linear["k_proj"] == (4096, 8 * 128, 1)
+    linear = {x.module: x for x in shapes.linears(m)}
+    # 32 layers × 8 experts of each MLP matrix, of which a token passes through 32 × 2
+    assert linear["gate_proj"] == shapes.Linear("gate_proj", 4096, 14336, 32 * 8, 32 * 2)
+    assert linear["down_proj"] == shapes.Linear("down_proj", 14336, 4096, 32 * 8, 32 * 2)
+    assert linear["k_proj"] == shapes.Linear("k_proj", 4096, 8 * 128, 32, 32)
     assert m.params == 46_702_792_704
 
 
 def test_gelu_model_has_no_gate_proj():
-    assert "gate_proj" not in shapes.linear_shapes(GPT2)
+    assert "gate_proj" not in {x.module for x in shapes.linears(GPT2)}
     assert shapes.mlp_matrices(GPT2) == 2 and shapes.mlp_matrices(LLAMA_3_1_8B) == 3
 
 
@@ -95,7 +96,7 @@ def test_lora_all_linear_uses_the_same_shapes():
     # gate and up 4096+14336, down 14336+4096.
     per_layer = 8 + 5 + 5 + 8 + 18 + 18 + 18        # × 1024 × r
     lora = LoraSpec(rank=16, targets=("all-linear",))
-    assert [name for name, *_ in lora_matrices(LLAMA_3_1_8B, lora)] == [
+    assert [x.module for x in lora_matrices(LLAMA_3_1_8B, lora)] == [
         "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     # PEFT prints "trainable params: 41,943,040" for this setting on Llama 3 8B.
     assert lora_trainable_params(LLAMA_3_1_8B, lora) == 32 * 16 * per_layer * 1024 == 41_943_040
@@ -104,11 +105,11 @@ def test_lora_all_linear_uses_the_same_shapes():
 @pytest.mark.parametrize("model_id", [m for m in models() if models()[m].has_architecture])
 def test_parts_add_up_to_the_total(model_id):
     m = models()[model_id]
-    total = (shapes.embedding_params(m) + m.layers * shapes.layer_params(m) + shapes.norm_params(m)
+    total = (shapes.embedding_params(m) + shapes.blocks_params(m) + shapes.norm_params(m)
              + shapes.lm_head_params(m))
     assert total == m.params == m.published_params
     # the block matrices are the layers without norms, biases and router
-    assert shapes.linear_weight_params(m) <= m.layers * shapes.layer_params(m)
+    assert shapes.linear_weight_params(m) <= shapes.blocks_params(m)
 
 
 def test_a_params_only_model_has_no_shape():

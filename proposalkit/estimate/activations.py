@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 from .arith import ceil, check_positive, exact
 from .lora import LoraSpec, lora_activation_bytes_per_layer
 from .shapes import (
-    ModelSpec, attention_widths, largest_linear_params, mlp_matrices, require_architecture, routed_experts,
+    ModelSpec, expert_ffn_hidden, is_mla, is_moe, largest_linear_params, mlp_matrices, moe_layer_count,
+    projection_widths, require_architecture, routed_experts, shared_expert_ffn_hidden,
 )
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ def activation_terms_per_layer(
     tensor_parallel: int = 1,
     sequence_parallel: bool = True,
     bytes_per_value: int = 2,
+    moe_layer: bool = True,
 ) -> dict[str, Fraction]:
     """Bytes one transformer layer stores for the backward pass, term by term.
 
@@ -82,9 +84,12 @@ def activation_terms_per_layer(
     and the softmax output alone serves the backward (2 a s² b, not 5).
     FlashAttention (Dao et al. 2022) stores no s² tensor, only the fp32
     log-sum-exp per row and head (4·a·s·b); its dropout mask is regenerated.
-    A mixture-of-experts MLP stores the shared input (router), one input and
-    the inner activations per routed expert (experts_per_token), and the fp32
-    router probabilities.
+    A mixture-of-experts layer (moe_layer) stores the shared input (router),
+    one input and the inner activations per routed expert (experts_per_token,
+    at the expert width), the shared experts' inner activations and the fp32
+    router probabilities: the tokens routed, not every expert. MLA (DeepSeek)
+    stores Q, K at a·(dn + dr) and V at a·dv as expanded from the latents,
+    plus the latents before and after their RMSNorms (2·(q_lora + kv_lora) + dr).
     Tensor parallelism splits Q, K, V, the scores, the o_proj input and the
     MLP inner activations by t; the norms, the QKV/MLP inputs and the masks
     are split only with sequence parallelism (eq. 2 vs Table 2), so with
@@ -96,30 +101,36 @@ def activation_terms_per_layer(
     check_positive(tensor_parallel, "tensor_parallel")
     s, b, h, a = seq_len, micro_batch, model.hidden, model.heads
     e = bytes_per_value
-    f = model.ffn_hidden
-    q_width, kv_width = attention_widths(model)
+    q_width, k_width, v_width, o_width = projection_widths(model)
     sb = s * b
     split = exact(1, tensor_parallel)
     replicated = split if sequence_parallel else 1
-    moe = model.experts > 1
-    routed = routed_experts(model)
+    moe = moe_layer and moe_layer_count(model) > 0
+    routed = routed_experts(model) if moe else 1
+    f = expert_ffn_hidden(model) if moe else model.ffn_hidden
     inner_tensors = mlp_matrices(model)
 
     terms: dict[str, Fraction] = {}
     terms["norm inputs"] = 2 * e * sb * h * replicated
     terms["qkv input"] = e * sb * h * replicated
-    terms["q, k, v"] = e * sb * (q_width + 2 * kv_width) * split
+    terms["q, k, v"] = e * sb * (q_width + k_width + v_width) * split
+    if is_mla(model):
+        terms["mla latents"] = e * sb * (2 * (model.q_lora_rank or 0) + 2 * model.kv_lora_rank
+                                         + model.qk_rope_head_dim) * replicated
     if flash_attention:
         terms["softmax statistics"] = SOFTMAX_STATISTICS_BYTES * a * s * b * split
     else:
         per_score = e + ((MASK_BYTES + e) if model.dropout else 0)
         terms["attention scores"] = per_score * a * s * s * b * split
-    terms["o_proj input"] = e * sb * q_width * split
+    terms["o_proj input"] = e * sb * o_width * split
     terms["mlp input"] = e * sb * h * replicated
     if moe:
         terms["expert inputs"] = e * sb * h * routed * split
         terms["router probabilities"] = ROUTER_PROBABILITY_BYTES * sb * model.experts * replicated
     terms["mlp inner"] = inner_tensors * e * sb * f * routed * split
+    if moe and model.shared_experts:
+        terms["shared expert inner"] = (inner_tensors * e * sb * shared_expert_ffn_hidden(model)
+                                        * model.shared_experts * split)
     if model.dropout:
         terms["dropout masks"] = 2 * MASK_BYTES * sb * h * replicated
     return terms
@@ -177,11 +188,21 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     split = exact(1, t)
     replicated = split if sp else 1
 
-    layer = sum(activation_terms_per_layer(
+    # A model with dense and MoE layers (DeepSeek's first_k_dense_replace) counts every layer at the larger kind.
+    kinds = {moe_layer_count(model) > 0, moe_layer_count(model) < model.layers}
+    layer = max(sum(activation_terms_per_layer(
         model, s, b, flash_attention=setup.flash_attention, tensor_parallel=t,
-        sequence_parallel=sp, bytes_per_value=e,
-    ).values())
+        sequence_parallel=sp, bytes_per_value=e, moe_layer=moe_layer,
+    ).values()) for moe_layer in kinds)
     notes = []
+    if is_moe(model):
+        notes.append(
+            f"mixture of experts: each MoE layer stores the activations of the {model.experts_per_token} routed "
+            f"experts a token visits (of {model.experts})"
+            + (f" and of {model.shared_experts} shared expert{'s' if model.shared_experts > 1 else ''}"
+               if model.shared_experts else "")
+            + (", every layer counted at the larger of its dense and MoE kinds" if len(kinds) > 1 else "")
+        )
     if setup.method in ("lora", "qlora"):
         layer += lora_activation_bytes_per_layer(model, setup.lora or LoraSpec(), s * b, e, t)
         notes.append(
@@ -235,19 +256,26 @@ def inference_activation_bytes(model: ModelSpec, setup: InferenceSetup) -> int:
     for the tokens of a forward pass, n = min(batch·context, prefill_tokens)
     (chunked prefill, vLLM max_num_batched_tokens): the residual stream and its
     normalised copy (2·e·n·h) plus the wider of the attention projections
-    (q, k, v and the attention output: e·n·(2·a·d + 2·kv·d)) and the MLP inner
-    tensors (3 or 2 · e·n·f per routed expert), those split by t; plus the fp32
-    logits of the sampled positions (4·batch·v). e = 2 bytes (4 for fp32).
+    (q, k, v and the attention output: e·n·(2·a·d + 2·kv·d); MLA's widths from
+    projection_widths) and the MLP inner tensors (3 or 2 · e·n·f per routed
+    expert at the expert width, plus the shared experts; a dense layer's f
+    when wider), those split by t; plus the fp32 logits of the sampled
+    positions (4·batch·v). e = 2 bytes (4 for fp32).
     """
     if not model.has_architecture:
         return 0
     e = 4 if setup.precision == "fp32" else 2
     chunk = setup.prefill_tokens if setup.prefill_tokens is not None else DEFAULT_PREFILL_TOKENS
     n = min(setup.batch * setup.context, chunk)
-    h, f = model.hidden, model.ffn_hidden
-    q_width, kv_width = attention_widths(model)
-    attention = 2 * q_width + 2 * kv_width
-    mlp = mlp_matrices(model) * f * routed_experts(model)
+    h = model.hidden
+    attention = sum(projection_widths(model))
+    widths = []
+    if moe_layer_count(model) < model.layers:
+        widths.append(model.ffn_hidden)
+    if moe_layer_count(model) > 0:
+        widths.append(expert_ffn_hidden(model) * routed_experts(model)
+                      + shared_expert_ffn_hidden(model) * model.shared_experts)
+    mlp = mlp_matrices(model) * max(widths)
     layer = e * n * (2 * h + Fraction(max(attention, mlp), setup.tensor_parallel))
     logits = LOGIT_BYTES * setup.batch * model.vocab
     return ceil(layer + logits)

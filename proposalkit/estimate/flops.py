@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .shapes import ModelSpec, matmul_params
+from .shapes import ModelSpec, attention_head_size, matmul_params
 from ..units import SECONDS_PER_HOUR
 
 # Default model-FLOPs utilization for training when no pilot is measured.
@@ -69,7 +69,10 @@ def training_flops_per_token(model: ModelSpec, method: str, seq_len: int,
     """Training FLOPs per token.
 
     Full training: 6·N (forward 2N, backward 4N; Kaplan et al. 2020) plus
-    attention 12·L·H·Q·T (PaLM Appendix B). LoRA/QLoRA: frozen weights need
+    attention 12·L·H·Q·T (PaLM Appendix B). N is matmul_params: for a
+    mixture of experts the active parameters (the top-k routed experts,
+    the shared experts and everything dense), not the total; for MLA, Q is
+    the mean of the query-key and value head widths. LoRA/QLoRA: frozen weights need
     no weight-gradient GEMMs, so the dense part is 4·N (forward 2N + input
     gradients 2N; Hu et al. 2021 report the saving as ~25% of training
     throughput); attention still needs all its gradients (12·L·H·Q·T).
@@ -83,8 +86,8 @@ def training_flops_per_token(model: ModelSpec, method: str, seq_len: int,
     attention = 0.0
     shape = None
     if model.has_architecture:
-        shape = (model.layers, model.heads, model.head_size, seq_len)
-        attention = 12 * model.layers * model.heads * model.head_size * seq_len
+        shape = (model.layers, model.heads, attention_head_size(model), seq_len)
+        attention = 12 * model.layers * model.heads * attention_head_size(model) * seq_len
     recompute = (2 * n + attention / 3) if activation_checkpointing else 0.0
     model_formula = f"{dense_factor}·N" + (" + 12·L·H·Q·T" if attention else "")
     formula = model_formula + (" (+ 2·N + 4·L·H·Q·T recomputed)" if recompute else "")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from .arith import check_positive, memo
-from .shapes import ModelSpec, linear_shapes, require_architecture, routed_experts
+from .shapes import Linear, ModelSpec, linears, require_architecture
 
 # The block linears in Hugging Face's names, in PEFT's order for "all-linear".
 HF_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -37,49 +37,45 @@ class LoraSpec:
 
 
 @memo
-def lora_matrices(model: ModelSpec, lora: LoraSpec) -> tuple[tuple[str, int, int, int], ...]:
-    """(module, d_in, d_out, matrices per layer) for each adapted module.
+def lora_matrices(model: ModelSpec, lora: LoraSpec) -> tuple[Linear, ...]:
+    """The adapted matrix groups (module, d_in, d_out, count in the whole model, per token).
 
-    Shapes from shapes.linear_shapes(). MoE MLP modules are adapted once per
-    expert. "all-linear" is every linear of the blocks (PEFT's meaning: the
-    LM head is excluded).
+    Shapes from shapes.linears(). A target names every matrix under that module
+    name: dense MLPs, each routed expert and each shared expert alike (PEFT
+    matches module names). "all-linear" is every linear of the blocks (PEFT's
+    meaning: the LM head is excluded).
     """
     require_architecture(model, "LoRA adapter count")
-    shapes = linear_shapes(model)
+    groups = linears(model)
+    modules = tuple(dict.fromkeys(x.module for x in groups))
     targets = tuple(lora.targets)
     if not targets:
         raise ValueError("lora.targets: expected at least one module")
     if ALL_LINEAR in targets:
         if len(targets) > 1:
             raise ValueError(f"lora.targets: {ALL_LINEAR!r} cannot be combined with module names")
-        targets = tuple(name for name in HF_MODULES if name in shapes)
-    matrices = []
-    for name in dict.fromkeys(targets):
-        if name not in shapes:
-            valid = ", ".join((*shapes, ALL_LINEAR))
+        targets = modules
+    for name in targets:
+        if name not in modules:
+            valid = ", ".join((*modules, ALL_LINEAR))
             raise ValueError(f"lora.targets: {name!r} is not a linear module of {model.id!r} (valid: {valid})")
-        d_in, d_out, count = shapes[name]
-        matrices.append((name, d_in, d_out, count))
-    return tuple(matrices)
+    chosen = dict.fromkeys(targets)
+    return tuple(x for name in chosen for x in groups if x.module == name)
 
 
 @memo
 def lora_trainable_params(model: ModelSpec, lora: LoraSpec) -> int:
-    """Trainable LoRA parameters: L · Σ r·(d_in + d_out) over the adapted matrices (Hu et al. 2021 §4.1).
+    """Trainable LoRA parameters: Σ r·(d_in + d_out) over the adapted matrices (Hu et al. 2021 §4.1).
 
     Llama-2-7B, r = 8 on q_proj and v_proj: 32 · 2 · 8 · (4096 + 4096) = 4,194,304.
     """
     check_positive(lora.rank, "lora.rank")
-    per_layer = sum(lora.rank * (d_in + d_out) * count for _, d_in, d_out, count in lora_matrices(model, lora))
-    return model.layers * per_layer
+    return sum(lora.rank * (x.d_in + x.d_out) * x.count for x in lora_matrices(model, lora))
 
 
 def lora_activation_bytes_per_layer(model: ModelSpec, lora: LoraSpec, sb: int, e: int, t: int) -> Fraction:
-    """LoRA's own stored tensor per adapted matrix: the rank-r product x·A (e·sb·r),
-    which B's gradient needs; the input x is already counted with the layer."""
-    total = 0
-    routed = routed_experts(model)
-    for _name, _d_in, _d_out, count in lora_matrices(model, lora):
-        tokens = sb * (routed if count > 1 else 1)
-        total += e * tokens * lora.rank
-    return total / t
+    """LoRA's own stored tensor per adapted matrix a token passes through: the rank-r
+    product x·A (e·sb·r), which B's gradient needs; the input x is already counted
+    with the layer. Averaged over the layers (routed experts count top-k times)."""
+    visits = sum(x.per_token for x in lora_matrices(model, lora))
+    return Fraction(e * sb * lora.rank * visits, model.layers * t)

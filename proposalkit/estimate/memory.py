@@ -45,8 +45,8 @@ from .precision import (
     TRAINING_METHODS, TRAINING_PRECISIONS, check_choice, optimizer_state_bytes, quantized_weight_bits,
 )
 from .shapes import (
-    ModelSpec, embedding_params, kv_values_per_token_per_layer, layer_params, linear_weight_params,
-    lm_head_params, require_architecture,
+    ModelSpec, embedding_params, expert_params, is_mla, kv_values_per_token_per_layer, layer_params,
+    linear_weight_params, lm_head_params, require_architecture,
 )
 from ..units import GiB, bytes_per_element
 
@@ -82,6 +82,7 @@ class TrainingSetup:
     zero_stage: int = 0          # 0..3 (FSDP full-shard = 3)
     tensor_parallel: int = 1
     pipeline_parallel: int = 1
+    expert_parallel: int = 1     # GPUs of the data-parallel group over which the routed experts are split
     activation_checkpointing: bool = False
     flash_attention: bool = True
     lora: LoraSpec | None = None
@@ -166,7 +167,9 @@ def kv_cache_bytes_per_token(model: ModelSpec, kv_precision: str = "bf16") -> in
 
     2 for K and V; kv heads, not query heads (grouped-query attention) (Kwon
     et al. 2023 §2-3). Llama-2-7B fp16: 2·32·32·128·2 = 524,288 bytes;
-    Llama-3.1-8B (8 kv heads): 131,072 bytes.
+    Llama-3.1-8B (8 kv heads): 131,072 bytes. MLA caches the latent,
+    L · (kv_lora_rank + qk_rope_head_dim) · bytes (DeepSeek-V2 §2.1.2):
+    DeepSeek-V2-Lite bf16 27·(512 + 64)·2 = 31,104 bytes.
     """
     require_architecture(model, "the KV cache")
     check_choice(kv_precision, KV_PRECISIONS, "kv_precision")
@@ -191,8 +194,11 @@ def _validate_training(model: ModelSpec, setup: TrainingSetup) -> None:
     check_choice(setup.method, TRAINING_METHODS, "method")
     check_choice(setup.precision, TRAINING_PRECISIONS, "precision")
     check_choice(setup.optimizer, OPTIMIZERS, "optimizer")
-    for name in ("seq_len", "micro_batch", "data_parallel", "tensor_parallel", "pipeline_parallel"):
+    for name in ("seq_len", "micro_batch", "data_parallel", "tensor_parallel", "pipeline_parallel", "expert_parallel"):
         check_positive(getattr(setup, name), name)
+    if setup.expert_parallel > 1 and (setup.data_parallel % setup.expert_parallel or model.experts % setup.expert_parallel):
+        raise ValueError(f"expert_parallel: expected a divisor of the data-parallel GPUs ({setup.data_parallel}) "
+                         f"and of the experts ({model.experts}), got {setup.expert_parallel}")
     if setup.zero_stage not in (0, 1, 2, 3):
         raise ValueError(f"zero_stage: expected 0, 1, 2 or 3, got {setup.zero_stage!r}")
     if setup.lora is not None:
@@ -241,10 +247,9 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
         per_param_opt = (FP32_BYTES if mixed else 0) + optimizer_state_bytes(
             setup.optimizer, moment_bytes=bytes_per_element(setup.precision) if pure_16bit else FP32_BYTES,
         )
-        params = model.params * model_split
-        weights = params * per_param_weight * weight_shard
-        gradients = params * per_param_grad * grad_shard
-        optimizer = params * per_param_opt * opt_shard
+        weights = _params_per_gpu(model, setup, stage >= 3) * per_param_weight
+        gradients = _params_per_gpu(model, setup, stage >= 2) * per_param_grad
+        optimizer = _params_per_gpu(model, setup, stage >= 1) * per_param_opt
         total_per_param = per_param_weight + per_param_grad + per_param_opt
         notes.append(
             f"model states: {fmt_bytes_per_param(per_param_weight)} (weights) + "
@@ -278,6 +283,11 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
         adapter_bytes = bytes_per_element(lora.adapter_precision)
         adapter_moment = bytes_per_element(lora.adapter_precision) if pure_16bit else FP32_BYTES
         adapter_opt = optimizer_state_bytes(setup.optimizer, moment_bytes=adapter_moment)
+        if setup.expert_parallel > 1:
+            # the routed experts' frozen weights are split over the expert-parallel GPUs
+            expert_bytes = expert_params(model) * (NF4_BITS / 8 if setup.method == "qlora"
+                                                   else bytes_per_element(setup.precision))
+            base -= expert_bytes * (1 - exact(1, setup.expert_parallel))
         adapter_params = adapters * model_split
         weights = (base * model_split + adapter_params * adapter_bytes) * weight_shard
         gradients = adapter_params * adapter_bytes * grad_shard
@@ -305,6 +315,13 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
     if stage and n > 1:
         sharded = {1: "optimizer states", 2: "optimizer states and gradients", 3: "weights, gradients and optimizer states"}[stage]
         notes.append(f"ZeRO stage {stage} over {n} data-parallel GPUs shards the {sharded} (Rajbhandari et al. 2020 §5)")
+    if setup.expert_parallel > 1:
+        notes.append(
+            f"expert parallel {setup.expert_parallel}: the routed experts ({expert_params(model):,} of "
+            f"{model.params:,} parameters) are split over {setup.expert_parallel} GPUs of the data-parallel group, "
+            f"their weights, gradients and optimizer states ÷ {setup.expert_parallel}; ZeRO shards them over the "
+            f"{n // setup.expert_parallel} expert-data-parallel GPUs (Megatron-Core MoE expert parallelism)"
+        )
     if t * p > 1:
         notes.append(
             f"tensor parallel {t} × pipeline parallel {p} divide the model states first "
@@ -318,6 +335,22 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
     overhead_bytes = _overhead(sum(parts), overhead)
     notes.append(_overhead_note(overhead))
     return MemoryBreakdown(*parts, overhead_bytes, notes=tuple(notes))
+
+
+def _params_per_gpu(model: ModelSpec, setup: TrainingSetup, zero_sharded: bool) -> Fraction:
+    """Parameters whose state one GPU holds: P/(t·p), ÷ N when ZeRO shards that state.
+
+    With expert parallelism k the routed experts (P_e) are split over k GPUs
+    of the data-parallel group, and ZeRO shards them over the N/k GPUs that
+    hold the same experts (Megatron-Core's expert-data-parallel group):
+    (P - P_e)/(t·p)·(1/N) + P_e/(t·p·k)·(k/N) when sharded, so under ZeRO-3
+    expert parallelism moves the experts rather than shrinking them.
+    """
+    t_p, n, k = setup.tensor_parallel * setup.pipeline_parallel, setup.data_parallel, setup.expert_parallel
+    experts = expert_params(model) if k > 1 else 0
+    dense = exact(model.params - experts, t_p) * (exact(1, n) if zero_sharded else 1)
+    routed = exact(experts, t_p * k) * (exact(k, n) if zero_sharded else 1)
+    return dense + routed
 
 
 def zero3_gathered_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[Fraction, Fraction]:
@@ -389,12 +422,21 @@ def inference_memory(model: ModelSpec, setup: InferenceSetup, overhead: Overhead
     if model.has_architecture:
         per_token = model.layers * kv_values_per_token_per_layer(model, kv_heads_per_gpu(model, t))
         kv_cache = per_token * bytes_per_element(setup.kv_precision) * setup.context * setup.batch
-        notes.append(
-            f"KV cache: 2 × {model.layers} layers × {model.kv_head_count} kv heads × {model.head_size} × "
-            f"{fmt_bytes_per_param(bytes_per_element(setup.kv_precision))} bytes × {setup.context:,} tokens × {setup.batch} sequences"
-            + (f" ÷ {t} GPUs" if t > 1 else "") + " (Kwon et al. 2023)"
-        )
-        if t > model.kv_head_count:
+        if is_mla(model):
+            notes.append(
+                f"KV cache: multi-head latent attention caches the latent, ({model.kv_lora_rank} + "
+                f"{model.qk_rope_head_dim} rotary) values × {model.layers} layers × "
+                f"{fmt_bytes_per_param(bytes_per_element(setup.kv_precision))} bytes × {setup.context:,} tokens × "
+                f"{setup.batch} sequences, shared by all heads"
+                + (f", whole on each of the {t} GPUs" if t > 1 else "") + " (DeepSeek-V2 §2.1.2)"
+            )
+        else:
+            notes.append(
+                f"KV cache: 2 × {model.layers} layers × {model.kv_head_count} kv heads × {model.head_size} × "
+                f"{fmt_bytes_per_param(bytes_per_element(setup.kv_precision))} bytes × {setup.context:,} tokens × {setup.batch} sequences"
+                + (f" ÷ {t} GPUs" if t > 1 else "") + " (Kwon et al. 2023)"
+            )
+        if t > model.kv_head_count and not is_mla(model):
             notes.append(f"tensor parallel {t} exceeds {model.kv_head_count} kv heads: each GPU keeps one replicated kv head")
     else:
         kv_cache = 0
