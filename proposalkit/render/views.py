@@ -91,11 +91,10 @@ _COMPONENT_NAMES = {"weights": "weights", "gradients": "gradients", "optimizer":
 def _kind(w: WorkloadPlan) -> tuple[str, str]:
     if w.kind == "inference":
         return ("inference service" if w.throughput.source == "service" else "batch inference"), "inference"
-    method = w.method or "full"
     if w.kind == "pretrain":
         return "pretraining", "pretrain"
-    label = {"full": "full fine-tuning", "lora": "fine-tuning (LoRA)", "qlora": "fine-tuning (QLoRA)"}[method]
-    return label, f"finetune/{method}"
+    label = {"full": "full fine-tuning", "lora": "fine-tuning (LoRA)", "qlora": "fine-tuning (QLoRA)"}[w.method]
+    return label, f"finetune/{w.method}"
 
 
 def _gpus(n: int) -> str:
@@ -107,7 +106,7 @@ def _memory_step(w: WorkloadPlan) -> Step:
              for k, b in w.memory.components().items() if b]
     used = w.memory.total / w.gpu.usable_memory_bytes
     if w.kind != "inference":
-        how = (f"ZeRO stage {w.zero_stage or 0}, activation checkpointing "
+        how = (f"ZeRO stage {w.zero_stage}, activation checkpointing "
                + ("on" if w.activation_checkpointing else "off"))
     else:
         how = "KV cache: Kwon et al. 2023"
@@ -195,12 +194,12 @@ def _settings(w: WorkloadPlan) -> tuple[Setting, ...]:
     if w.kind == "inference":
         if s.context:
             out.append(Setting("context", f"{fmt_count(s.context)} tokens"))
-        out.append(Setting("concurrent sequences", fmt_count(s.batch or 1)))
+        out.append(Setting("concurrent sequences", fmt_count(s.batch)))
     else:
         out += [Setting("sequence length", f"{fmt_count(s.seq_len)} tokens"),
                 Setting("micro-batch", fmt_count(s.micro_batch)),
                 Setting("optimizer", s.optimizer),
-                Setting("ZeRO stage", str(w.zero_stage or 0)),
+                Setting("ZeRO stage", str(w.zero_stage)),
                 Setting("activation checkpointing", "on" if w.activation_checkpointing else "off"),
                 Setting("FlashAttention", "on" if s.flash_attention else "off")]
         if s.tensor_parallel > 1 or s.pipeline_parallel > 1:
