@@ -150,3 +150,43 @@ def test_a_tensor_parallel_degree_that_is_no_power_of_two_is_tried(tmp_path, cap
     assert main(["plan", str(path), "--format", "json"]) == 0
     import json
     assert json.loads(capsys.readouterr().out)["workloads"][0]["gpu"]["count"] == 3
+
+
+# ---------------------------------------------------------------- inference: tensor_parallel is the replica's GPU count
+
+def test_inference_tensor_parallel_is_the_count_planned(tmp_path, capsys):
+    # Before, the planner ignored it: 1 GPU planned while the settings said tensor_parallel 4.
+    path = tmp_path / "w.yaml"
+    path.write_text("workloads:\n  - {name: s, kind: inference, model: llama-3.1-8b, context: 8192, hours: 10, "
+                    "tensor_parallel: 4, gpu: h100-80gb}\n", encoding="utf-8")
+    assert main(["plan", str(path), "--format", "json"]) == 0
+    import json
+    w = json.loads(capsys.readouterr().out)["workloads"][0]
+    assert (w["gpu"]["count"], w["settings"]["tensor_parallel"]) == (4, 4)
+    assert w["gpu_hours"] == 40.0                     # 10 h × 4 GPUs
+
+
+def test_inference_tensor_parallel_mistakes_are_input_errors(tmp_path, capsys):
+    serve = "kind: inference, model: llama-3.1-8b, context: 8192, hours: 10"
+    code, out, err, path = run(tmp_path, capsys, f"name: heads, {serve}, tensor_parallel: 64",
+                               f"name: both, {serve}, tensor_parallel: 2, gpus: 4",
+                               f"name: job, {serve}, tensor_parallel: 4, {H100}")
+    assert (code, out) == (2, "")
+    # llama-3.1-8b has 32 attention heads (catalog/models.yaml).
+    assert err.splitlines() == [
+        f"{path}:2: workloads[0].tensor_parallel: no GPU configuration to consider: an inference replica on 64 GPUs "
+        "is 64-way tensor parallel, more ranks than llama-3.1-8b has attention heads (expected at most 32: each "
+        "tensor-parallel rank holds at least one head)",
+        f"{path}:3: workloads[1].tensor_parallel: an inference replica runs on tensor_parallel GPUs (got 2, and "
+        "gpus: 4; expected the same number, or only one of them)",
+        f"{path}:4: workloads[2].tensor_parallel: no GPU configuration to consider: no tacc-lonestar6-h100 job takes "
+        "4 GPUs (at most 2 h100-pcie GPUs: tacc-lonestar6-h100 allows 1 node of 2 GPUs per job); pin at most 2, or "
+        "target another resource",
+    ]
+
+
+def test_a_pinned_inference_degree_that_fits_nowhere_suggests_raising_it(tmp_path, capsys):
+    code, out, err, path = run(tmp_path, capsys, SERVE_405B + ", tensor_parallel: 2")
+    assert (code, out) == (1, "")
+    assert err.endswith("quantize the weights (precision: int8, fp8 or int4; with int4 it needs 118.7 GiB per GPU), "
+                        "or raise tensor_parallel, the tensor-parallel degree (now 2)\n")

@@ -26,6 +26,13 @@ def _gib(n: float) -> str:
 def no_configuration(lw, s: Settings, target: Target | None, gpu_types: list[str]) -> Problem | None:
     """Why no GPU type × count was left to try, as a problem on the field that caused it (None: unknown)."""
     w = lw.spec
+    pinned = "gpus" if w.gpus is not None else ("tensor_parallel" if w.kind == "inference" and w.tensor_parallel
+                                                 else None)
+    if w.kind == "inference" and pinned and lw.model.has_architecture and getattr(w, pinned) > lw.model.heads:
+        return Problem(lw.path, lw.line, f"workloads[{lw.index}].{pinned}",
+                       f"no GPU configuration to consider: an inference replica on {getattr(w, pinned)} GPUs is "
+                       f"{getattr(w, pinned)}-way tensor parallel, more ranks than {lw.model.id} has attention heads "
+                       f"(expected at most {lw.model.heads}: each tensor-parallel rank holds at least one head)")
     if target is None:
         return None
     limits = [(limit, gpu) for gpu in gpu_types if (limit := target.most_per_job(gpu)) is not None]
@@ -37,8 +44,9 @@ def no_configuration(lw, s: Settings, target: Target | None, gpu_types: list[str
     def problem(name: str, why: str) -> Problem:
         return Problem(lw.path, lw.line, f"workloads[{lw.index}].{name}", f"no GPU configuration to consider: {why}")
 
-    if w.gpus is not None:
-        return problem("gpus", f"no {target.id} job takes {w.gpus:,} GPUs ({largest}); pin at most {most:,}, "
+    if pinned is not None:
+        count = getattr(w, pinned)
+        return problem(pinned, f"no {target.id} job takes {count:,} GPUs ({largest}); pin at most {most:,}, "
                                "or target another resource")
     model_parallel = s.tensor_parallel * s.pipeline_parallel
     if w.kind != "inference" and model_parallel > most:
@@ -56,7 +64,8 @@ def does_not_fit(lw, s: Settings, closest: Candidate, relaxed: str | None) -> st
     msg = (f"{where}: {w.name} does not fit: it needs {closest.per_gpu_bytes / GiB:,.1f} GiB per GPU on "
            f"{closest.count}× {closest.gpu}, which has {closest.usable_bytes / GiB:,.1f} GiB usable")
     if relaxed:
-        return msg + f"; it would fit on {relaxed} (remove the gpu/gpus pin, or pin that)"
+        pins = "gpu/gpus/tensor_parallel" if w.kind == "inference" and w.tensor_parallel else "gpu/gpus"
+        return msg + f"; it would fit on {relaxed} (remove the {pins} pin, or pin that)"
     memory = search.memory_of(lw.model, w, s, closest.count, closest.zero_stage, closest.activation_checkpointing)
     hint = _inference_hint if w.kind == "inference" else _training_hint
     return msg + "; " + hint(lw, s, closest, memory)
@@ -76,8 +85,9 @@ def _inference_hint(lw, s: Settings, closest: Candidate, memory) -> str:
         smaller = "int4" if s.precision in QUANTIZED else "int8, fp8 or int4"
         int4 = search.memory_of(lw.model, w, replace(s, precision="int4"), closest.count, None, None)
         tries.append(f"quantize the weights (precision: {smaller}; with int4 it needs {_gib(int4.total)} per GPU)")
-    if w.gpus is not None:
-        tries.append(f"raise gpus, the tensor-parallel degree (now {w.gpus:,})")
+    if w.gpus is not None or w.tensor_parallel is not None:
+        name = "gpus" if w.gpus is not None else "tensor_parallel"
+        tries.append(f"raise {name}, the tensor-parallel degree (now {getattr(w, name):,})")
     return (f"per GPU the KV cache of context {s.context:,} × batch {s.batch:,} takes {_gib(memory.kv_cache)} "
             f"and the {s.precision} weights {_gib(memory.weights)}: " + _or(tries or ["raise gpus"]))
 

@@ -126,6 +126,10 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
         raise InputError([Problem(lw.path, lw.line, where,
                                   f"{w.gpu} is not a GPU of {target.id} (it has {', '.join(target.gpus)}): pin one "
                                   "of those, or target another resource")])
+    if w.kind == "inference" and None not in (w.gpus, w.tensor_parallel) and w.gpus != w.tensor_parallel:
+        raise InputError([Problem(lw.path, lw.line, f"workloads[{lw.index}].tensor_parallel",
+                                  f"an inference replica runs on tensor_parallel GPUs (got {w.tensor_parallel}, and "
+                                  f"gpus: {w.gpus}; expected the same number, or only one of them)")])
     s = _settings(w, model, notes)
     tokens, tokens_derivation = _tokens(w)
     mfu = search.mfu(w, notes) if w.kind != "inference" else (None, None)
@@ -201,15 +205,18 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
 def _infeasible_message(lw: LoadedWorkload, s: Settings, candidates: list[Candidate], resource_id: str | None) -> str:
     w = lw.spec
     closest = min(candidates, key=lambda c: (c.per_gpu_bytes / c.usable_bytes, c.count))
-    relaxed = _relaxed_fit(lw, resource_id) if (w.gpu is not None or w.gpus is not None) else None
+    pinned = w.gpu is not None or w.gpus is not None or (w.kind == "inference" and w.tensor_parallel is not None)
+    relaxed = _relaxed_fit(lw, resource_id) if pinned else None
     return infeasible.does_not_fit(lw, s, closest, relaxed)
 
 
 def _relaxed_fit(lw: LoadedWorkload, resource_id: str | None) -> str | None:
     """The configuration the planner would choose with the pins loosened: first the count, then both."""
     w = lw.spec
-    tries = [w.model_copy(update={"gpus": None})] if w.gpu is not None and w.gpus is not None else []
-    tries.append(w.model_copy(update={"gpus": None, "gpu": None}))
+    count = {"gpus": None, "tensor_parallel": None} if w.kind == "inference" else {"gpus": None}
+    pinned = any(getattr(w, name) is not None for name in count)
+    tries = [w.model_copy(update=count)] if w.gpu is not None and pinned else []
+    tries.append(w.model_copy(update={**count, "gpu": None}))
     for spec in tries:
         try:
             p = plan_workload(LoadedWorkload(spec, lw.model, lw.path, lw.line, lw.index), resource_id)

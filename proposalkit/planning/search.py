@@ -179,13 +179,16 @@ def candidate_gpus(w, target: Target | None, gpus: dict[str, GPUSpec]) -> list[G
 
 
 def _candidate_counts(w, s: Settings, gpu: GPUSpec, target: Target | None, model: ModelSpec) -> tuple[int, ...]:
-    if w.gpus is not None:
-        return (w.gpus,) if target is None or target.takes(gpu.id, w.gpus) else ()
-    first = w.throughput.gpus if w.throughput is not None and w.throughput.gpu == gpu.id else None
-    model_parallel = 1 if w.kind == "inference" else s.tensor_parallel * s.pipeline_parallel
     # An inference replica on n GPUs is n-way tensor parallel, and each tensor-parallel rank
     # holds at least one attention head (Megatron-LM, vLLM split the heads across ranks).
     most = model.heads if w.kind == "inference" and model.has_architecture else None
+    # A pinned count, or an inference replica's tensor-parallel degree, is the one count tried.
+    pinned = w.gpus if w.gpus is not None else (w.tensor_parallel if w.kind == "inference" else None)
+    if pinned is not None:
+        allowed = (target is None or target.takes(gpu.id, pinned)) and (most is None or pinned <= most)
+        return (pinned,) if allowed else ()
+    first = w.throughput.gpus if w.throughput is not None and w.throughput.gpu == gpu.id else None
+    model_parallel = 1 if w.kind == "inference" else s.tensor_parallel * s.pipeline_parallel
     return _counts(first, model_parallel, gpu.id, target, most)
 
 
