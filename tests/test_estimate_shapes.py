@@ -22,7 +22,7 @@ LLAMA_3_1_8B = ModelSpec(id="llama-3.1-8b-config", name="Llama 3.1 8B", layers=3
 # openai-community/gpt2 config.json: n_layer 12, n_embd 768, n_head 12, n_inner null (4·768),
 # vocab_size 50257, n_positions 1024 (learned), LayerNorm, biases everywhere, GELU, tied head.
 GPT2 = ModelSpec(id="gpt2-config", name="GPT-2", layers=12, hidden=768, heads=12, ffn_hidden=3072, vocab=50257,
-                 tied_embeddings=True, mlp="gelu", norm="layernorm", attention_bias=True,
+                 tied_embeddings=True, mlp="plain", norm="layernorm", attention_bias=True,
                  attention_out_bias=True, mlp_bias=True, learned_positions=1024, dropout=True)
 
 

@@ -38,7 +38,7 @@ workloads:
     kind: finetune
     method: lora
     tokens: 200M
-    model: {layers: 12, hidden: 768, heads: 12, ffn_hidden: 3072, vocab: 50257, mlp: gelu}
+    model: {layers: 12, hidden: 768, heads: 12, ffn_hidden: 3072, vocab: 50257, mlp: plain}
 """
 
 SEQUENCES = "50× the 2,048-sequence global batch of Llama 3.1 405B"

@@ -85,9 +85,9 @@ def test_every_bad_key_is_reported_at_once(tmp_path, capsys):
 
 def test_grouped_query_heads_must_divide(tmp_path, capsys):
     code, err = run(tmp_path, capsys, LLAMA.replace('"num_key_value_heads": 8', '"num_key_value_heads": 5'))
-    assert (code, err) == (2, "FILE:6: workloads[0].model: heads is not a multiple of kv_heads (got heads 32, "
-                              "kv_heads 5; grouped-query attention shares each key/value head among a whole "
-                              "number of query heads)\n")
+    assert (code, err) == (2, WHERE + "num_key_value_heads: does not divide num_attention_heads (got 5 key/value "
+                                      "heads for 32 heads; grouped-query attention shares each key/value head "
+                                      "among a whole number of query heads: expected a divisor of 32)\n")
 
 
 def test_shape_beyond_the_parameter_bound(tmp_path, capsys):

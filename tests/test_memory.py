@@ -45,7 +45,7 @@ MIXTRAL = ModelSpec(id="mixtral-8x7b", name="Mixtral 8x7B", layers=32, hidden=40
 # openai-community/gpt2 config.json (n_layer 12, n_embd 768, n_head 12, n_inner 4·768,
 # vocab 50257, n_positions 1024, GELU, LayerNorm, dropout 0.1, tied embeddings)
 GPT2 = ModelSpec(id="gpt2", name="GPT-2", layers=12, hidden=768, heads=12, kv_heads=12, ffn_hidden=3072,
-                 vocab=50257, mlp="gelu", norm="layernorm", attention_bias=True, attention_out_bias=True,
+                 vocab=50257, mlp="plain", norm="layernorm", attention_bias=True, attention_out_bias=True,
                  mlp_bias=True, learned_positions=1024, tied_embeddings=True, dropout=True)
 SEVEN_B = ModelSpec(id="7b", name="a 7B model", params_override=7_000_000_000)
 

@@ -32,7 +32,7 @@ def architectures(draw) -> ModelSpec:
         id="random", name="random",
         layers=draw(st.integers(1, 12)), hidden=hidden, heads=heads, kv_heads=kv_heads,
         ffn_hidden=draw(st.integers(1, 4 * hidden)), vocab=draw(st.integers(2, 50_000)),
-        mlp=draw(st.sampled_from(["swiglu", "gelu"])), dropout=draw(st.booleans()),
+        mlp=draw(st.sampled_from(["gated", "plain"])), dropout=draw(st.booleans()),
         experts=experts, experts_per_token=2 if experts > 1 else 1,
     )
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 
 from proposalkit.cli import main
-from proposalkit.input.model_config import model_from_hf_config
+from proposalkit.input.configs import model_from_config
+
+
+def model_from_hf_config(config, name):
+    spec, problems = model_from_config(config, name)
+    assert not problems, problems
+    return spec
 
 # meta-llama/Llama-3.1-8B config.json (published values); published count 8,030,261,248.
 LLAMA_31_8B = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,

@@ -118,7 +118,7 @@ def test_architecture_flags_from_config():
     assert qwen.attention_bias and not qwen.attention_out_bias and not qwen.tied_embeddings
     # StableLM (stable-code-3b): LayerNorm with bias, use_qkv_bias false, SwiGLU.
     stable = models()["stable-code-3b"]
-    assert (stable.norm, stable.attention_bias, stable.mlp) == ("layernorm", False, "swiglu")
+    assert (stable.norm, stable.attention_bias, stable.mlp) == ("layernorm", False, "gated")
 
 
 def test_only_gpt2_family_trained_with_dropout():

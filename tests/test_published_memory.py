@@ -36,7 +36,7 @@ LLAMA31_8B = ModelSpec(
 # (s = 2048, t = 8); GPT-style block: LayerNorm, GELU MLP of 4h, dropout; GPT-2 BPE vocab 50257.
 GPT3_175B = ModelSpec(
     id="gpt3-175b", name="GPT-3 175B", layers=96, hidden=12288, heads=96, kv_heads=96,
-    ffn_hidden=4 * 12288, vocab=50257, mlp="gelu", norm="layernorm", attention_bias=True,
+    ffn_hidden=4 * 12288, vocab=50257, mlp="plain", norm="layernorm", attention_bias=True,
     attention_out_bias=True, mlp_bias=True, learned_positions=2048, tied_embeddings=True,
     dropout=True, source="Korthikanti et al. 2022 Table 3; Brown et al. 2020 Table 2.1",
 )

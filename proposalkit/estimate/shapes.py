@@ -32,12 +32,25 @@ class ModelSpec:
     vocab: int | None = None
     max_context: int | None = None
     tied_embeddings: bool = False
-    mlp: str = "swiglu"                 # "swiglu" (3 matrices) or "gelu" (2 matrices)
-    norm: str = "rmsnorm"               # "rmsnorm" (weight) or "layernorm" (weight + bias)
+    # --- dense architecture: where the config.json families differ (input/configs/ reads them)
+    mlp: str = "gated"                  # "gated": gate, up, down (SwiGLU, GeGLU); "plain": up, down (GELU, ReLU)
+    norm: str = "rmsnorm"               # "rmsnorm" (weight) or "layernorm" (weight, and a bias if norm_bias)
+    norm_bias: bool = True              # LayerNorm carries a bias (false: OLMo-1-style bias-free LayerNorm)
+    norms_per_layer: int = 2            # pre-attention + pre-MLP; Gemma 2/3: 4; Falcon-7B, Phi-2, GPT-J: 1
+    qk_norm: str = "none"               # "head": RMSNorm over head_dim on q and k (Qwen3, Gemma 3);
+                                        # "full": over the whole q and k widths (OLMo 2)
     attention_bias: bool = False        # q, k, v carry biases (GPT-2, Qwen2)
     attention_out_bias: bool = False    # o_proj carries a bias (GPT-2)
     mlp_bias: bool = False              # MLP matrices carry biases (GPT-2)
-    learned_positions: int = 0          # rows of a learned position embedding (GPT-2: 1024)
+    lm_head_bias: bool = False          # the LM head carries a bias (Phi-2, GPT-J)
+    learned_positions: int = 0          # rows of a learned position embedding (GPT-2: 1024; OPT: 2,048 + 2)
+    parallel_attention: bool = False    # attention and MLP read one input (Falcon, GPT-J, GPT-NeoX); no parameters
+    rotary_fraction: float = 1.0        # share of head_dim rotated (Phi-2 0.4, GPT-NeoX 0.25); no parameters
+    vision_params: int = 0              # vision tower + projector of a vision-language model: in the weights,
+                                        # not in the language model's FLOPs
+    assumptions: tuple[str, ...] = ()   # what the config reader assumed, stated in the plan
+    warnings: tuple[str, ...] = ()      # what it guessed (an unknown model_type), warned in the plan
+    # --- end of the dense architecture block
     dropout: bool = False               # dropout in attention and MLP (GPT-style training)
     # Mixture of experts (experts > 1). Each MoE layer holds `experts` routed MLPs of width
     # moe_ffn_hidden, of which a token visits experts_per_token, plus shared experts every
@@ -155,8 +168,8 @@ def attention_head_size(m: ModelSpec) -> int | float:
 
 
 def mlp_matrices(m: ModelSpec) -> int:
-    """Weight matrices of one MLP: SwiGLU gate, up and down (3); GELU up and down (2)."""
-    return 3 if m.mlp == "swiglu" else 2
+    """Weight matrices of one MLP: gated (SwiGLU, GeGLU) gate, up and down (3); plain (GELU, ReLU) up and down (2)."""
+    return 3 if m.mlp == "gated" else 2
 
 
 def routed_experts(m: ModelSpec) -> int:
@@ -183,7 +196,7 @@ def linears(m: ModelSpec) -> tuple[Linear, ...]:
     or q_a_proj h→q_lora and q_b_proj q_lora→a·(dn+dr); kv_a_proj_with_mqa
     h→kv_lora + dr; kv_b_proj kv_lora→a·(dn + dv); o_proj a·dv→h.
     MLP: gate_proj and up_proj h→f, down_proj f→h, for the dense MLPs, each
-    routed expert (f = moe width) and each shared expert. A GELU MLP has no
+    routed expert (f = moe width) and each shared expert. A plain MLP has no
     gate_proj: up_proj and down_proj name its two matrices (GPT-2's c_fc and
     c_proj). The MoE router stays out (it is not quantized).
     """
@@ -214,7 +227,7 @@ def linears(m: ModelSpec) -> tuple[Linear, ...]:
     mlps = ((m.ffn_hidden, layers - moe_layers, layers - moe_layers),
             (expert_ffn_hidden(m), moe_layers * m.experts, moe_layers * m.experts_per_token),
             (shared_expert_ffn_hidden(m), moe_layers * m.shared_experts, moe_layers * m.shared_experts))
-    for module in (("gate_proj", "up_proj", "down_proj") if m.mlp == "swiglu" else ("up_proj", "down_proj")):
+    for module in (("gate_proj", "up_proj", "down_proj") if m.mlp == "gated" else ("up_proj", "down_proj")):
         for f, count, per_token in mlps:
             d_in, d_out = (f, h) if module == "down_proj" else (h, f)
             add(module, d_in, d_out, count, per_token)
@@ -248,7 +261,7 @@ def attention_params(m: ModelSpec) -> int:
 
 
 def mlp_params(m: ModelSpec, f: int) -> int:
-    """One MLP of inner width f: SwiGLU has gate, up and down (3·h·f); GELU has up and down (2·h·f)."""
+    """One MLP of inner width f: gated has gate, up and down (3·h·f); plain has up and down (2·h·f)."""
     h = m.hidden
     matrices = mlp_matrices(m)
     count = matrices * h * f
@@ -268,8 +281,18 @@ def shared_expert_params(m: ModelSpec) -> int:
 
 
 def norm_params(m: ModelSpec) -> int:
-    """One normalisation layer: RMSNorm has a weight, LayerNorm a weight and a bias."""
-    return m.hidden * (2 if m.norm == "layernorm" else 1)
+    """One normalisation layer over h: RMSNorm has a weight, LayerNorm a weight and a bias (unless norm_bias is off)."""
+    return m.hidden * (2 if m.norm == "layernorm" and m.norm_bias else 1)
+
+
+def qk_norm_params(m: ModelSpec) -> int:
+    """Query/key norms of one layer (RMSNorms, weight only): 2·d over head_dim (Qwen3, Gemma 3),
+    a·d + kv·d over the whole projections (OLMo 2), else 0."""
+    if m.qk_norm == "head":
+        return 2 * m.head_size
+    if m.qk_norm == "full":
+        return sum(attention_widths(m))
+    return 0
 
 
 def router_params(m: ModelSpec) -> int:
@@ -286,8 +309,9 @@ def moe_mlp_params(m: ModelSpec) -> int:
 
 
 def attention_and_norm_params(m: ModelSpec) -> int:
-    """What every layer has besides its MLP: attention + 2 norms."""
-    return attention_params(m) + 2 * norm_params(m)
+    """What every layer has besides its MLP: attention + its norms (norms_per_layer, 2 unless the
+    family says) + q/k norms."""
+    return attention_params(m) + m.norms_per_layer * norm_params(m) + qk_norm_params(m)
 
 
 def dense_layer_params(m: ModelSpec) -> int:
@@ -322,18 +346,24 @@ def embedding_params(m: ModelSpec) -> int:
 
 
 def lm_head_params(m: ModelSpec) -> int:
-    """Output projection, whole model: v·h, or 0 when tied to the input embeddings."""
-    return 0 if m.tied_embeddings else m.vocab * m.hidden
+    """Output projection, whole model: v·h, or 0 when tied to the input embeddings; + v for a bias."""
+    return (0 if m.tied_embeddings else m.vocab * m.hidden) + (m.vocab if m.lm_head_bias else 0)
 
 
 def parameter_count(m: ModelSpec) -> int:
     """Parameters of a decoder-only transformer from its config.
 
     embeddings v·h (+ learned positions) + the layers (blocks_params: dense
-    and MoE layers) + final norm + LM head v·h unless tied.
+    and MoE layers) + final norm + LM head v·h unless tied + the vision
+    tower of a vision-language model.
     """
     if not m.has_architecture:
         raise ValueError(f"model {m.id!r} has no architecture and no parameter count")
+    return language_params(m) + m.vision_params
+
+
+def language_params(m: ModelSpec) -> int:
+    """The language model alone: embeddings + layers + final norm + LM head."""
     return embedding_params(m) + blocks_params(m) + norm_params(m) + lm_head_params(m)
 
 
@@ -378,8 +408,43 @@ def matmul_params(m: ModelSpec) -> int:
     embedding table, which is a lookup (Kaplan et al. 2020 §2.1 count
     non-embedding FLOPs; the LM head is a GEMM and stays in). With tied
     embeddings the table is the head, so it stays in. Uses active
-    parameters, so a mixture-of-experts counts the experts a token visits."""
+    parameters, so a mixture-of-experts counts the experts a token visits;
+    a vision tower is left out (the FLOPs are the language model's)."""
     if not m.has_architecture or m.params_override is not None:
         return m.active_params
     lookup = embedding_params(m) - (m.vocab * m.hidden if m.tied_embeddings else 0)
-    return m.active_params - lookup
+    return m.active_params - lookup - m.vision_params
+
+
+# Vision towers of vision-language models: counted in the weights, not in the language model's FLOPs.
+
+
+def vision_encoder_params(hidden: int, ffn: int, layers: int, patch: int, image: int, *, channels: int = 3,
+                          class_token: bool, patch_bias: bool, pre_norm: bool, pooling_head: bool = False) -> int:
+    """A ViT encoder (CLIP, SigLIP vision tower), weights and biases.
+
+    patch embedding c·p²·h (+ h bias, SigLIP) + position rows (image/p)² (+ 1
+    for CLIP's class token) × h + class token h + L·(q, k, v, o with biases
+    4·(h² + h) + fc1, fc2 with biases 2·h·f + f + h + two LayerNorms 4·h) +
+    post LayerNorm 2·h (+ CLIP's pre LayerNorm 2·h) (+ SigLIP's attention
+    pooling head: probe h, in/out projections 4·(h² + h), LayerNorm 2·h, MLP).
+    """
+    h, f = hidden, ffn
+    positions = (image // patch) ** 2 + (1 if class_token else 0)
+    count = channels * patch * patch * h + (h if patch_bias else 0) + positions * h + (h if class_token else 0)
+    mlp = 2 * h * f + f + h
+    count += layers * (4 * (h * h + h) + mlp + 4 * h) + 2 * h + (2 * h if pre_norm else 0)
+    if pooling_head:
+        count += h + 4 * (h * h + h) + 2 * h + mlp
+    return count
+
+
+def llava_projector_params(vision_hidden: int, text_hidden: int, bias: bool = True) -> int:
+    """LLaVA's multi_modal_projector: linear_1 (vision → text width) and linear_2 (text → text), with biases."""
+    return vision_hidden * text_hidden + text_hidden * text_hidden + (2 * text_hidden if bias else 0)
+
+
+def gemma3_projector_params(vision_hidden: int, text_hidden: int) -> int:
+    """Gemma 3's multi_modal_projector: mm_input_projection_weight (vision × text width) and
+    mm_soft_emb_norm, an RMSNorm over the vision width."""
+    return vision_hidden * text_hidden + vision_hidden

@@ -236,7 +236,7 @@ def _pilot(workload: Workload) -> list[tuple[Path, str]]:
 
 def _lora_modules(workload: Workload, model: ModelSpec | None) -> list[tuple[Path, str]]:
     """LoRA target modules the model has: a GELU MLP (GPT-2) has up_proj and down_proj, no gate_proj."""
-    if workload.lora is None or model is None or not model.has_architecture or model.mlp == "swiglu":
+    if workload.lora is None or model is None or not model.has_architecture or model.mlp == "gated":
         return []
     if "gate_proj" not in workload.lora.targets:
         return []

@@ -77,7 +77,7 @@ _FIELDS_BY_PARENT = {
 }
 
 _CHOICES = {"kind": KINDS, "method": METHODS, "precision": PRECISIONS, "optimizer": OPTIMIZERS,
-            "track": TRACKS, "access_tier": ACCESS_TIERS, "targets": LORA_TARGETS, "mlp": ("swiglu", "gelu")}
+            "track": TRACKS, "access_tier": ACCESS_TIERS, "targets": LORA_TARGETS, "mlp": ("gated", "plain")}
 
 
 def _parent_kind(path: Path) -> str:

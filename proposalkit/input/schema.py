@@ -209,7 +209,7 @@ class ModelShape(_Strict):
     vocab: Dimension | None = None
     max_context: Sequence | None = None
     tied_embeddings: Bool | None = None
-    mlp: Literal["swiglu", "gelu"] | None = None
+    mlp: Literal["gated", "plain"] | None = None
     config: Text | None = Field(None, description="Path to a local Hugging Face config.json, relative to this file.")
 
 

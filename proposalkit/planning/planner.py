@@ -173,6 +173,8 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
                          "charged in the runtime")
     if not model.has_architecture:
         notes.append(f"{model.id}: parameter count only; activations and attention FLOPs not modelled")
+    notes += [f"{model.id}: {text}" for text in model.assumptions]
+    warnings += [f"{w.name}: {model.id}: {text}" for text in model.warnings]
     trainable = None
     if w.kind != "inference":
         trainable = lora_trainable_params(model, s.lora) if s.lora else model.params
