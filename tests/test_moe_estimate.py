@@ -131,7 +131,7 @@ def moe_models(draw) -> ModelSpec:
     return ModelSpec(
         id="random-moe", name="random-moe", layers=layers, hidden=hidden, heads=heads,
         ffn_hidden=draw(st.integers(1, 4 * hidden)), vocab=draw(st.integers(2, 5000)),
-        mlp=draw(st.sampled_from(["swiglu", "gelu"])),
+        mlp=draw(st.sampled_from(["gated", "plain"])),
         experts=experts, experts_per_token=draw(st.integers(1, experts)),
         moe_ffn_hidden=draw(st.one_of(st.none(), st.integers(1, 2 * hidden))),
         shared_experts=draw(st.integers(0, 2)), shared_expert_gate=draw(st.booleans()),
