@@ -81,6 +81,14 @@ class _Parser(argparse.ArgumentParser):
         print(f"{self.prog}: error: {_safe(message)}", file=sys.stderr)
         raise SystemExit(EXIT_INPUT)
 
+    def _print_message(self, message: str, file=None) -> None:
+        """--help and --version write through _emit, so a closed or full stdout is reported
+        (argparse itself drops the error); usage errors still go to stderr."""
+        if message and (file is None or file is sys.stdout):
+            _emit(message)
+        else:
+            super()._print_message(message, file)
+
 
 def _plan(paths: list[str]):
     from .input.loading import load_files
@@ -233,8 +241,14 @@ def _print_traceback_if_asked() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    prog = parser.prog
     try:
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit:          # --help printed, or a usage error on stderr: argparse's own exit
+            _flush()
+            raise
+        prog = f"{parser.prog} {args.command}"
         if sys.stdout is None:      # checked first: a command with nowhere to print writes nothing
             raise _StdoutError("it is closed")
         code = args.func(args)
@@ -252,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     except _StdoutError as error:
         _print_traceback_if_asked()
         _drop_stdout()
-        print(f"proposalkit {args.command}: cannot write to standard output ({error.reason}); "
+        print(f"{prog}: cannot write to standard output ({error.reason}); "
               "redirect it to a file or a pipe that can take it", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:

@@ -124,3 +124,16 @@ def test_debug_keeps_exit_2_for_a_closed_stdout(tmp_path):
 def test_debug_keeps_exit_2_for_an_input_error(tmp_path):
     done = run(["plan", "missing.yaml"], subprocess.PIPE, tmp_path, PROPOSALKIT_DEBUG="1")
     assert done.returncode == 2 and "Traceback" not in done.stderr and done.stderr.count("\n") == 1
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_help_to_a_full_or_closed_stdout(tmp_path):
+    """argparse drops a failed --help write and exits 0; proposalkit reports it like any output."""
+    with open("/dev/full", "w") as full:
+        done = run(["--help"], full, tmp_path)
+    assert (done.returncode, done.stderr) == (2, "proposalkit: cannot write to standard output (No space left on "
+                                                 "device); redirect it to a file or a pipe that can take it\n")
+    done = closed_stdout(["plan", "--help"], tmp_path)
+    assert (done.returncode, done.stderr) == (2, "proposalkit: cannot write to standard output (it is closed); "
+                                                 "redirect it to a file or a pipe that can take it\n")
+    assert run(["--help"], subprocess.PIPE, tmp_path).stdout.startswith("usage: proposalkit ")
