@@ -221,3 +221,12 @@ def test_files_follow_the_umask(workload, tmp_path):
     os.umask(mask)
     for name in ("report.md", "charts/memory.svg"):
         assert (tmp_path / "out" / name).stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_a_folder_name_with_control_characters_is_printed_escaped(workload, tmp_path, capsys):
+    blocker = tmp_path / "file\x1b[2J"
+    blocker.write_text("", encoding="utf-8")
+    assert main(["report", str(workload), "-o", str(blocker), "--format", "md"]) == 2
+    shown = str(tmp_path) + "/file\\x1b[2J"
+    assert capsys.readouterr().err == (f"proposalkit report: -o {shown}: cannot write {shown} (not a folder); "
+                                       "choose a folder you can write to\n")

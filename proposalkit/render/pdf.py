@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from ..errors import InputError
+from ..errors import InputError, Problem
 from . import TEMPLATES_DIR
 
 # The body (everything before the appendix) should fit about two US Letter
@@ -44,15 +44,11 @@ class PdfUnavailableError(InputError):
     """WeasyPrint (or the Pango library under it) cannot be loaded; nothing is written.
 
     A subclass of InputError so the command line exits 2 with the message, as
-    it does for any input it cannot turn into a report.
+    it does for any input it cannot turn into a report: 'proposalkit report: MESSAGE'.
     """
 
     def __init__(self, message: str):
-        super().__init__([])
-        self.message = message
-
-    def __str__(self) -> str:
-        return self.message
+        super().__init__([Problem("proposalkit report", None, "", message)])
 
 
 def require_weasyprint(target: Path) -> None:
@@ -61,7 +57,7 @@ def require_weasyprint(target: Path) -> None:
         _import_weasyprint()
     except (ImportError, OSError) as error:
         raise PdfUnavailableError(
-            f"proposalkit report: cannot write {target}: WeasyPrint could not load "
+            f"cannot write {target}: WeasyPrint could not load "
             f"({type(error).__name__}: {' '.join(str(error).split())[:200]}). To build PDFs, {PANGO_HELP}; "
             "or pass --format md,html. Nothing was written") from None
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from ..errors import InputError
+from ..errors import InputError, Problem
 from ..planning.planner import Plan
 from . import TEMPLATES_DIR, pdf
 from .context import ReportContext, report_context
@@ -149,14 +149,13 @@ def render_reports(context: ReportContext, formats, out: Path) -> tuple[dict[str
 
 
 class OutputFolderError(InputError):
-    """The output folder cannot take the report (exit 2); the message names it."""
+    """The output folder cannot take the report (exit 2): 'proposalkit report: -o DIR: MESSAGE'.
 
-    def __init__(self, message: str):
-        super().__init__([])
-        self.message = message
+    One Problem, so the message is printed as every input error is (control
+    characters in the folder's name escaped)."""
 
-    def __str__(self) -> str:
-        return self.message
+    def __init__(self, shown: str, message: str):
+        super().__init__([Problem("proposalkit report", None, f"-o {shown}", message)])
 
 
 def _file_mode() -> int:
@@ -185,8 +184,7 @@ def swap_in(out: Path, files: dict[str, bytes], shown: str | None = None) -> lis
     """
     shown = shown if shown is not None else str(out)
     if out.exists() and not out.is_dir():
-        raise OutputFolderError(f"proposalkit report: -o {shown}: cannot write {out} (not a folder); "
-                                "choose a folder you can write to")
+        raise OutputFolderError(shown, f"cannot write {out} (not a folder); choose a folder you can write to")
     created = not out.exists()
     tmp: Path | None = None
     renamed: list[str] = []
@@ -215,8 +213,8 @@ def swap_in(out: Path, files: dict[str, bytes], shown: str | None = None) -> lis
         where = (error.filename2 if error.filename2 else out) if tmp is not None else (error.filename or out)
         kept = (f"replaced {', '.join(renamed)} before the failure" if renamed
                 else "the previous report files were left as they were")
-        raise OutputFolderError(f"proposalkit report: -o {shown}: cannot write {where} "
-                                f"({error.strerror or error}); choose a folder you can write to; {kept}") from None
+        raise OutputFolderError(shown, f"cannot write {where} ({error.strerror or error}); choose a folder "
+                                       f"you can write to; {kept}") from None
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
