@@ -41,20 +41,19 @@ def _emit(text: str) -> None:
     """Write command output to standard output; every write of every command goes here."""
     if sys.stdout is None:      # Python sets it to None when started with fd 1 closed (`>&-`)
         raise _StdoutError("it is closed")
-    try:
-        sys.stdout.write(text)
-    except BrokenPipeError:
-        raise _PipeClosed() from None
-    except OSError as error:
-        raise _StdoutError(error.strerror or str(error)) from None
+    _on_stdout(sys.stdout.write, text)
 
 
 def _flush() -> None:
     """Flush standard output now, so a failure is reported here and not at interpreter exit."""
-    if sys.stdout is None:
-        return
+    if sys.stdout is not None:
+        _on_stdout(sys.stdout.flush)
+
+
+def _on_stdout(operation, *args) -> None:
+    """Run a write or flush of stdout; its failure becomes _PipeClosed or _StdoutError."""
     try:
-        sys.stdout.flush()
+        operation(*args)
     except BrokenPipeError:
         raise _PipeClosed() from None
     except OSError as error:
