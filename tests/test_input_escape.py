@@ -11,7 +11,7 @@ from proposalkit.cli import main
 from proposalkit.errors import InfeasibleError, Problem
 
 FIELDS = ("kind, method, model, description, data, tokens, throughput, variants, gpu, gpus, precision, buffer, "
-          "seq_len, micro_batch, zero_stage, tensor_parallel, pipeline_parallel, activation_checkpointing, "
+          "seq_len, micro_batch, zero_stage, tensor_parallel, pipeline_parallel, expert_parallel, activation_checkpointing, "
           "flash_attention, optimizer, lora, mfu, context, batch, hours, resource, concurrency, storage, name")
 
 

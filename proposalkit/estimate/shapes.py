@@ -234,12 +234,19 @@ def linears(m: ModelSpec) -> tuple[Linear, ...]:
     return tuple(out)
 
 
+def attention_modules(m: ModelSpec) -> tuple[str, ...]:
+    """The attention projections' module names: q_proj, k_proj, v_proj, o_proj, or MLA's (linears())."""
+    if not is_mla(m):
+        return ("q_proj", "k_proj", "v_proj", "o_proj")
+    q = ("q_proj",) if m.q_lora_rank is None else ("q_a_proj", "q_b_proj")
+    return (*q, "kv_a_proj_with_mqa", "kv_b_proj", "o_proj")
+
+
 def mla_attention_params(m: ModelSpec) -> int:
     """MLA of one layer (DeepSeek-V2 §2.1): the linears() above plus the RMSNorms on
     the latents (q_a_layernorm q_lora, kv_a_layernorm kv_lora); with attention_bias,
     biases on q_a_proj, kv_a_proj_with_mqa and o_proj."""
-    count = sum(x.d_in * x.d_out for x in linears(m)
-                if x.module in ("q_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"))
+    count = sum(x.d_in * x.d_out for x in linears(m) if x.module in attention_modules(m))
     count += (m.q_lora_rank or 0) + m.kv_lora_rank
     if m.attention_bias:
         count += (m.q_lora_rank or 0) + m.kv_lora_rank + m.qk_rope_head_dim + m.hidden

@@ -77,6 +77,10 @@ BOUNDS = {
     # Llama 3.1 405B has 126 layers; each pipeline stage holds at least one layer.
     "pipeline_parallel": Bound(1, 256, "at most 256: each pipeline stage holds at least one layer, and the "
                                        "deepest published models have about 126 (Llama 3.1 405B)"),
+    # Each expert-parallel rank holds at least one routed expert, so the experts' bound caps it;
+    # DeepSeek-V3 trained with 64-way expert parallelism (DeepSeek-V3 technical report §3.2).
+    "expert_parallel": Bound(1, 10**4, "at most 10,000: each expert-parallel rank holds at least one routed "
+                                       "expert (DeepSeek-V3 trained with 64-way expert parallelism)"),
     # DeepSpeed ZeRO has stages 1 to 3 (Rajbhandari et al. 2020); 0 is plain data parallelism.
     "zero_stage": Bound(0, 3, "an integer from 0 to 3, the stages of DeepSpeed ZeRO (0: none)"),
     # Gemma's vocabulary of 256,000 tokens is the largest dimension of a published model.

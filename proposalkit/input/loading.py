@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from .. import catalog
 from ..errors import InputError, Problem
-from ..estimate.shapes import ModelSpec
+from ..estimate.shapes import ModelSpec, is_mla
 from ..units import SECONDS_PER_HOUR
 from .messages import Path, field_name, translate, unknown_gpu, unknown_model, unknown_resource
 from .model_config import read_config
@@ -186,10 +186,22 @@ def _check(workload: Workload, model: ModelSpec | None, index: int, source: Sour
 
 def _parallel(workload: Workload, model: ModelSpec | None) -> list[tuple[Path, str]]:
     """Tensor and pipeline parallelism against the pinned GPU count and the model's heads and layers."""
+    ep = workload.expert_parallel or 1
     if workload.kind == "inference":
+        if ep > 1:
+            return [(("expert_parallel",), "not used by inference (got expert_parallel; an inference replica already "
+                                           "splits every weight, the experts included, over its GPUs; expected it only "
+                                           "on finetune or pretrain)")]
         return []
     out = []
     tp, pp = workload.tensor_parallel or 1, workload.pipeline_parallel or 1
+    if ep > 1 and model is not None and model.has_architecture:
+        if model.experts == 1:
+            out.append((("expert_parallel",), f"the model has no routed experts (got {ep}; expert parallelism "
+                                              "splits a mixture of experts, expected 1 or nothing for a dense model)"))
+        elif model.experts % ep:
+            out.append((("expert_parallel",), f"does not divide the {model.experts} routed experts (got {ep}; "
+                                              "each rank holds the same number of experts)"))
     if model is not None and model.has_architecture:
         if tp > model.heads:
             out.append((("tensor_parallel",), f"more ranks than the model has attention heads (got {tp}, expected "
@@ -198,11 +210,12 @@ def _parallel(workload: Workload, model: ModelSpec | None) -> list[tuple[Path, s
         if pp > model.layers:
             out.append((("pipeline_parallel",), f"more stages than the model has layers (got {pp}, expected at most "
                                                 f"{model.layers}: each pipeline stage holds at least one layer)"))
-    per_copy = tp * pp
+    per_copy = tp * pp * ep
     if workload.gpus is not None and workload.gpus % per_copy:
         given = " × ".join(f"{name} {value}" for name, value in
                            (("tensor_parallel", workload.tensor_parallel),
-                            ("pipeline_parallel", workload.pipeline_parallel)) if value)
+                            ("pipeline_parallel", workload.pipeline_parallel),
+                            ("expert_parallel", workload.expert_parallel)) if value)
         what = "fewer GPUs than one model copy takes" if workload.gpus < per_copy else "not a whole number of model copies"
         out.append((("gpus",), f"{what} (got {workload.gpus}; {given} puts one copy on {per_copy} GPUs, expected a "
                                f"multiple of {per_copy}, e.g. {per_copy} or {2 * per_copy})"))
@@ -235,8 +248,18 @@ def _pilot(workload: Workload) -> list[tuple[Path, str]]:
 
 
 def _lora_modules(workload: Workload, model: ModelSpec | None) -> list[tuple[Path, str]]:
-    """LoRA target modules the model has: a GELU MLP (GPT-2) has up_proj and down_proj, no gate_proj."""
-    if workload.lora is None or model is None or not model.has_architecture or model.mlp == "gated":
+    """LoRA target modules the model has: a GELU MLP (GPT-2) has up_proj and down_proj, no gate_proj;
+    multi-head latent attention (DeepSeek) has no k_proj or v_proj."""
+    if workload.lora is None or model is None or not model.has_architecture:
+        return []
+    if is_mla(model):
+        missing = [t for t in workload.lora.targets if t in ("k_proj", "v_proj")]
+        if missing:
+            return [(("lora", "targets"), f"not a module of this model (got {', '.join(map(repr, missing))}: "
+                                          "multi-head latent attention projects keys and values through "
+                                          "kv_a_proj_with_mqa and kv_b_proj; expected q_proj, o_proj, the MLP "
+                                          "modules or all-linear)")]
+    if model.mlp == "gated":
         return []
     if "gate_proj" not in workload.lora.targets:
         return []

@@ -165,6 +165,7 @@ Batch = _bounded_int("batch")
 LoraRank = _bounded_int("lora_rank")
 TensorParallel = _bounded_int("tensor_parallel")
 PipelineParallel = _bounded_int("pipeline_parallel")
+ExpertParallel = _bounded_int("expert_parallel")
 Dimension = _bounded_int("dimension")
 TokensPerSecond = Annotated[float, _within(_positive_float, "tokens_per_second"),
                             WithJsonSchema({"anyOf": [{"type": "number", "minimum": BOUNDS["tokens_per_second"].low},
@@ -287,6 +288,8 @@ class WorkloadFields(_Strict):
     zero_stage: ZeroStage | None = None
     tensor_parallel: TensorParallel | None = None
     pipeline_parallel: PipelineParallel | None = None
+    expert_parallel: ExpertParallel | None = Field(
+        None, description="GPUs over which a mixture of experts' routed experts are split (training).")
     activation_checkpointing: Bool | None = None
     flash_attention: Bool | None = None
     optimizer: Literal[OPTIMIZERS] | None = None

@@ -13,7 +13,7 @@ from ..errors import InfeasibleError, InputError, Problem
 from ..estimate import storage as storage_model
 from ..estimate.cross_checks import cross_checks
 from ..estimate.lora import LoraSpec, lora_trainable_params
-from ..estimate.shapes import ModelSpec
+from ..estimate.shapes import ModelSpec, attention_modules, is_mla
 from ..input.loading import LoadedFile, LoadedWorkload
 from . import charges, infeasible, resources, search
 from .records import Candidate, Plan, Settings, WorkloadPlan
@@ -43,9 +43,12 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
     if w.method in ("lora", "qlora"):
         given = w.lora
         rank = given.rank if given else 16
-        targets = tuple(given.targets) if given else ("q_proj", "k_proj", "v_proj", "o_proj")
+        targets = tuple(given.targets) if given else attention_modules(model)
         lora = LoraSpec(rank=rank, targets=targets)
-        if given is None:
+        if given is None and is_mla(model):
+            notes.append(f"LoRA rank 16 on the attention projections {', '.join(targets)} (multi-head latent "
+                         "attention; planner default; set lora: {rank, targets})")
+        elif given is None:
             notes.append("LoRA rank 16 on the attention projections q, k, v, o (planner default; set lora: {rank, targets})")
     buffer = DEFAULT_BUFFER if w.buffer is None else w.buffer
     if w.buffer is None:
@@ -64,6 +67,7 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
         optimizer=w.optimizer or "adamw",
         tensor_parallel=w.tensor_parallel or 1,
         pipeline_parallel=w.pipeline_parallel or 1,
+        expert_parallel=w.expert_parallel or 1,
         zero_stage=w.zero_stage,
         activation_checkpointing=w.activation_checkpointing,
         flash_attention=flash,

@@ -39,6 +39,7 @@ class Settings:
     batch: int | None
     concurrency: int
     checkpoints_retained: int
+    expert_parallel: int = 1
 
 
 class Candidate(NamedTuple):

@@ -50,6 +50,7 @@ def memory_of(model: ModelSpec, w, s: Settings, count: int, zero_stage: int | No
                           precision="bf16" if method == "qlora" else s.precision,
                           optimizer=s.optimizer, data_parallel=count // model_parallel, zero_stage=zero_stage,
                           tensor_parallel=s.tensor_parallel, pipeline_parallel=s.pipeline_parallel,
+                          expert_parallel=s.expert_parallel,
                           activation_checkpointing=checkpointing, flash_attention=s.flash_attention, lora=s.lora)
     return training_memory(model, setup, DEFAULT_OVERHEAD)
 
@@ -188,7 +189,9 @@ def _candidate_counts(w, s: Settings, gpu: GPUSpec, target: Target | None, model
         allowed = (target is None or target.takes(gpu.id, pinned)) and (most is None or pinned <= most)
         return (pinned,) if allowed else ()
     first = w.throughput.gpus if w.throughput is not None and w.throughput.gpu == gpu.id else None
-    model_parallel = 1 if w.kind == "inference" else s.tensor_parallel * s.pipeline_parallel
+    # Training: a model copy spans t·p GPUs, and expert parallelism splits the routed experts
+    # over whole copies, so the count is a multiple of t·p·ep.
+    model_parallel = 1 if w.kind == "inference" else s.tensor_parallel * s.pipeline_parallel * s.expert_parallel
     return _counts(first, model_parallel, gpu.id, target, most)
 
 

@@ -191,6 +191,12 @@ def _calendar_step(w: WorkloadPlan) -> Step:
 def _settings(w: WorkloadPlan) -> tuple[Setting, ...]:
     s = w.settings
     out = [Setting("precision", s.precision)]
+    m = w.model
+    if m.experts > 1:
+        shared = f" + {m.shared_experts} shared" if m.shared_experts else ""
+        out.append(Setting("parameters", f"{fmt_count(m.params)} total, {fmt_count(m.active_params)} active per token "
+                                         f"(mixture of experts: {m.experts_per_token} of {m.experts} routed "
+                                         f"experts{shared}; weights use the total, FLOPs the active)"))
     if w.kind == "inference":
         if s.context:
             out.append(Setting("context", f"{fmt_count(s.context)} tokens"))
@@ -204,6 +210,8 @@ def _settings(w: WorkloadPlan) -> tuple[Setting, ...]:
                 Setting("FlashAttention", "on" if s.flash_attention else "off")]
         if s.tensor_parallel > 1 or s.pipeline_parallel > 1:
             out.append(Setting("tensor × pipeline parallel", f"{s.tensor_parallel} × {s.pipeline_parallel}"))
+        if s.expert_parallel > 1:
+            out.append(Setting("expert parallel", fmt_count(s.expert_parallel)))
         if s.lora is not None:
             out.append(Setting("LoRA", f"rank {s.lora.rank} on {', '.join(s.lora.targets)}"))
         if w.trainable_params is not None:
