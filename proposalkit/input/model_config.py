@@ -41,5 +41,8 @@ def read_config(path: str, base_dir: str, origin: Source, at: Path) -> tuple[Mod
         return None, [Problem(*where, f"{full}: malformed JSON: values nested too deeply")]
     if not isinstance(config, dict):
         return None, [Problem(*where, f"{full}: not a config (got {describe(config)}, expected a JSON object)")]
-    spec, problems = model_from_config(config, name=os.path.basename(os.path.dirname(full)) or path)
+    # The model is named for its folder (models/llama-3.1-8b/config.json), else for its file (falcon-7b.json).
+    stem = os.path.splitext(os.path.basename(full))[0]
+    name = (os.path.basename(os.path.dirname(full)) if stem == "config" else stem) or path
+    spec, problems = model_from_config(config, name=name)
     return spec, [Problem(*where, f"{full}: {key}: {message}") for key, message in problems]

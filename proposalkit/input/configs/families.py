@@ -205,6 +205,7 @@ def opt(k: Keys) -> dict:
     bias = k.flag("enable_bias", True)
     spec = decoder(k, {**HF_NAMES, "ffn": ("ffn_dim",), "kv": ()}, tied=True, mlp="plain", norm="layernorm",
                    attention_bias=bias, attention_out_bias=bias, mlp_bias=bias)
+    spec["dropout"] = spec["dropout"] or k.fraction("dropout") > 0
     # OPTLearnedPositionalEmbedding: "OPT is set up so that if padding_idx is specified then offset the
     # embedding ids by 2" (transformers modeling_opt.py).
     spec["learned_positions"] = k.count("max_position_embeddings", default=2048, bound="sequence") + 2
@@ -272,3 +273,6 @@ ENCODERS = {"bert": "an encoder (BERT)", "roberta": "an encoder (RoBERTa)", "xlm
 UNKNOWN_REQUIRED = ("hidden_size", "num_attention_heads", "num_hidden_layers", "intermediate_size", "vocab_size")
 UNKNOWN_ASSUMED = ("a Llama-style decoder: gated MLP (SwiGLU), RMSNorm, no biases, "
                    "untied embeddings unless tie_word_embeddings is true")
+# Keys that say an unknown model_type is not a plain decoder (read as one, it would be undercounted).
+UNKNOWN_UNREADABLE = ("num_experts", "num_local_experts", "n_routed_experts", "moe_intermediate_size",
+                      "kv_lora_rank")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ...estimate import shapes
 from ...estimate.shapes import ModelSpec
 from .families import (ENCODERS, FAMILIES, GEMMA3_TEXT_DEFAULTS, LLAMA_DEFAULTS, UNKNOWN_ASSUMED, UNKNOWN_REQUIRED,
-                       llama_style)
+                       UNKNOWN_UNREADABLE, llama_style)
 from .keys import Keys
 
 # Class defaults of a sparse text_config, by its model_type.
@@ -49,9 +49,7 @@ def model_from_config(config: dict, name: str) -> tuple[ModelSpec | None, Proble
         if text is None:
             return None, keys.problems or [("text_config", "missing (expected the language model's keys)")]
         vision, vision_note = _vision(keys, model_type, projector, text)
-        assumptions.append(vision_note)
-        if not vision:
-            warnings.append(vision_note)
+        (assumptions if vision else warnings).append(vision_note)
         model_type = text_type or ""
     family = FAMILIES.get(model_type)
     if family is not None:
@@ -59,14 +57,18 @@ def model_from_config(config: dict, name: str) -> tuple[ModelSpec | None, Proble
         assumptions.insert(0, f"config.json read as {model_type}: {family.assumed}")
     else:
         absent = [text.key(k) for k in UNKNOWN_REQUIRED if not text.has(k)]
+        unread = [text.key(k) for k in UNKNOWN_UNREADABLE if text.has(k)]
         what = f"model_type {model_type!r}" if model_type else "no model_type"
+        if unread:
+            return None, [(text.key("model_type"), f"{what} is not an architecture proposalkit knows, and "
+                                                   f"{', '.join(unread)} (mixture of experts or latent attention) "
+                                                   "cannot be read as a Llama-style decoder")]
         if absent:
             return None, [(text.key("model_type"), f"{what} is not an architecture proposalkit knows, and the keys "
                                                    f"to read it as a Llama-style decoder are missing: "
                                                    f"{', '.join(absent)}")]
         fields = llama_style(text)
         note = f"{what} is not an architecture proposalkit knows; read as {UNKNOWN_ASSUMED}"
-        assumptions.insert(0, note)
         warnings.insert(0, note)
     if text.missing:
         return None, [(text.missing[0].split(" or ")[0],
