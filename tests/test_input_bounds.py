@@ -102,6 +102,10 @@ CASES = {
         "FILE:7: workloads[0].throughput.tokens_per_second: implausibly small for the tokens (got 0.1: even on "
         "1,000,000 GPUs, 1e+15 tokens would take 2.78e+06 hours, expected a run of at most 100,000 hours (11 "
         "years); check the unit is tokens per second, for all GPUs together)\n"),
+    "mfu 1e-300": (
+        TRAIN + "    mfu: 1.0e-300\n",
+        "FILE:7: workloads[0].mfu: out of range (got 1e-300, expected a fraction from 0.01 to 1, e.g. 0.40 "
+        "(Llama 3 measured 0.38–0.43; write 40% as 0.40))\n"),
     "variants": (
         TRAIN + "    variants: 1e300\n",
         "FILE:7: workloads[0].variants: implausibly large (got '1e300', expected at most 100,000 variants, each a "

@@ -94,7 +94,8 @@ CASES = {
     ),
     "nan": (
         GOOD + "    mfu: .nan\n",
-        "FILE:9: workloads[0].mfu: not a finite number (got nan, expected a fraction above 0 and at most 1, e.g. 0.40)\n",
+        "FILE:9: workloads[0].mfu: not a finite number (got nan, expected a fraction from 0.01 to 1, e.g. 0.40 (Llama 3 "
+        "measured 0.38–0.43; write 40% as 0.40))\n",
     ),
     "infinity": (
         GOOD.replace("tokens: 200M", "tokens: .inf"),

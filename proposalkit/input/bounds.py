@@ -83,6 +83,12 @@ BOUNDS = {
                                        "expert (DeepSeek-V3 trained with 64-way expert parallelism)"),
     # DeepSpeed ZeRO has stages 1 to 3 (Rajbhandari et al. 2020); 0 is plain data parallelism.
     "zero_stage": Bound(0, 3, "an integer from 0 to 3, the stages of DeepSpeed ZeRO (0: none)"),
+    # Model-FLOPs utilization is a fraction of peak, so at most 1. Llama 3 measured 0.38–0.43 on
+    # H100 (Dubey et al. 2024); below 0.01 a run would be 40× slower than that, a slip of the unit.
+    "mfu": Bound(0.01, 1, "a fraction from 0.01 to 1, e.g. 0.40 (Llama 3 measured 0.38–0.43; write 40% as "
+                          "0.40)"),
+    # A contingency on GPU-hours; more than 100% would more than double the request.
+    "buffer": Bound(0, 1, "a fraction from 0 to 1; 0.30 adds 30%"),
     # Gemma's vocabulary of 256,000 tokens is the largest dimension of a published model.
     "dimension": Bound(1, 10**7, "at most 10^7, 40× the largest dimension of a published model "
                                  "(Gemma's 256,000-token vocabulary)"),

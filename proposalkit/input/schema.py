@@ -69,12 +69,17 @@ def _positive_int(value: object) -> int:
     return int(number)
 
 
-def _zero_stage(value: object) -> int:
-    bound = BOUNDS["zero_stage"]
-    number = _number(value, bound.expected)
-    if not bound.low <= number <= bound.high or number != int(number):
-        raise _fail("out of range", value, bound.expected)
-    return int(number)
+def _in_range(name: str):
+    """A number within BOUNDS[name], both ends allowed (a whole number for zero_stage)."""
+    bound = BOUNDS[name]
+
+    def check(value: object):
+        number = _number(value, bound.expected)
+        if not bound.low <= number <= bound.high or (name == "zero_stage" and number != int(number)):
+            raise _fail("out of range", value, bound.expected)
+        return int(number) if name == "zero_stage" else number
+
+    return BeforeValidator(check)
 
 
 def _positive_float(value: object) -> float:
@@ -82,22 +87,6 @@ def _positive_float(value: object) -> float:
     number = _number(value, expected)
     if number <= 0:
         raise _fail("not a positive number", value, expected)
-    return number
-
-
-def _fraction(value: object) -> float:
-    expected = "a fraction above 0 and at most 1, e.g. 0.40"
-    number = _number(value, expected)
-    if not 0 < number <= 1:
-        raise _fail("out of range", value, expected)
-    return number
-
-
-def _buffer(value: object) -> float:
-    expected = "a fraction from 0 to 1; 0.30 adds 30%"
-    number = _number(value, expected)
-    if not 0 <= number <= 1:
-        raise _fail("out of range", value, expected)
     return number
 
 
@@ -171,9 +160,9 @@ TokensPerSecond = Annotated[float, _within(_positive_float, "tokens_per_second")
                             WithJsonSchema({"anyOf": [{"type": "number", "minimum": BOUNDS["tokens_per_second"].low},
                                                       _FLOAT_SCHEMA["anyOf"][1]]})]
 PositiveFloat = Annotated[float, BeforeValidator(_positive_float), WithJsonSchema(_FLOAT_SCHEMA)]
-Fraction01 = Annotated[float, BeforeValidator(_fraction), WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 1})]
-Buffer = Annotated[float, BeforeValidator(_buffer), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
-ZeroStage = Annotated[int, BeforeValidator(_zero_stage), WithJsonSchema({"type": "integer", "minimum": 0, "maximum": 3})]
+Mfu = Annotated[float, _in_range("mfu"), WithJsonSchema({"type": "number", "minimum": BOUNDS["mfu"].low, "maximum": 1})]
+Buffer = Annotated[float, _in_range("buffer"), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
+ZeroStage = Annotated[int, _in_range("zero_stage"), WithJsonSchema({"type": "integer", "minimum": 0, "maximum": 3})]
 ServiceHours = Annotated[float, _within(_positive_float, "hours"), WithJsonSchema(_capped(_FLOAT_SCHEMA, "hours"))]
 Bool = Annotated[bool, BeforeValidator(_boolean), WithJsonSchema({"type": "boolean"})]
 Text = Annotated[str, BeforeValidator(_text), WithJsonSchema({"type": "string"})]
@@ -294,7 +283,7 @@ class WorkloadFields(_Strict):
     flash_attention: Bool | None = None
     optimizer: Literal[OPTIMIZERS] | None = None
     lora: Lora | None = None
-    mfu: Fraction01 | None = Field(None, description="Model-FLOPs utilization when no pilot is given.")
+    mfu: Mfu | None = Field(None, description="Model-FLOPs utilization when no pilot is given.")
     context: Sequence | None = Field(None, description="Inference: tokens per sequence.")
     batch: Batch | None = Field(None, description="Inference: concurrent sequences.")
     hours: ServiceHours | None = Field(None, description="Inference service: wall-clock hours kept up.")
