@@ -217,12 +217,6 @@ def opt(k: Keys) -> dict:
     return spec
 
 
-def mixtral(k: Keys) -> dict:
-    """MixtralConfig: num_local_experts SwiGLU experts of intermediate_size, num_experts_per_tok routed."""
-    return decoder(k, tied=False, experts=k.count("num_local_experts", default=8, bound="experts"),
-                   experts_per_token=k.count("num_experts_per_tok", default=2, bound="experts"))
-
-
 def llama_style(k: Keys) -> dict:
     """An unknown model_type read as a Llama-style decoder (gated MLP, RMSNorm, no biases, untied)."""
     return decoder(k, tied=False)
@@ -237,7 +231,6 @@ class Family:
 FAMILIES: dict[str, Family] = {
     "llama": Family(llama, "gated MLP (SwiGLU), RMSNorm"),
     "mistral": Family(mistral, "gated MLP (SwiGLU), RMSNorm, no biases"),
-    "mixtral": Family(mixtral, "gated MLP experts (SwiGLU), RMSNorm, no biases"),
     "qwen2": Family(qwen2, "gated MLP (SwiGLU), RMSNorm, q/k/v biases"),
     "qwen3": Family(qwen3, "gated MLP (SwiGLU), RMSNorm, per-head q/k norms"),
     "gemma": Family(gemma, "gated MLP (GeGLU), RMSNorm, tied unless tie_word_embeddings is false"),

@@ -9,6 +9,10 @@ from ...estimate.shapes import ModelSpec
 from .families import (ENCODERS, FAMILIES, GEMMA3_TEXT_DEFAULTS, LLAMA_DEFAULTS, UNKNOWN_ASSUMED, UNKNOWN_REQUIRED,
                        UNKNOWN_UNREADABLE, llama_style)
 from .keys import Keys
+from .moe import MOE_FAMILIES
+
+# Every family reader by model_type: the dense decoders (families.py) and the mixtures of experts (moe.py).
+READERS = {**FAMILIES, **MOE_FAMILIES}
 
 # Class defaults of a sparse text_config, by its model_type.
 TEXT_DEFAULTS = {"llama": LLAMA_DEFAULTS, "gemma3_text": GEMMA3_TEXT_DEFAULTS}
@@ -40,7 +44,7 @@ def model_from_config(config: dict, name: str) -> tuple[ModelSpec | None, Proble
     warnings: list[str] = []
     vision = 0
     text = keys
-    if model_type in MULTIMODAL or (keys.has("text_config") and model_type not in FAMILIES):
+    if model_type in MULTIMODAL or (keys.has("text_config") and model_type not in READERS):
         text_type_default, projector = MULTIMODAL.get(model_type, (None, None))
         inner = keys.config.get("text_config")
         text_type = inner.get("model_type") if isinstance(inner, dict) else None
@@ -51,7 +55,7 @@ def model_from_config(config: dict, name: str) -> tuple[ModelSpec | None, Proble
         vision, vision_note = _vision(keys, model_type, projector, text)
         (assumptions if vision else warnings).append(vision_note)
         model_type = text_type or ""
-    family = FAMILIES.get(model_type)
+    family = READERS.get(model_type)
     if family is not None:
         fields = family.read(text)
         assumptions.insert(0, f"config.json read as {model_type}: {family.assumed}")
