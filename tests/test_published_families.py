@@ -200,3 +200,38 @@ def test_falcon_kv_cache_in_the_plan(tmp_path, capsys):
     assert plan["memory"]["components"]["kv_cache"] == 65_536_000
     assert "falcon: config.json read as falcon: plain MLP (GELU), LayerNorm; multi_query: one key/value head; " \
            "new decoder architecture: num_kv_heads and two LayerNorms" in plan["assumptions"]
+
+
+SIZES = ("layers", "hidden", "heads", "kv_head_count", "head_size", "ffn_hidden", "vocab")
+ARCHITECTURE = SIZES + ("tied_embeddings", "mlp", "norm", "norm_bias", "norms_per_layer", "qk_norm", "attention_bias", "attention_out_bias",
+                "mlp_bias", "lm_head_bias", "learned_positions", "parallel_attention", "rotary_fraction")
+
+
+@pytest.mark.parametrize("catalog_id, fixture, fields", [
+    ("llama-3.1-8b", "llama", ARCHITECTURE), ("llama-3.2-1b", "llama-3.2-1b", ARCHITECTURE),
+    ("qwen2.5-7b", "qwen2", ARCHITECTURE), ("gpt2", "gpt2", ARCHITECTURE),
+    # stabilityai/stable-code-3b has stablelm-3b-4e1t's shape (the catalog row's source says so)
+    ("stable-code-3b", "stablelm", ARCHITECTURE),
+    # pythia-1b and pythia-1.4b differ in size only: the same GPT-NeoX block
+    ("pythia-1b", "gpt_neox", tuple(k for k in ARCHITECTURE if k not in SIZES)),
+])
+def test_catalog_rows_describe_what_their_config_json_says(catalog_id, fixture, fields):
+    from proposalkit.catalog import models
+    row, read = models()[catalog_id], spec(fixture)
+    assert {k: getattr(row, k) for k in fields} == {k: getattr(read, k) for k in fields}
+
+
+def test_activations_count_the_family_norms():
+    # Korthikanti et al. 2022 eq. 1 stores each LayerNorm's input and the MLP's input (e·s·b·h each).
+    # Falcon-7B: one input_layernorm feeds attention and MLP in parallel, so one norm input and no
+    # separate MLP input: 2 × e·s·b·h fewer than the same block with two norms in sequence.
+    from proposalkit.estimate.activations import activation_terms_per_layer
+    falcon = spec("falcon")
+    s, b, e, h = 2048, 1, 2, 4544
+    one = activation_terms_per_layer(falcon, s, b, flash_attention=True)
+    two = activation_terms_per_layer(replace(falcon, norms_per_layer=2, parallel_attention=False), s, b,
+                                     flash_attention=True)
+    assert sum(two.values()) - sum(one.values()) == 2 * e * s * b * h
+    # Gemma 2: four norms per layer store four inputs.
+    gemma2 = spec("gemma2")
+    assert activation_terms_per_layer(gemma2, s, b, flash_attention=True)["norm inputs"] == 4 * e * s * b * 3584

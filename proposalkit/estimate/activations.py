@@ -90,6 +90,9 @@ def activation_terms_per_layer(
     router probabilities: the tokens routed, not every expert. MLA (DeepSeek)
     stores Q, K at a·(dn + dr) and V at a·dv as expanded from the latents,
     plus the latents before and after their RMSNorms (2·(q_lora + kv_lora) + dr).
+    Each norm stores its input (norms_per_layer: Gemma 2/3 four, Falcon-7B,
+    Phi-2 and GPT-J one); parallel attention after one norm (those three) feeds
+    the MLP the QKV input, so no separate MLP input is stored.
     Tensor parallelism splits Q, K, V, the scores, the o_proj input and the
     MLP inner activations by t; the norms, the QKV/MLP inputs and the masks
     are split only with sequence parallelism (eq. 2 vs Table 2), so with
@@ -109,9 +112,10 @@ def activation_terms_per_layer(
     routed = routed_experts(model) if moe else 1
     f = expert_ffn_hidden(model) if moe else model.ffn_hidden
     inner_tensors = mlp_matrices(model)
+    shared_input = model.parallel_attention and model.norms_per_layer == 1   # one norm feeds QKV and MLP
 
     terms: dict[str, Fraction] = {}
-    terms["norm inputs"] = 2 * e * sb * h * replicated
+    terms["norm inputs"] = model.norms_per_layer * e * sb * h * replicated
     terms["qkv input"] = e * sb * h * replicated
     terms["q, k, v"] = e * sb * (q_width + k_width + v_width) * split
     if is_mla(model):
@@ -123,7 +127,8 @@ def activation_terms_per_layer(
         per_score = e + ((MASK_BYTES + e) if model.dropout else 0)
         terms["attention scores"] = per_score * a * s * s * b * split
     terms["o_proj input"] = e * sb * o_width * split
-    terms["mlp input"] = e * sb * h * replicated
+    if not shared_input:
+        terms["mlp input"] = e * sb * h * replicated
     if moe:
         terms["expert inputs"] = e * sb * h * routed * split
         terms["router probabilities"] = ROUTER_PROBABILITY_BYTES * sb * model.experts * replicated
