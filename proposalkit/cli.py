@@ -176,9 +176,10 @@ def cmd_catalog(args) -> int:
                   f"{g.memory_bandwidth / 1e12:>6.3f} TB/s  {g.source}" for g in catalog.gpus().values()]
     elif args.what == "models":
         lines = [f"{'id':<16} {'params':>16} {'L':>4} {'h':>6} {'a':>4} {'kv':>4} {'ffn':>6} {'vocab':>7} "
-                 f"{'ctx':>7}  source"]
+                 f"{'ctx':>7}  {'Hugging Face Hub id':<52} source"]
         lines += [f"{m.id:<16} {m.params:>16,} {m.layers:>4} {m.hidden:>6} {m.heads:>4} {m.kv_head_count:>4} "
-                  f"{m.ffn_hidden:>6} {m.vocab:>7} {m.max_context or 0:>7}  {m.source}" for m in catalog.models().values()]
+                  f"{m.ffn_hidden:>6} {m.vocab:>7} {m.max_context or 0:>7}  {m.hf_id or '-':<52} {m.source}"
+                  for m in catalog.models().values()]
     else:
         from .planning import resources
 

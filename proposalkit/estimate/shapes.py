@@ -73,6 +73,7 @@ class ModelSpec:
     params_override: int | None = None  # a count given by the user when the shape is unknown
     published_params: int | None = None
     source: str = ""
+    hf_id: str = ""                     # the Hugging Face Hub id (ORG/NAME) of a catalog row
 
     @property
     def has_architecture(self) -> bool:

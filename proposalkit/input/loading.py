@@ -17,7 +17,8 @@ from ..errors import InputError, Problem
 from ..estimate.shapes import ModelSpec, is_mla
 from ..units import SECONDS_PER_HOUR
 from .messages import Path, field_name, translate, unknown_gpu, unknown_model, unknown_resource
-from .model_config import read_config
+from .hub import looks_like_hub_id
+from .model_config import read_config, read_hub_config
 from .bounds import BOUNDS
 from .files import WORKLOAD_FILE, Refused, read_limited
 from .schema import LORA_TARGETS, UNION_TAGS, Proposal, Workload, WorkloadFile, describe
@@ -75,15 +76,25 @@ def _resolve_model(workload: Workload, index: int, source: Source, base_dir: str
         known = catalog.models()
         if ref in known:
             return known[ref], []
+        if looks_like_hub_id(ref):
+            return read_hub_config(ref, None, source, at)
         return None, [Problem(source.path, source.line(at), field_name(at), unknown_model(ref, known))]
-    if ref.config is not None:
-        spec, problems = read_config(ref.config, base_dir, source, at + ("config",))
+    if ref.config is not None and ref.hf is not None:
+        return None, [Problem(source.path, source.line(at), field_name(at), "config and hf both given (expected "
+                              "one source of config.json: a local file, or a Hugging Face Hub id)")]
+    if ref.revision is not None and ref.hf is None:
+        return None, [Problem(source.path, source.line(at + ("revision",)), field_name(at + ("revision",)),
+                              "a revision without hf (expected hf: ORG/NAME beside it; a revision names a branch, "
+                              "tag or commit of a Hugging Face Hub repository)")]
+    if ref.config is not None or ref.hf is not None:
+        spec, problems = (read_config(ref.config, base_dir, source, at + ("config",)) if ref.hf is None
+                          else read_hub_config(ref.hf, ref.revision, source, at + ("hf",)))
         if spec is None:
             return None, problems
     else:
         spec = ModelSpec(id=ref.name or "custom", name=ref.name or "custom model", source="given in the workload file")
     overrides = {k: v for k, v in ref.model_dump().items()
-                 if v is not None and k not in ("config", "params", "name")}
+                 if v is not None and k not in ("config", "hf", "revision", "params", "name")}
     spec = replace(spec, **overrides)
     if ref.name:
         spec = replace(spec, id=ref.name, name=ref.name)
@@ -284,7 +295,8 @@ def _raw_ids(item: dict, index: int, source: Source, resource_ids, invalid: set[
         checks.append((("resource",), item.get("resource"), resource_ids, unknown_resource))
     for sub, got, known, message in checks:
         at = ("workloads", index) + sub
-        if isinstance(got, str) and got not in known and at not in invalid:
+        if isinstance(got, str) and got not in known and at not in invalid and not (
+                sub == ("model",) and looks_like_hub_id(got)):   # fetched only for a valid workload
             problems.append(Problem(source.path, source.line(at), field_name(at), message(got, known)))
     return problems
 

@@ -109,7 +109,8 @@ def _text(value: object) -> str:
 def _model_ref(value: object) -> object:
     if isinstance(value, (str, dict)):
         return value
-    raise _fail("not a model", value, "a catalog id such as 'llama-3.1-8b', or a mapping with params or config")
+    raise _fail("not a model", value, "a catalog id such as 'llama-3.1-8b', a Hugging Face Hub id such as "
+                                       "'Qwen/Qwen2.5-7B-Instruct', or a mapping with params, config or hf")
 
 
 _COUNT_SCHEMA = {"anyOf": [{"type": "integer", "exclusiveMinimum": 0},
@@ -186,7 +187,7 @@ class Proposal(_Strict):
 
 
 class ModelShape(_Strict):
-    """A model not in the catalog: a parameter count, a shape, or a local Hugging Face config.json."""
+    """A model not in the catalog: a parameter count, a shape, a local Hugging Face config.json, or a Hub id."""
 
     name: Text | None = None
     params: Params | None = Field(None, description="Total parameters, e.g. 7B.")
@@ -201,6 +202,8 @@ class ModelShape(_Strict):
     tied_embeddings: Bool | None = None
     mlp: Literal["gated", "plain"] | None = None
     config: Text | None = Field(None, description="Path to a local Hugging Face config.json, relative to this file.")
+    hf: Text | None = Field(None, description="Hugging Face Hub id (ORG/NAME) whose config.json is fetched and cached.")
+    revision: Text | None = Field(None, description="Branch, tag or commit of the Hub id (default: its main branch).")
 
 
 def _model_kind(value: object) -> str:
