@@ -236,3 +236,12 @@ def test_activations_count_the_family_norms():
     # Gemma 2: four norms per layer store four inputs.
     gemma2 = spec("gemma2")
     assert activation_terms_per_layer(gemma2, s, b, flash_attention=True)["norm inputs"] == 4 * e * s * b * 3584
+
+
+def test_stablelm_per_head_qk_layernorm():
+    # StableLM 2 12B's qk_layernorm: one bias-free LayerNorm per head on q (32 × 64) and on k (32 × 64
+    # in the 1.6B shape), per layer: 24 × 4,096 = 98,304 weights more than stablelm-2-1_6b.
+    base = spec("stablelm-2")
+    config = {**json.loads((CONFIGS / "stablelm-2.json").read_text()), "qk_layernorm": True}
+    with_norms, problems = model_from_config(config, "x")
+    assert problems == [] and with_norms.params - base.params == 24 * (32 * 64 + 32 * 64)

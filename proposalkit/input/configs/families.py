@@ -186,10 +186,12 @@ def starcoder2(k: Keys) -> dict:
 
 def stablelm(k: Keys) -> dict:
     """StableLmConfig: LayerNorm with bias; use_qkv_bias on q, k, v; gated MLP; partial rotary;
-    one norm per layer when use_parallel_residual."""
+    one norm per layer when use_parallel_residual; qk_layernorm: a bias-free LayerNorm per head on q
+    and k (StableLmLayerNormPerHead), a·d + kv·d weights, counted as qk_norm "full"."""
     parallel = k.flag("use_parallel_residual", False)
     return decoder(k, tied=False, norm="layernorm", attention_bias=k.flag("use_qkv_bias", False),
                    parallel_attention=parallel, norms_per_layer=1 if parallel else 2,
+                   qk_norm="full" if k.flag("qk_layernorm", False) else "none",
                    rotary_fraction=k.fraction("partial_rotary_factor", 0.25, "rotary share"))
 
 
