@@ -146,12 +146,14 @@ CASES = {
     "lora on a parameter count": (
         GOOD.replace("model: llama-3.1-8b", "model: {params: 7B}"),
         "FILE:5: workloads[0].model: a parameter count alone cannot size LoRA adapters (got params only, expected "
-        "a catalog id, config, or layers, hidden, heads, kv_heads, ffn_hidden and vocab)\n",
+        "a catalog id, config, or the shape: layers, hidden, heads and vocab; kv_heads and ffn_hidden have "
+        "defaults)\n",
     ),
     "inference on a parameter count": (
         "workloads:\n  - name: serve\n    kind: inference\n    model: {params: 7B}\n    context: 4k\n    hours: 10\n",
         "FILE:4: workloads[0].model: a parameter count alone cannot size the KV cache of inference (got params "
-        "only, expected a catalog id, config, or layers, hidden, heads, kv_heads, ffn_hidden and vocab)\n",
+        "only, expected a catalog id, config, or the shape: layers, hidden, heads and vocab; kv_heads and "
+        "ffn_hidden have defaults)\n",
     ),
     "implausible tokens": (
         GOOD.replace("tokens: 200M", "tokens: 200T0"),

@@ -46,7 +46,7 @@ from .precision import (
 )
 from .shapes import (
     ModelSpec, embedding_params, expert_params, is_mla, kv_values_per_token_per_layer, layer_params,
-    linear_weight_params, lm_head_params, require_architecture,
+    linear_weight_params, lm_head_params, parameter_count, require_architecture,
 )
 from ..units import GiB, bytes_per_element
 
@@ -152,15 +152,19 @@ def weight_bytes(model: ModelSpec, precision: str, *, unquantized: str = "bf16")
     fp32/bf16/fp16: P × bytes. fp8/int8/int4/nf4: the block matrices at
     quantized_weight_bits()/8, the rest (embeddings, head, norms, biases,
     router) at `unquantized` (16 bits). A params-only model is quantized
-    whole (it cannot be split).
+    whole (it cannot be split). A given params with a shape sets the count
+    at every precision: the shape only splits it, in the shape's proportion
+    of block matrices to the rest.
     """
     if precision in ("fp32", "bf16", "fp16"):
         return model.params * bytes_per_element(precision)
     bits = quantized_weight_bits(precision)
     if not model.has_architecture:
         return model.params * bits / 8
-    linear = linear_weight_params(model)
-    return linear * bits / 8 + max(model.params - linear, 0) * bytes_per_element(unquantized)
+    linear = Fraction(linear_weight_params(model))
+    if model.params_override is not None:
+        linear = linear * model.params / parameter_count(model)
+    return linear * bits / 8 + (model.params - linear) * bytes_per_element(unquantized)
 
 def kv_cache_bytes_per_token(model: ModelSpec, kv_precision: str = "bf16") -> int:
     """KV cache of one token of one sequence, all layers: 2 · L · kv · d · bytes.

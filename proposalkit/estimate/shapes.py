@@ -74,6 +74,7 @@ class ModelSpec:
     published_params: int | None = None
     source: str = ""
     hf_id: str = ""                     # the Hugging Face Hub id (ORG/NAME) of a catalog row
+    family: str = ""                    # config.json's model_type: names the linear modules (estimate/lora.py)
 
     @property
     def has_architecture(self) -> bool:

@@ -8,20 +8,21 @@ reading model_config.py.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from pydantic import ValidationError
 
 from .. import catalog
 from ..errors import InputError, Problem
-from ..estimate.shapes import ModelSpec, is_mla
+from ..estimate.shapes import ModelSpec
 from ..units import SECONDS_PER_HOUR
 from .messages import Path, field_name, translate, unknown_gpu, unknown_model, unknown_resource
 from .hub import looks_like_hub_id
+from .mapping import from_mapping, lora_target_problem
 from .model_config import read_config, read_hub_config
 from .bounds import BOUNDS
 from .files import WORKLOAD_FILE, Refused, read_limited
-from .schema import LORA_TARGETS, UNION_TAGS, Proposal, Workload, WorkloadFile, describe
+from .schema import UNION_TAGS, Proposal, Workload, WorkloadFile, describe
 from .yamlfile import Source, parse_yaml
 
 
@@ -86,47 +87,16 @@ def _resolve_model(workload: Workload, index: int, source: Source, base_dir: str
         return None, [Problem(source.path, source.line(at + ("revision",)), field_name(at + ("revision",)),
                               "a revision without hf (expected hf: ORG/NAME beside it; a revision names a branch, "
                               "tag or commit of a Hugging Face Hub repository)")]
+    base = None
     if ref.config is not None or ref.hf is not None:
-        spec, problems = (read_config(ref.config, base_dir, source, at + ("config",)) if ref.hf is None
+        base, problems = (read_config(ref.config, base_dir, source, at + ("config",)) if ref.hf is None
                           else read_hub_config(ref.hf, ref.revision, source, at + ("hf",)))
-        if spec is None:
+        if base is None:
             return None, problems
-    else:
-        spec = ModelSpec(id=ref.name or "custom", name=ref.name or "custom model", source="given in the workload file")
-    overrides = {k: v for k, v in ref.model_dump().items()
-                 if v is not None and k not in ("config", "hf", "revision", "params", "name")}
-    spec = replace(spec, **overrides)
-    if ref.name:
-        spec = replace(spec, id=ref.name, name=ref.name)
-    if ref.params is not None:
-        spec = replace(spec, params_override=ref.params)
-    if not spec.has_architecture and spec.params_override is None:
-        return None, [Problem(source.path, source.line(at), field_name(at),
-                              "incomplete model (expected params, or all of layers, hidden, heads, "
-                              "ffn_hidden and vocab, or config)")]
-    problem = _shape_problem(spec)
+    spec, problem = from_mapping(ref, base)
     if problem:
         return None, [Problem(source.path, source.line(at), field_name(at), problem)]
     return spec, []
-
-
-def _shape_problem(spec: ModelSpec) -> str | None:
-    """What makes a model's shape (given or from config.json) not a transformer's, if anything."""
-    if not spec.has_architecture:
-        return None
-    if spec.head_dim is None and spec.hidden % spec.heads:
-        return (f"hidden is not a multiple of heads (got hidden {spec.hidden}, heads {spec.heads}; each head is "
-                "hidden / heads wide, expected heads dividing hidden, or head_dim given)")
-    if spec.kv_head_count > spec.heads or spec.heads % spec.kv_head_count:
-        return (f"heads is not a multiple of kv_heads (got heads {spec.heads}, kv_heads {spec.kv_head_count}; "
-                "grouped-query attention shares each key/value head among a whole number of query heads)")
-    if spec.experts_per_token > spec.experts:
-        return (f"more experts per token than experts (got {spec.experts_per_token} of {spec.experts}; "
-                "expected num_experts_per_tok at most num_local_experts)")
-    bound = BOUNDS["params"]
-    if spec.params_override is None and spec.params > bound.high:
-        return f"implausibly large (got {spec.params:.3g} parameters from its shape, expected {bound.reason})"
-    return None
 
 
 def _check(workload: Workload, model: ModelSpec | None, index: int, source: Source, resource_ids) -> list[Problem]:
@@ -259,24 +229,11 @@ def _pilot(workload: Workload) -> list[tuple[Path, str]]:
 
 
 def _lora_modules(workload: Workload, model: ModelSpec | None) -> list[tuple[Path, str]]:
-    """LoRA target modules the model has: a GELU MLP (GPT-2) has up_proj and down_proj, no gate_proj;
-    multi-head latent attention (DeepSeek) has no k_proj or v_proj."""
-    if workload.lora is None or model is None or not model.has_architecture:
+    """LoRA target modules the model has, in its family's names (GPT-2's c_attn, Falcon's query_key_value)."""
+    if workload.lora is None or model is None:
         return []
-    if is_mla(model):
-        missing = [t for t in workload.lora.targets if t in ("k_proj", "v_proj")]
-        if missing:
-            return [(("lora", "targets"), f"not a module of this model (got {', '.join(map(repr, missing))}: "
-                                          "multi-head latent attention projects keys and values through "
-                                          "kv_a_proj_with_mqa and kv_b_proj; expected q_proj, o_proj, the MLP "
-                                          "modules or all-linear)")]
-    if model.mlp == "gated":
-        return []
-    if "gate_proj" not in workload.lora.targets:
-        return []
-    valid = [t for t in LORA_TARGETS if t != "gate_proj"]
-    return [(("lora", "targets"), f"not a module of this model (got 'gate_proj': a GELU MLP has up_proj and "
-                                  f"down_proj only; expected {', '.join(valid[:-1])} or {valid[-1]})")]
+    problem = lora_target_problem(workload.lora.targets, model)
+    return [(("lora", "targets"), problem)] if problem else []
 
 
 def _raw_ids(item: dict, index: int, source: Source, resource_ids, invalid: set[Path]) -> list[Problem]:
@@ -383,8 +340,8 @@ def load_file(path: str, resource_ids=None, *, raw: bytes | None = None, base_di
                 at = ("workloads", index, "model")
                 problems.append(Problem(path, source.line(at), field_name(at),
                                         f"a parameter count alone cannot size {needs} (got params only, expected "
-                                        "a catalog id, config, or layers, hidden, heads, kv_heads, ffn_hidden "
-                                        "and vocab)"))
+                                        "a catalog id, config, or the shape: layers, hidden, heads and vocab; "
+                                        "kv_heads and ffn_hidden have defaults)"))
         problems += _check(workload, model, index, source, resource_ids)
         if model is not None:
             loaded.append(LoadedWorkload(workload, model, path, source.line(("workloads", index)), index))

@@ -106,6 +106,30 @@ def _text(value: object) -> str:
     raise _fail("not text", value, "text")
 
 
+def _count_or_zero(value: object) -> int:
+    """A whole number from 0 (shared experts): 0 is none."""
+    expected = "a whole number from 0"
+    if isinstance(value, bool):
+        raise _fail("not a whole number", value, expected)
+    number = _number(value, expected)
+    if number < 0 or number != int(number):
+        raise _fail("not a whole number", value, expected)
+    if number > BOUNDS["dimension"].high:
+        raise _fail("implausibly large", value, BOUNDS["dimension"].expected)
+    return int(number)
+
+
+def _dropout(value: object) -> bool:
+    """Dropout on or off: a boolean, or the probability as Hugging Face configs give it (0 is off)."""
+    if isinstance(value, bool):
+        return value
+    expected = "true, false, or a probability from 0 to below 1"
+    number = _number(value, expected)
+    if not 0 <= number < 1:
+        raise _fail("out of range", value, expected)
+    return number > 0
+
+
 def _model_ref(value: object) -> object:
     if isinstance(value, (str, dict)):
         return value
@@ -200,7 +224,17 @@ class ModelShape(_Strict):
     vocab: Dimension | None = None
     max_context: Sequence | None = None
     tied_embeddings: Bool | None = None
-    mlp: Literal["gated", "plain"] | None = None
+    mlp: Literal["gated", "plain"] | None = Field(
+        None, description="gated: gate, up, down (SwiGLU, GeGLU); plain: up, down (GELU, ReLU). Default: gated "
+                          "when ffn_hidden is given, else plain (the GPT block).")
+    experts: Dimension | None = Field(None, description="Mixture of experts: routed experts per layer.")
+    experts_per_token: Dimension | None = Field(None, description="Mixture of experts: routed experts a token visits.")
+    moe_ffn_hidden: Dimension | None = Field(None, description="One routed expert's inner width (default ffn_hidden).")
+    shared_experts: Annotated[int, BeforeValidator(_count_or_zero), WithJsonSchema({"type": "integer", "minimum": 0})] \
+        | None = Field(None, description="Experts every token visits (DeepSeek, Qwen2-MoE).")
+    dropout: Annotated[bool, BeforeValidator(_dropout), WithJsonSchema(
+        {"anyOf": [{"type": "boolean"}, {"type": "number", "minimum": 0, "exclusiveMaximum": 1}]})] | None = Field(
+        None, description="Dropout in training: true/false, or the probability (0 is none).")
     config: Text | None = Field(None, description="Path to a local Hugging Face config.json, relative to this file.")
     hf: Text | None = Field(None, description="Hugging Face Hub id (ORG/NAME) whose config.json is fetched and cached.")
     revision: Text | None = Field(None, description="Branch, tag or commit of the Hub id (default: its main branch).")
@@ -248,9 +282,18 @@ def _lora_targets(targets: list) -> list:
     return targets
 
 
+def _one_or_list(value: object) -> object:
+    """PEFT's spelling: target_modules="all-linear" is a plain string; a string is a one-item list."""
+    return [value] if isinstance(value, str) else value
+
+
 class Lora(_Strict):
     rank: LoraRank = 16
-    targets: Annotated[list[Literal[LORA_TARGETS]], AfterValidator(_lora_targets)] = Field(
+    targets: Annotated[list[Text], BeforeValidator(_one_or_list),
+                       AfterValidator(_lora_targets),
+                       WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+                                       "description": "Module names of the model (q_proj, ...; GPT-2: c_attn, ...), "
+                                                      "or all-linear"})] = Field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
 
 

@@ -80,7 +80,7 @@ def model_from_config(config: dict, name: str) -> tuple[ModelSpec | None, Proble
     problems = keys.problems or _shape_problems(fields, text)
     if problems:
         return None, problems
-    return ModelSpec(id=name, name=name, source="local config.json", vision_params=vision,
+    return ModelSpec(id=name, name=name, source="local config.json", vision_params=vision, family=model_type or "",
                      assumptions=tuple(assumptions), warnings=tuple(warnings), **fields), []
 
 

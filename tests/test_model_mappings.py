@@ -1,0 +1,220 @@
+"""Models given as mappings (CONTRACT.md "Model as a mapping"), through a workload file and the CLI.
+
+A partial shape is completed as the original GPT block (kv_heads = heads,
+ffn_hidden = 4 × hidden, mlp: plain), each default stated and warned; what
+has no default is an input error naming the keys; a given params sets the
+weight bytes at every precision. Counts below are worked by hand beside each.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from proposalkit.cli import main
+
+HEAD = "workloads:\n  - name: a\n"
+
+
+def _write(tmp_path, body: str) -> str:
+    path = tmp_path / "w.yaml"
+    path.write_text(HEAD + body)
+    return str(path)
+
+
+def _plan(tmp_path, capsys, body: str) -> dict:
+    code = main(["plan", _write(tmp_path, body), "--format", "json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return json.loads(out.out)["workloads"][0]
+
+
+def _error(tmp_path, capsys, body: str) -> str:
+    path = _write(tmp_path, body)
+    assert main(["plan", path]) == 2
+    out = capsys.readouterr()
+    assert out.out == ""
+    return out.err.replace(path, "FILE")
+
+
+# The issue's mapping: no kv_heads, no ffn_hidden.
+PARTIAL = ("    kind: finetune\n    method: full\n    tokens: 100M\n"
+           "    model: {params: 3B, layers: 32, hidden: 2560, heads: 32, vocab: 50304}\n")
+
+
+def test_partial_shape_is_completed_as_the_gpt_block_and_warned(tmp_path, capsys):
+    w = _plan(tmp_path, capsys, PARTIAL)
+    # Shape count with kv 32, ffn 4 × 2560 = 10,240, a plain MLP, RMSNorm (weight only), untied:
+    # per layer attention 4·2560² = 26,214,400 + MLP 2·2560·10,240 = 52,428,800 + 2 norms 5,120
+    # = 78,648,320; × 32 = 2,516,746,240; embeddings and LM head 2 · 50,304 · 2,560 = 257,556,480;
+    # final norm 2,560 → 2,774,305,280. 3B / 2,774,305,280 − 1 = +8.135%.
+    expected = [
+        "a: custom: kv_heads not given: 32 (= heads: multi-head attention, as in the original GPT block)",
+        "a: custom: ffn_hidden not given: 10,240 (= 4 × hidden, as in the original GPT block)",
+        "a: custom: mlp not given: plain (two matrices, up and down, with GELU, as in the original GPT block; "
+        "write mlp: gated for SwiGLU)",
+        "a: custom: params 3,000,000,000 given: it sets the weights and FLOPs; the shape (layers, hidden, heads, "
+        "...) counts 2,774,305,280, +8.1% from params: check the shape, or leave params out to use the shape's "
+        "count",
+    ]
+    assert [x for x in w["warnings"] if x.startswith("a: custom:")] == expected
+    for text in expected:
+        assert text[len("a: "):] in w["assumptions"]
+    assert w["model"]["params"] == 3_000_000_000
+    # No longer "parameter count only": the activations are modelled.
+    assert w["memory"]["components"]["activations"] > 0
+    assert not any("parameter count only" in a for a in w["assumptions"])
+
+
+def test_partial_shape_warnings_reach_the_report(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["report", _write(tmp_path, PARTIAL), "-o", str(out), "--format", "md"]) == 0
+    capsys.readouterr()
+    text = (out / "report.md").read_text()
+    # Markdown escapes the underscore.
+    assert "- a: custom: ffn\\_hidden not given: 10,240 (= 4 × hidden, as in the original GPT block)\n" in text
+    assert "+8.1% from params" in text
+
+
+def test_given_ffn_hidden_keeps_a_gated_mlp_stated_not_warned(tmp_path, capsys):
+    w = _plan(tmp_path, capsys, "    kind: pretrain\n    tokens: 100M\n"
+                                "    model: {layers: 2, hidden: 64, heads: 4, ffn_hidden: 128, vocab: 100}\n")
+    note = ("custom: mlp not given: gated (gate, up and down projections: SwiGLU, as Llama; write mlp: plain for "
+            "a two-matrix GELU MLP)")
+    assert note in w["assumptions"]
+    assert not any("mlp not given" in x for x in w["warnings"])
+    assert any(x == "custom: kv_heads not given: 4 (= heads: multi-head attention, as in the original GPT block)"
+               for x in w["assumptions"])
+    # attention 4·64² = 16,384 + MLP 3·64·128 = 24,576 + norms 128 = 41,088 per layer; × 2 = 82,176;
+    # embeddings + head 2·100·64 = 12,800; final norm 64 → 95,040.
+    assert w["model"]["params"] == 95_040
+
+
+@pytest.mark.parametrize("model,message", [
+    ("{params: 3B, layers: 32, hidden: 2560}",
+     "incomplete shape (missing heads and vocab; expected all of layers, hidden, heads and vocab, which have no "
+     "default, or params alone for a parameter count)"),
+    ("{hidden: 2560, heads: 32, kv_heads: 8, ffn_hidden: 6912}",
+     "incomplete shape (missing layers and vocab; expected all of layers, hidden, heads and vocab, which have no "
+     "default, or params alone for a parameter count)"),
+    ("{mlp: gated, params: 7B}",
+     "incomplete shape (missing layers, hidden, heads and vocab; expected all of layers, hidden, heads and vocab, "
+     "which have no default, or params alone for a parameter count)"),
+    ("{name: mine}",
+     "incomplete model (expected params, a shape with layers, hidden, heads and vocab, or config)"),
+])
+def test_what_cannot_be_defaulted_is_named(tmp_path, capsys, model, message):
+    err = _error(tmp_path, capsys, f"    kind: pretrain\n    tokens: 1B\n    model: {model}\n")
+    assert err == f"FILE:5: workloads[0].model: {message}\n"
+
+
+def test_params_alone_stays_a_parameter_count_for_full_training(tmp_path, capsys):
+    w = _plan(tmp_path, capsys, "    kind: pretrain\n    tokens: 1B\n    model: {params: 1B}\n")
+    assert w["model"]["params"] == 10**9
+    assert "custom: parameter count only; activations and attention FLOPs not modelled" in w["assumptions"]
+
+
+def test_params_alone_refused_for_inference_naming_the_shape_keys(tmp_path, capsys):
+    err = _error(tmp_path, capsys, "    kind: inference\n    model: {params: 7B}\n    context: 4k\n    hours: 10\n")
+    assert err == ("FILE:4: workloads[0].model: a parameter count alone cannot size the KV cache of inference (got "
+                   "params only, expected a catalog id, config, or the shape: layers, hidden, heads and vocab; "
+                   "kv_heads and ffn_hidden have defaults)\n")
+
+
+# A shape that over-counts the given params (the issue: int8 weights ignored params).
+OVER = ("    kind: inference\n    precision: int8\n    context: 2k\n    hours: 10\n"
+        "    model: {params: 1B, layers: 16, hidden: 2048, heads: 16, ffn_hidden: 8192, vocab: 32000, mlp: gated}\n")
+
+
+def test_given_params_sets_int8_weight_bytes(tmp_path, capsys):
+    w = _plan(tmp_path, capsys, OVER)
+    # Shape: attention 4·2048² = 16,777,216 + MLP 3·2048·8192 = 50,331,648 + norms 4,096 = 67,112,960
+    # per layer, × 16 = 1,073,807,360; embeddings + head 2·32,000·2,048 = 131,072,000; final norm
+    # 2,048 → 1,204,881,408. Block matrices 16·(16,777,216 + 50,331,648) = 1,073,741,824.
+    # params 1B split in that proportion: linear = 10⁹ · 1,073,741,824 / 1,204,881,408 at 1 byte,
+    # the rest at 2 bytes: 2·10⁹ − linear.
+    linear_num = 10**9 * 1_073_741_824
+    expected = -(-(2 * 10**9 * 1_204_881_408 - linear_num) // 1_204_881_408)     # ceil
+    assert w["memory"]["components"]["weights"] == expected     # 1,108,834,... not 1,073,741,824 (the shape alone)
+    # 10⁹ / 1,204,881,408 − 1 = −17.0%
+    assert any(x.endswith("counts 1,204,881,408, -17.0% from params: check the shape, or leave params out to use "
+                          "the shape's count") for x in w["warnings"])
+
+
+def test_params_within_five_percent_is_stated_not_warned(tmp_path, capsys):
+    # Same shape, params 1.2B: 1.2·10⁹ / 1,204,881,408 − 1 = −0.4%.
+    w = _plan(tmp_path, capsys, OVER.replace("params: 1B", "params: 1.2B"))
+    assert not any("from params" in x or "given: it sets" in x for x in w["warnings"])
+    assert ("custom: params 1,200,000,000 given: it sets the weights and FLOPs; the shape (layers, hidden, heads, "
+            "...) counts 1,204,881,408") in w["assumptions"]
+
+
+MOE = ("    kind: pretrain\n    tokens: 1B\n"
+       "    model: {layers: 2, hidden: 64, heads: 4, kv_heads: 4, ffn_hidden: 128, vocab: 100, mlp: gated, "
+       "experts: 4, experts_per_token: 2%s}\n")
+
+
+def test_moe_keys_map_onto_the_shape(tmp_path, capsys):
+    w = _plan(tmp_path, capsys, MOE % "")
+    # Per layer: attention 4·64² = 16,384; 4 experts × 3·64·128 = 98,304; router 64·4 = 256; norms 128
+    # → 115,072; × 2 = 230,144; embeddings + head 12,800; final norm 64 → 243,008.
+    # Active: 243,008 − 2 layers · (4 − 2) experts · 24,576 = 144,704.
+    assert (w["model"]["params"], w["model"]["active_params"]) == (243_008, 144_704)
+
+
+def test_moe_shared_experts_and_width(tmp_path, capsys):
+    w = _plan(tmp_path, capsys, MOE % ", moe_ffn_hidden: 32, shared_experts: 1")
+    # Expert 3·64·32 = 6,144. Per layer: 16,384 + 4·6,144 + shared 6,144 + router 256 + norms 128 = 47,488;
+    # × 2 = 94,976; + 12,800 + 64 = 107,840. Active: 107,840 − 2·2·6,144 = 83,264.
+    assert (w["model"]["params"], w["model"]["active_params"]) == (107_840, 83_264)
+
+
+@pytest.mark.parametrize("model,message", [
+    ("{layers: 2, hidden: 64, heads: 4, vocab: 100, ffn_hidden: 128, experts: 8, experts_per_token: 16}",
+     "more experts per token than experts (got 16 of 8; expected experts_per_token at most experts)"),
+    ("{layers: 2, hidden: 64, heads: 4, vocab: 100, experts_per_token: 2}",
+     "experts_per_token given without experts (expected experts, the routed experts per layer, with them)"),
+    ("{layers: 2, hidden: 64, heads: 4, vocab: 100, experts: 8}",
+     "experts given without experts_per_token (got 8 experts; expected experts_per_token, the routed experts a "
+     "token visits, e.g. 2 for Mixtral)"),
+    # heads 8192 on hidden 4096: a head of 0 values and a 0-byte KV cache, refused.
+    ("{layers: 32, hidden: 4096, heads: 8192, vocab: 32000}",
+     "hidden is not a multiple of heads (got hidden 4096, heads 8192; each head is hidden / heads wide, expected "
+     "heads dividing hidden, or head_dim given)"),
+    ("{layers: 32, hidden: 4096, heads: 32, kv_heads: 12, vocab: 32000}",
+     "heads is not a multiple of kv_heads (got heads 32, kv_heads 12; grouped-query attention shares each "
+     "key/value head among a whole number of query heads)"),
+])
+def test_inconsistent_mapping_is_an_input_error(tmp_path, capsys, model, message):
+    err = _error(tmp_path, capsys, f"    kind: pretrain\n    tokens: 1B\n    model: {model}\n")
+    assert err == f"FILE:5: workloads[0].model: {message}\n"
+
+
+def test_head_dim_and_tied_embeddings(tmp_path, capsys):
+    w = _plan(tmp_path, capsys, "    kind: pretrain\n    tokens: 1B\n    model: {layers: 2, hidden: 64, heads: 4, "
+                                "head_dim: 32, ffn_hidden: 128, vocab: 100, mlp: plain, tied_embeddings: true}\n")
+    # q and o 64·(4·32) each, k and v 64·(4·32) each: 4·64·128 = 32,768; MLP 2·64·128 = 16,384; norms 128
+    # → 49,280 per layer; × 2 = 98,560; embeddings 6,400 (tied: no head); final norm 64 → 105,024.
+    assert w["model"]["params"] == 105_024
+
+
+def test_dropout_takes_a_boolean_or_a_probability(tmp_path, capsys):
+    base = "    kind: pretrain\n    tokens: 1B\n    model: {layers: 2, hidden: 64, heads: 4, vocab: 100, dropout: %s}\n"
+    off = _plan(tmp_path, capsys, base % "0")["memory"]["components"]["activations"]
+    on = _plan(tmp_path, capsys, base % "0.1")["memory"]["components"]["activations"]
+    assert on > off        # dropout masks stored (activations.py)
+    assert _plan(tmp_path, capsys, base % "true")["memory"]["components"]["activations"] == on
+    err = _error(tmp_path, capsys, base % "1.5")
+    assert err == ("FILE:5: workloads[0].model.dropout: out of range (got 1.5, expected true, false, or a "
+                   "probability from 0 to below 1)\n")
+
+
+def test_schema_offers_the_new_mapping_keys(capsys):
+    assert main(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    shape = schema["$defs"]["ModelShape"]["properties"]
+    assert {"mlp", "head_dim", "tied_embeddings", "experts", "experts_per_token", "moe_ffn_hidden",
+            "shared_experts", "dropout"} <= set(shape)
+    lora = schema["$defs"]["Lora"]["properties"]["targets"]
+    assert {"type": "string"} in lora["anyOf"]
