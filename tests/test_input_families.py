@@ -134,3 +134,8 @@ def test_readme_names_every_family_read():
     words = set(listed.replace(",", " ").replace("`", " ").split())
     assert set(READERS) | set(MULTIMODAL) | {"bert", "t5"} <= words
     assert {"bert", "t5"} <= set(ENCODERS)
+
+
+def test_gemma3_vision_config_not_an_object(tmp_path, capsys):
+    assert run(tmp_path, capsys, {**fixture("gemma3"), "vision_config": 7}) == (
+        2, "", WHERE + "vision_config: not an object (got 7, expected a JSON object)\n")

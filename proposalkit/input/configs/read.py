@@ -112,6 +112,8 @@ def _vision(keys: Keys, model_type: str, projector: str | None, text: Keys) -> t
                    "LLaVA and Gemma 3 are; the weights are the language model's")
     clip = vision_type == "clip_vision_model"
     v = keys.nested("vision_config", {**(CLIP_DEFAULTS if clip else SIGLIP_DEFAULTS), **(defaults or {})})
+    if v is None:   # not an object: the problem is recorded, the model refused
+        return 0, ""
     hidden = v.count("hidden_size")
     count = shapes.vision_encoder_params(
         hidden, v.count("intermediate_size"), v.count("num_hidden_layers"), v.count("patch_size"),
