@@ -75,6 +75,12 @@ CASES = {
         GELU_MODEL + "    pipeline_parallel: 13\n",   # the model above has 12 layers
         "FILE:7: workloads[0].pipeline_parallel: more stages than the model has layers (got 13, expected at most "
         "12: each pipeline stage holds at least one layer)\n"),
+    "expert_parallel on a parameter count alone": (
+        # {params} names no experts: was exit 3 from the memory model's divisor check.
+        TRAIN.replace("model: llama-3.1-8b", "model: {params: 7B}").replace("method: lora", "method: full")
+        + "    expert_parallel: 2\n",
+        "FILE:7: workloads[0].expert_parallel: the model has no routed experts (got 2; expert parallelism splits a "
+        "mixture of experts, expected 1 or nothing for a dense model)\n"),
     "micro_batch 1e300": (
         TRAIN + "    micro_batch: 1e300\n",
         "FILE:7: workloads[0].micro_batch: implausibly large (got '1e300', expected at most 100,000 sequences per "

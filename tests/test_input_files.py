@@ -72,3 +72,14 @@ def test_integer_of_5000_digits_is_an_input_error(tmp_path, capsys):
     path.write_text(GOOD + "    micro_batch: 1" + "0" * 5000 + "\n")
     assert plan(path, capsys) == (2, f"{path}:7: workloads[0].micro_batch: not a number Python can read (more "
                                      "than 4,300 digits)\n")
+
+
+def test_bytes_from_git_over_10_mib_are_refused():
+    """A version read from git (diff REV:PATH) comes as bytes; the same limit applies."""
+    from proposalkit.errors import InputError
+    from proposalkit.input.loading import load_file
+
+    with pytest.raises(InputError) as caught:
+        load_file("HEAD:w.yaml", raw=GOOD.encode() + b"#" * (10 * 2**20 + 1 - len(GOOD)), base_dir=".")
+    assert str(caught.value) == ("HEAD:w.yaml: file too large (10,485,761 bytes, expected a workload file of at "
+                                 "most 10 MiB, some 30,000 workloads)")

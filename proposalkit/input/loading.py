@@ -176,8 +176,8 @@ def _parallel(workload: Workload, model: ModelSpec | None) -> list[tuple[Path, s
         return []
     out = []
     tp, pp = workload.tensor_parallel or 1, workload.pipeline_parallel or 1
-    if ep > 1 and model is not None and model.has_architecture:
-        if model.experts == 1:
+    if ep > 1 and model is not None:
+        if model.experts == 1:      # a dense shape, or a parameter count alone (no experts known)
             out.append((("expert_parallel",), f"the model has no routed experts (got {ep}; expert parallelism "
                                               "splits a mixture of experts, expected 1 or nothing for a dense model)"))
         elif model.experts % ep:
