@@ -147,7 +147,8 @@ CASES = {
         GOOD.replace("model: llama-3.1-8b", "model: {params: 7B}"),
         "FILE:5: workloads[0].model: a parameter count alone cannot size LoRA adapters (got params only, expected "
         "a catalog id, config, or the shape: layers, hidden, heads and vocab; kv_heads and ffn_hidden have "
-        "defaults)\n",
+        "defaults; or a measured pilot, throughput: {tokens_per_second, gpu, gpus}, on whose GPUs the memory is "
+        "taken to fit)\n",
     ),
     "inference on a parameter count": (
         "workloads:\n  - name: serve\n    kind: inference\n    model: {params: 7B}\n    context: 4k\n    hours: 10\n",

@@ -114,3 +114,53 @@ def test_all_linear_with_a_module_is_refused(tmp_path, capsys):
     err = _error(tmp_path, capsys, "llama-3.1-8b", "{targets: [all-linear, q_proj]}")
     assert err == ("FILE:6: workloads[0].lora.targets: 'all-linear' already names every linear module (got "
                    "[all-linear, q_proj]; expected all-linear alone, or module names without it)\n")
+
+
+# ---------------------------------------------------------------- LoRA on a parameter count
+
+PILOT = ("workloads:\n  - name: a\n    kind: finetune\n    method: lora\n    tokens: 100M\n    model: {params: 70B}\n"
+         "    throughput: {tokens_per_second: 3000, gpu: h100-80gb, gpus: 1}\n")
+
+
+def _file(tmp_path, text: str) -> str:
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_shape_less_lora_is_planned_where_its_pilot_ran(tmp_path, capsys):
+    assert main(["plan", _file(tmp_path, PILOT), "--format", "json"]) == 0
+    w = json.loads(capsys.readouterr().out)["workloads"][0]
+    # 70B bf16 weights alone are 140 GB, more than an 80 GB GPU holds: the memory is not estimated
+    # but taken from the pilot, which ran on 1× h100-80gb.
+    assert (w["gpu"]["type"], w["gpu"]["count"]) == ("h100-80gb", 1)
+    # 10⁸ tokens / 3,000 tokens/s = 33,333.3 s = 9.259259 h.
+    assert w["runtime_hours"] == 9.259259
+    assert w["trainable_params"] is None
+    text = ("custom: parameter count only: LoRA adapters, activations and the adapter checkpoint not estimated; "
+            "the memory is taken as fitting on 1× h100-80gb, where the pilot ran (give the shape, layers, hidden, "
+            "heads and vocab, to estimate it)")
+    assert text in w["assumptions"]
+    assert f"a: {text}" in w["warnings"]
+
+
+def test_shape_less_lora_report_is_written(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["report", _file(tmp_path, PILOT), "-o", str(out), "--format", "md"]) == 0
+    capsys.readouterr()
+    assert "the memory is taken as fitting on 1× h100-80gb, where the pilot ran" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize("change,line,message", [
+    (("    throughput: {tokens_per_second: 3000, gpu: h100-80gb, gpus: 1}\n", ""), 6,
+     "workloads[0].model: a parameter count alone cannot size LoRA adapters (got params only, expected a catalog "
+     "id, config, or the shape: layers, hidden, heads and vocab; kv_heads and ffn_hidden have defaults; or a "
+     "measured pilot, throughput: {tokens_per_second, gpu, gpus}, on whose GPUs the memory is taken to fit)"),
+    (("    model: {params: 70B}\n", "    model: {params: 70B}\n    gpus: 2\n"), 6,
+     "workloads[0].model: LoRA on a parameter count is planned only where its pilot ran (got gpus: 2, the pilot's "
+     "is 1; expected gpus as the pilot's, or the model's shape: layers, hidden, heads and vocab)"),
+])
+def test_shape_less_lora_without_a_pilot_where_it_runs_is_refused(tmp_path, capsys, change, line, message):
+    path = _file(tmp_path, PILOT.replace(*change))
+    assert main(["plan", path]) == 2
+    assert capsys.readouterr().err == f"{path}:{line}: {message}\n"

@@ -184,7 +184,7 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     if not model.has_architecture:
         return 0, (
             f"activations not estimated: model {model.id!r} gives only a parameter count; "
-            "give layers, hidden, heads, ffn_hidden and vocab to include them",
+            "give layers, hidden, heads and vocab to include them",
         )
     e = 4 if setup.precision == "fp32" else 2
     s, b, h, v = setup.seq_len, setup.micro_batch, model.hidden, model.vocab

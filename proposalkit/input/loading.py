@@ -18,7 +18,7 @@ from ..estimate.shapes import ModelSpec
 from ..units import SECONDS_PER_HOUR
 from .messages import Path, field_name, translate, unknown_gpu, unknown_model, unknown_resource
 from .hub import looks_like_hub_id
-from .mapping import from_mapping, lora_target_problem
+from .mapping import from_mapping, lora_target_problem, params_only_problem
 from .model_config import read_config, read_hub_config
 from .bounds import BOUNDS
 from .files import WORKLOAD_FILE, Refused, read_limited
@@ -333,15 +333,10 @@ def load_file(path: str, resource_ids=None, *, raw: bytes | None = None, base_di
         seen.setdefault(workload.name, index)
         model, model_problems = _resolve_model(workload, index, source, base_dir)
         problems += model_problems
-        if model is not None and not model.has_architecture:
-            needs = ("the KV cache of inference" if workload.kind == "inference" else
-                     "LoRA adapters" if workload.method in ("lora", "qlora") else None)
-            if needs:
-                at = ("workloads", index, "model")
-                problems.append(Problem(path, source.line(at), field_name(at),
-                                        f"a parameter count alone cannot size {needs} (got params only, expected "
-                                        "a catalog id, config, or the shape: layers, hidden, heads and vocab; "
-                                        "kv_heads and ffn_hidden have defaults)"))
+        problem = params_only_problem(workload, model)
+        if problem:
+            at = ("workloads", index, "model")
+            problems.append(Problem(path, source.line(at), field_name(at), problem))
         problems += _check(workload, model, index, source, resource_ids)
         if model is not None:
             loaded.append(LoadedWorkload(workload, model, path, source.line(("workloads", index)), index))

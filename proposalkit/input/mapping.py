@@ -149,3 +149,28 @@ def lora_target_problem(targets: list[str], model: ModelSpec) -> str | None:
                 why = ""
             return f"not a module of this model (got {name!r}{why}; expected {', '.join(valid)} or all-linear{hint})"
     return None
+
+
+def params_only_problem(workload, model: ModelSpec | None) -> str | None:
+    """What a parameter count alone cannot size for this workload: the KV cache of inference, and
+    LoRA adapters unless a measured pilot (throughput) gives the GPU its memory is taken to fit."""
+    if model is None or model.has_architecture:
+        return None
+    shape = "a catalog id, config, or the shape: layers, hidden, heads and vocab; kv_heads and ffn_hidden have defaults"
+    if workload.kind == "inference":
+        return f"a parameter count alone cannot size the KV cache of inference (got params only, expected {shape})"
+    if workload.method not in ("lora", "qlora"):
+        return None
+    pilot = workload.throughput
+    if pilot is None:
+        return (f"a parameter count alone cannot size LoRA adapters (got params only, expected {shape}; or a "
+                "measured pilot, throughput: {tokens_per_second, gpu, gpus}, on whose GPUs the memory is taken "
+                "to fit)")
+    pinned = [(key, got, want) for key, got, want in (("gpu", workload.gpu, pilot.gpu), ("gpus", workload.gpus,
+                                                                                         pilot.gpus))
+              if got is not None and got != want]
+    if pinned:
+        key, got, want = pinned[0]
+        return (f"LoRA on a parameter count is planned only where its pilot ran (got {key}: {got}, the pilot's "
+                f"is {want}; expected {key} as the pilot's, or the model's shape: layers, hidden, heads and vocab)")
+    return None

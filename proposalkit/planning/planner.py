@@ -101,8 +101,9 @@ def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | Non
             checkpoint, weights, dataset, raw, 1, s.concurrency, s.variants,
             checkpoint_arithmetic=arithmetic, dataset_arithmetic=dataset_text)
     if w.method in ("lora", "qlora"):
-        ckpt = storage_model.lora_checkpoint_size(trainable)
-        final = storage_model.weights_checkpoint_bytes(trainable, storage_model.LORA_ADAPTER_PRECISION)
+        # Adapters not sized (a parameter count only): no adapter checkpoint counted (stated in the plan).
+        ckpt = storage_model.lora_checkpoint_size(trainable or 0)
+        final = storage_model.weights_checkpoint_bytes(trainable or 0, storage_model.LORA_ADAPTER_PRECISION)
     else:
         ckpt = storage_model.checkpoint_size(params, s.precision, s.optimizer)
         final = ckpt.weights_bytes
@@ -115,7 +116,7 @@ def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | Non
     return storage_model.WorkloadStorage(
         ckpt.full_state_bytes, final, data.tokenized_bytes, data.raw_text_bytes, s.checkpoints_retained,
         s.concurrency, s.variants,
-        checkpoint_arithmetic=f"{params if w.method not in ('lora', 'qlora') else trainable:,} params × {ckpt.basis}",
+        checkpoint_arithmetic=f"{params if w.method not in ('lora', 'qlora') else trainable or 0:,} params × {ckpt.basis}",
         dataset_arithmetic=text)
 
 
@@ -175,13 +176,20 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
         if w.activation_checkpointing is None and chosen.activation_checkpointing:
             notes.append("full activation checkpointing turned on to fit; the recomputed forward pass is "
                          "charged in the runtime")
-    if not model.has_architecture:
+    if search.pilot_sized(model, w):
+        text = (f"{model.id}: parameter count only: LoRA adapters, activations and the adapter checkpoint not "
+                f"estimated; the memory is taken as fitting on {chosen.count}× {chosen.gpu}, where the pilot ran "
+                "(give the shape, layers, hidden, heads and vocab, to estimate it)")
+        notes.append(text)
+        warnings.append(f"{w.name}: {text}")
+    elif not model.has_architecture:
         notes.append(f"{model.id}: parameter count only; activations and attention FLOPs not modelled")
     notes += [f"{model.id}: {text}" for text in model.assumptions]
     warnings += [f"{w.name}: {model.id}: {text}" for text in model.warnings]
     trainable = None
     if w.kind != "inference":
-        trainable = lora_trainable_params(model, s.lora) if s.lora else model.params
+        trainable = (None if search.pilot_sized(model, w) else
+                     lora_trainable_params(model, s.lora) if s.lora else model.params)
 
     walltime, walltime_tier, segments = None, None, 1
     if charge is not None:
