@@ -139,3 +139,10 @@ def test_readme_names_every_family_read():
 def test_gemma3_vision_config_not_an_object(tmp_path, capsys):
     assert run(tmp_path, capsys, {**fixture("gemma3"), "vision_config": 7}) == (
         2, "", WHERE + "vision_config: not an object (got 7, expected a JSON object)\n")
+
+
+def test_unknown_model_type_with_a_vision_tower_says_it_is_not_counted(tmp_path, capsys):
+    # A Qwen2-VL-style config: the language keys at the top level beside a vision_config.
+    code, out, err = run(tmp_path, capsys, {**UNKNOWN, "vision_config": {"depth": 32}}, "--format", "json")
+    assert (code, err) == (0, "")
+    assert f"a: {UNKNOWN_NOTE}; its vision_config is not counted" in json.loads(out)["workloads"][0]["warnings"]

@@ -73,6 +73,8 @@ def model_from_config(config: dict, name: str) -> tuple[ModelSpec | None, Proble
                                                    f"{', '.join(absent)}")]
         fields = llama_style(text)
         note = f"{what} is not an architecture proposalkit knows; read as {UNKNOWN_ASSUMED}"
+        if text is keys and keys.has("vision_config"):
+            note += "; its vision_config is not counted"
         warnings.insert(0, note)
     if text.missing:
         return None, [(text.missing[0].split(" or ")[0],
