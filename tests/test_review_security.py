@@ -172,3 +172,21 @@ def test_workflow_escapes_the_file_name_and_fences_errors(tmp_path):
     assert all(line.startswith("    ") for line in errors), body
     assert ("    workloads/x`![i](javascript:alert(1))`@octocat.yaml:3: workloads[0].kind: unknown kind "
             "(got '```<img>', expected finetune, pretrain or inference)") in errors
+
+
+def test_a_blob_larger_than_a_workload_file_is_refused_before_it_is_read(repo, capsys, monkeypatch):
+    """input/files.py: a workload file holds at most 10 MiB; git gives the size first (`cat-file -s`)."""
+    from proposalkit.review import sides
+
+    big = 10 * 2**20 + 1
+    (repo / "big.yaml").write_bytes(b"#" * big)
+    git(repo, "add", "big.yaml")
+    git(repo, "commit", "-q", "-m", "big")
+    calls = []
+    real = subprocess.run
+    monkeypatch.setattr(sides.subprocess, "run", lambda args, **kw: calls.append(args[1]) or real(args, **kw))
+    code, out, err = run(capsys, "diff", "HEAD:big.yaml", "w.yaml")
+    assert (code, out) == (2, "")
+    assert err == (f"HEAD:big.yaml: file too large ({big:,} bytes, expected a workload file of at most 10 MiB, "
+                   "some 30,000 workloads)\n")
+    assert "show" not in calls

@@ -4,7 +4,8 @@ Loaded and planned like any file; the plan is kept in its JSON form
 (output.plan_dict), which is what diff compares and prints. REV:PATH never
 reaches git as an option: a REV starting with `-` is refused, and git is told
 where its options end (`git show --end-of-options REV:PATH`; `--` would make
-REV:PATH a path, not a revision).
+REV:PATH a path, not a revision). A blob larger than a workload file may be is
+refused before it is read, as a file on disk is.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import subprocess
 from dataclasses import dataclass
 
 from ..errors import InputError, Problem
+from ..input.files import WORKLOAD_FILE
 
 EMPTY = "/dev/null"   # git's name for the missing side of an added or deleted file
 
@@ -94,6 +96,10 @@ def _load(spec: str, resource_ids):
         raise InputError([Problem(spec, None, "", f"cannot read it from git: the revision '{rev}' starts with '-', "
                                                   "which git would take for an option (give REV:PATH with a revision "
                                                   "such as HEAD or origin/main, or a file path)")])
+    # Refused before reading, as a file on disk is (input/files.py): git says the size first.
+    size = int(_git(["cat-file", "-s", "--end-of-options", f"{rev}:{path}"], spec))
+    if size > WORKLOAD_FILE.bytes:
+        raise InputError([Problem(spec, None, "", WORKLOAD_FILE.too_large(size))])
     raw = _git(["show", "--end-of-options", f"{rev}:{path}"], spec)
     return [_load_text(raw, spec, _working_tree_path(path, spec), resource_ids)]
 
