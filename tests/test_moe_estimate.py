@@ -166,3 +166,26 @@ def test_expert_parallel_k_divides_expert_weights_by_k(m, ep, method):
     per_param = Fraction(NF4_BITS) / 8 if method == "qlora" else 2    # NF4 with its constants, else bf16
     saved = shapes.expert_params(m) * per_param * (1 - Fraction(1, ep))
     assert abs(one.weights - split.weights - saved) <= 1            # each component is rounded up once
+
+
+def test_training_activations_of_an_all_moe_model_by_hand():
+    from proposalkit.estimate.activations import training_activation_bytes
+    s, e = 512, 2
+    # Korthikanti's terms for one Mixtral layer, FlashAttention, no dropout, b = 1:
+    layer = (2 * e * s * 4096                       # two norm inputs
+             + e * s * 4096                         # qkv input
+             + e * s * (4096 + 1024 + 1024)         # q, k (8 kv heads × 128), v
+             + 4 * 32 * s                           # fp32 softmax statistics
+             + e * s * 4096                         # o_proj input
+             + e * s * 4096                         # MLP (router) input
+             + e * s * 4096 * 2                     # the 2 routed experts' inputs
+             + 4 * s * 8                            # fp32 router probabilities over 8 experts
+             + 3 * e * s * 14336 * 2)               # gate, up, product per routed expert
+    output = 2 * e * s * 4096 + 4 * s * 32000      # last norm, head input, fp32 logits
+    total, notes = training_activation_bytes(MIXTRAL, _training(MIXTRAL, 1))
+    assert total == 32 * layer + output
+    assert any("2 routed experts a token visits (of 8)" in n for n in notes)
+    assert not any("larger of its dense and MoE kinds" in n for n in notes)
+    _, notes = training_activation_bytes(V2_LITE, _training(V2_LITE, 1))
+    assert any("6 routed experts a token visits (of 64) and of 2 shared experts, every layer counted at the "
+               "larger of its dense and MoE kinds" in n for n in notes)

@@ -194,7 +194,8 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     replicated = split if sp else 1
 
     # A model with dense and MoE layers (DeepSeek's first_k_dense_replace) counts every layer at the larger kind.
-    kinds = {moe_layer_count(model) > 0, moe_layer_count(model) < model.layers}
+    kinds = [moe_layer for moe_layer, present in ((True, moe_layer_count(model) > 0),
+                                                  (False, moe_layer_count(model) < model.layers)) if present]
     layer = max(sum(activation_terms_per_layer(
         model, s, b, flash_attention=setup.flash_attention, tensor_parallel=t,
         sequence_parallel=sp, bytes_per_value=e, moe_layer=moe_layer,

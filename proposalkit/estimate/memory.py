@@ -323,8 +323,10 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
         notes.append(
             f"expert parallel {setup.expert_parallel}: the routed experts ({expert_params(model):,} of "
             f"{model.params:,} parameters) are split over {setup.expert_parallel} GPUs of the data-parallel group, "
-            f"their weights, gradients and optimizer states ÷ {setup.expert_parallel}; ZeRO shards them over the "
-            f"{n // setup.expert_parallel} expert-data-parallel GPUs (Megatron-Core MoE expert parallelism)"
+            f"their weights, gradients and optimizer states ÷ {setup.expert_parallel}"
+            + (f"; ZeRO shards them over the {n // setup.expert_parallel} GPUs that hold the same experts"
+               if stage and n > setup.expert_parallel else "")
+            + " (Megatron-Core MoE expert parallelism)"
         )
     if t * p > 1:
         notes.append(
