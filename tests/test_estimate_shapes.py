@@ -106,7 +106,7 @@ def test_lora_all_linear_uses_the_same_shapes():
 def test_parts_add_up_to_the_total(model_id):
     m = models()[model_id]
     total = (shapes.embedding_params(m) + shapes.blocks_params(m) + shapes.norm_params(m)
-             + shapes.lm_head_params(m))
+             + shapes.lm_head_params(m) + m.vision_params)   # vision tower: Gemma 3 4B, 27B
     assert total == m.params == m.published_params
     # the block matrices are the layers without norms, biases and router
     assert shapes.linear_weight_params(m) <= shapes.blocks_params(m)
