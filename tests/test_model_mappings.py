@@ -170,25 +170,44 @@ def test_moe_shared_experts_and_width(tmp_path, capsys):
     assert (w["model"]["params"], w["model"]["active_params"]) == (107_840, 83_264)
 
 
-@pytest.mark.parametrize("model,message", [
+@pytest.mark.parametrize("model,key,message", [
     ("{layers: 2, hidden: 64, heads: 4, vocab: 100, ffn_hidden: 128, experts: 8, experts_per_token: 16}",
-     "more experts per token than experts (got 16 of 8; expected experts_per_token at most experts)"),
+     ".experts_per_token", "more experts per token than experts (got 16 of 8 experts; expected at most 8)"),
     ("{layers: 2, hidden: 64, heads: 4, vocab: 100, experts_per_token: 2}",
+     ".experts_per_token",
      "experts_per_token given without experts (expected experts, the routed experts per layer, with them)"),
-    ("{layers: 2, hidden: 64, heads: 4, vocab: 100, experts: 8}",
+    ("{layers: 2, hidden: 64, heads: 4, vocab: 100, experts: 8}", ".experts",
      "experts given without experts_per_token (got 8 experts; expected experts_per_token, the routed experts a "
      "token visits, e.g. 2 for Mixtral)"),
-    # heads 8192 on hidden 4096: a head of 0 values and a 0-byte KV cache, refused.
-    ("{layers: 32, hidden: 4096, heads: 8192, vocab: 32000}",
-     "hidden is not a multiple of heads (got hidden 4096, heads 8192; each head is hidden / heads wide, expected "
-     "heads dividing hidden, or head_dim given)"),
-    ("{layers: 32, hidden: 4096, heads: 32, kv_heads: 12, vocab: 32000}",
-     "heads is not a multiple of kv_heads (got heads 32, kv_heads 12; grouped-query attention shares each "
-     "key/value head among a whole number of query heads)"),
+    # heads 8192 on hidden 4096: a head of 0 values and a 0-byte KV cache, refused (the same rule and words
+    # as for config.json, input/shape_rules.py).
+    ("{layers: 32, hidden: 4096, heads: 8192, vocab: 32000}", ".heads",
+     "does not divide hidden (got 8192 heads of 4096; each head is hidden / heads wide: expected a divisor of "
+     "4096, or head_dim)"),
+    ("{layers: 32, hidden: 4096, heads: 32, kv_heads: 12, vocab: 32000}", ".kv_heads",
+     "does not divide heads (got 12 key/value heads for 32 heads; grouped-query attention shares each key/value "
+     "head among a whole number of query heads: expected a divisor of 32)"),
 ])
-def test_inconsistent_mapping_is_an_input_error(tmp_path, capsys, model, message):
+def test_inconsistent_mapping_is_an_input_error(tmp_path, capsys, model, key, message):
     err = _error(tmp_path, capsys, f"    kind: pretrain\n    tokens: 1B\n    model: {model}\n")
-    assert err == f"FILE:5: workloads[0].model: {message}\n"
+    assert err == f"FILE:5: workloads[0].model{key}: {message}\n"
+
+
+def test_mapping_keys_refine_a_config(tmp_path, capsys):
+    # A mapping may override a config's MoE keys: experts_per_token beside a Mixtral-style config is no
+    # "given without experts" (the config has 4), but 16 of them is refused at the mapping's key.
+    config = {"model_type": "mixtral", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 4,
+              "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 100, "num_local_experts": 4,
+              "num_experts_per_tok": 2}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    w = _plan(tmp_path, capsys, "    kind: pretrain\n    tokens: 1B\n    model: {config: config.json, "
+                                "experts_per_token: 1}\n")
+    # As test_moe_keys_map_onto_the_shape, top-1: active 243,008 − 2 · (4 − 1) · 24,576 = 95,552.
+    assert (w["model"]["params"], w["model"]["active_params"]) == (243_008, 95_552)
+    err = _error(tmp_path, capsys, "    kind: pretrain\n    tokens: 1B\n    model: {config: config.json, "
+                                   "experts_per_token: 16}\n")
+    assert err == ("FILE:5: workloads[0].model.experts_per_token: more experts per token than experts (got 16 of 4 "
+                   "experts; expected at most 4)\n")
 
 
 def test_head_dim_and_tied_embeddings(tmp_path, capsys):

@@ -95,7 +95,9 @@ def _resolve_model(workload: Workload, index: int, source: Source, base_dir: str
             return None, problems
     spec, problem = from_mapping(ref, base)
     if problem:
-        return None, [Problem(source.path, source.line(at), field_name(at), problem)]
+        key, message = problem
+        where = at if key is None else at + (key,)
+        return None, [Problem(source.path, source.line(where), field_name(where), message)]
     return spec, []
 
 

@@ -17,6 +17,7 @@ from ..estimate.shapes import ModelSpec, is_mla, parameter_count
 from .bounds import BOUNDS
 from .messages import did_you_mean
 from .schema import ModelShape
+from .shape_rules import shape_problems
 
 REQUIRED = ("layers", "hidden", "heads", "vocab")
 MOE_KEYS = ("experts_per_token", "moe_ffn_hidden", "shared_experts")
@@ -30,9 +31,13 @@ def _and(names) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def from_mapping(ref: ModelShape, base: ModelSpec | None) -> tuple[ModelSpec | None, str | None]:
+Problem = tuple[str | None, str]     # (the mapping's key it is about, or None for the whole mapping; message)
+
+
+def from_mapping(ref: ModelShape, base: ModelSpec | None) -> tuple[ModelSpec | None, Problem | None]:
     """The mapping's model (base: the one its `config:` gave, if any) → (spec, None) or (None, problem)."""
-    given = {k: v for k, v in ref.model_dump().items() if v is not None and k not in ("config", "hf", "revision", "params", "name")}
+    given = {k: v for k, v in ref.model_dump().items()
+             if v is not None and k not in ("config", "hf", "revision", "params", "name")}
     assumptions: list[str] = []
     warnings: list[str] = []
     if base is None:
@@ -40,17 +45,17 @@ def from_mapping(ref: ModelShape, base: ModelSpec | None) -> tuple[ModelSpec | N
         shape = [k for k in SHAPE_KEYS if k in given]
         missing = [k for k in REQUIRED if k not in given]
         if shape and missing:
-            return None, (f"incomplete shape (missing {_and(missing)}; expected all of layers, hidden, heads and "
-                          "vocab, which have no default, or params alone for a parameter count)")
+            return None, (None, f"incomplete shape (missing {_and(missing)}; expected all of layers, hidden, heads "
+                                "and vocab, which have no default, or params alone for a parameter count)")
         if not shape and ref.params is None:
-            return None, ("incomplete model (expected params, a shape with layers, hidden, heads and vocab, "
-                          "or config)")
+            return None, (None, "incomplete model (expected params, a shape with layers, hidden, heads and "
+                                "vocab, or config)")
         if shape:
             given, assumptions, warnings = _complete(given)
-    problem = _moe_problem(given) if "experts" in given or any(k in given for k in MOE_KEYS) else None
+    spec = replace(base, **given)
+    problem = _moe_problem(given, spec)
     if problem:
         return None, problem
-    spec = replace(base, **given)
     if ref.name:
         spec = replace(spec, id=ref.name, name=ref.name)
     if ref.params is not None:
@@ -86,14 +91,15 @@ def _complete(given: dict) -> tuple[dict, list[str], list[str]]:
     return out, stated + defaulted, defaulted
 
 
-def _moe_problem(given: dict) -> str | None:
-    experts = given.get("experts")
-    if experts is None:
-        extra = [k for k in MOE_KEYS if k in given]
-        return f"{_and(extra)} given without experts (expected experts, the routed experts per layer, with them)"
-    if experts > 1 and "experts_per_token" not in given:
-        return (f"experts given without experts_per_token (got {experts} experts; expected experts_per_token, "
-                "the routed experts a token visits, e.g. 2 for Mixtral)")
+def _moe_problem(given: dict, spec: ModelSpec) -> Problem | None:
+    """Mixture-of-experts keys of a mapping, against the experts the model has (given, or from its config)."""
+    extra = [k for k in MOE_KEYS if k in given]
+    if extra and spec.experts <= 1:
+        return extra[0], (f"{_and(extra)} given without experts (expected experts, the routed experts per layer, "
+                          "with them)")
+    if "experts" in given and spec.experts > 1 and "experts_per_token" not in given and spec.experts_per_token == 1:
+        return "experts", (f"experts given without experts_per_token (got {spec.experts} experts; expected "
+                           "experts_per_token, the routed experts a token visits, e.g. 2 for Mixtral)")
     return None
 
 
@@ -107,25 +113,18 @@ def _params_note(params: int, shape_count: int) -> tuple[str, bool]:
     return text + f", {off:+.1%} from params: check the shape, or leave params out to use the shape's count", True
 
 
-def shape_problem(spec: ModelSpec, names: dict[str, str] | None = None) -> str | None:
-    """What makes a model's shape not a transformer's, if anything; `names` spells the fields as the user wrote them."""
+def shape_problem(spec: ModelSpec) -> Problem | None:
+    """What makes a mapping's shape not a transformer's (input/shape_rules.py, shared with config.json), if anything."""
     if not spec.has_architecture:
         return None
-    n = {k: k for k in ("hidden", "heads", "kv_heads", "head_dim", "experts", "experts_per_token")} | (names or {})
-    if spec.head_dim is None and spec.hidden % spec.heads:
-        return (f"{n['hidden']} is not a multiple of {n['heads']} (got {n['hidden']} {spec.hidden}, {n['heads']} "
-                f"{spec.heads}; each head is {n['hidden']} / {n['heads']} wide, expected {n['heads']} dividing "
-                f"{n['hidden']}, or {n['head_dim']} given)")
-    if spec.kv_head_count > spec.heads or spec.heads % spec.kv_head_count:
-        return (f"{n['heads']} is not a multiple of {n['kv_heads']} (got {n['heads']} {spec.heads}, {n['kv_heads']} "
-                f"{spec.kv_head_count}; grouped-query attention shares each key/value head among a whole number "
-                "of query heads)")
-    if spec.experts_per_token > spec.experts:
-        return (f"more experts per token than experts (got {spec.experts_per_token} of {spec.experts}; expected "
-                f"{n['experts_per_token']} at most {n['experts']})")
+    fields = {"hidden": spec.hidden, "heads": spec.heads, "kv_heads": spec.kv_head_count, "head_dim": spec.head_dim,
+              "experts": spec.experts, "experts_per_token": spec.experts_per_token}
+    problems = shape_problems(fields, {})
+    if problems:
+        return problems[0]
     bound = BOUNDS["params"]
     if spec.params_override is None and spec.params > bound.high:
-        return f"implausibly large (got {spec.params:.3g} parameters from its shape, expected {bound.reason})"
+        return None, f"implausibly large (got {spec.params:.3g} parameters from its shape, expected {bound.reason})"
     return None
 
 

@@ -8,6 +8,7 @@ from ...estimate import shapes
 from ...estimate.shapes import ModelSpec
 from .families import (ENCODERS, FAMILIES, GEMMA3_TEXT_DEFAULTS, LLAMA_DEFAULTS, UNKNOWN_ASSUMED, UNKNOWN_REQUIRED,
                        UNKNOWN_UNREADABLE, llama_style)
+from ..shape_rules import shape_problems
 from .keys import Keys
 from .moe import MOE_FAMILIES
 
@@ -87,20 +88,10 @@ def model_from_config(config: dict, name: str) -> tuple[ModelSpec | None, Proble
 
 
 def _shape_problems(fields: dict, keys: Keys) -> Problems:
-    """Heads dividing hidden (unless head_dim is given) and kv heads dividing heads, named by their keys."""
-    names = keys.names
-    hidden, heads, kv = fields["hidden"], fields["heads"], fields["kv_heads"]
-    out = []
-    if fields["head_dim"] is None and hidden % heads:
-        out.append((names["heads"], f"does not divide {names['hidden']} (got {heads} heads of {hidden}; each head "
-                                    f"is {names['hidden']} / {names['heads']} wide: expected a divisor of {hidden}, "
-                                    "or head_dim)"))
-    if kv > heads or heads % kv:
-        out.append((names.get("kv_heads", "num_key_value_heads"),
-                    f"does not divide {names['heads']} (got {kv} key/value heads for {heads} heads; grouped-query "
-                    f"attention shares each key/value head among a whole number of query heads: expected a "
-                    f"divisor of {heads})"))
-    return out
+    """Heads dividing hidden (unless head_dim is given) and kv heads dividing heads, named by their keys
+    (input/shape_rules.py, the rules workload mappings share)."""
+    names = {"kv_heads": "num_key_value_heads", **keys.names}
+    return shape_problems({k: fields[k] for k in ("hidden", "heads", "kv_heads", "head_dim")}, names)
 
 
 def _vision(keys: Keys, model_type: str, projector: str | None, text: Keys) -> tuple[int, str]:
