@@ -92,6 +92,19 @@ def test_a_failing_pdf_renderer_leaves_the_previous_set(workload, out, monkeypat
     assert unchanged(out)
 
 
+def test_a_template_error_leaves_the_previous_set(workload, out, monkeypatch):
+    from jinja2 import UndefinedError
+
+    def broken_html(context):
+        raise UndefinedError("'r' has no attribute 'gpu_hourz'")
+
+    monkeypatch.setattr(report, "render_html", broken_html)
+    plan = plan_files(load_files([str(workload)]))
+    with pytest.raises(UndefinedError):
+        report.write_reports(plan, str(out), ["md", "html"])
+    assert unchanged(out)
+
+
 def test_missing_pango_exits_2_and_writes_nothing(workload, out, monkeypatch, capsys):
     monkeypatch.setattr(pdf_mod, "_import_weasyprint", _no_pango)
     assert main(["report", str(workload), "-o", str(out)]) == 2
