@@ -125,27 +125,31 @@ def plan_markdown_table(plan: Plan) -> str:
     return text if text.endswith("\n") else text + "\n"      # a text stream ends its last line
 
 
-def render_reports(context: ReportContext, formats, out: Path) -> tuple[dict[str, bytes], float | None]:
+def render_reports(context: ReportContext, formats, out: Path) -> tuple[dict[str, bytes], float, str]:
     """Every file of the report set, in memory: path relative to the output folder → bytes.
 
-    Also the body's length in pages when a PDF is built (measured there), else
-    None. Nothing is written; PdfUnavailableError (naming `out`) when a PDF is
-    asked for and WeasyPrint cannot load.
+    Also the body's length in pages and how it was found: measured in the PDF
+    when one is built, else estimated from the Markdown (estimate_body_lines).
+    Nothing is written; PdfUnavailableError (naming `out`) when a PDF is asked
+    for and WeasyPrint cannot load.
     """
     if "pdf" in formats:
         pdf.require_weasyprint(out / "report.pdf")
     files: dict[str, bytes] = {}
+    markdown = render_markdown(context)
     if "md" in formats:
         for chart in context.charts.values():
             files[chart.path] = chart.svg.encode("utf-8")
-        files["report.md"] = render_markdown(context).encode("utf-8")
+        files["report.md"] = markdown.encode("utf-8")
     html = render_html(context) if ("html" in formats or "pdf" in formats) else None
     if "html" in formats:
         files["report.html"] = html.encode("utf-8")
-    body_pages = None
     if "pdf" in formats:
-        files["report.pdf"], body_pages = pdf.render_pdf(html)
-    return files, body_pages
+        files["report.pdf"], measured = pdf.render_pdf(html)
+        if measured is not None:
+            return files, measured, "in the PDF"
+    heights = {c.path: c.height for c in context.charts.values()}
+    return files, pdf.estimate_body_lines(markdown, heights) / pdf.LINES_PER_PAGE, "estimated from the Markdown"
 
 
 class OutputFolderError(InputError):
@@ -231,15 +235,8 @@ def write_reports(plan: Plan, out_dir: str, formats) -> list[str]:
     """
     out = Path(out_dir)
     context = report_context(plan)
-    files, body_pages = render_reports(context, formats, out)
+    files, body_pages, how = render_reports(context, formats, out)
     written = swap_in(out, files, out_dir)
-    if body_pages is None:      # measured in the PDF when one is built, else estimated
-        markdown = files["report.md"].decode("utf-8") if "report.md" in files else render_markdown(context)
-        heights = {c.path: c.height for c in context.charts.values()}
-        body_pages = pdf.estimate_body_lines(markdown, heights) / pdf.LINES_PER_PAGE
-        how = "estimated from the Markdown"
-    else:
-        how = "in the PDF"
     if body_pages > pdf.BODY_PAGES + pdf.PAGE_TOLERANCE:
         print(f"proposalkit report: warning: the section B body runs to {body_pages:.1f} pages {how}; about "
               f"{pdf.BODY_PAGES} fit a NAIRR proposal of about 3 pages: shorten descriptions, or move workloads "
