@@ -24,3 +24,16 @@ def control_escape(text: object) -> str:
 def one_line_escape(text: object) -> str:
     """control_escape, and a newline written as '\\n': one message stays one line."""
     return control_escape(text).replace("\n", "\\n")
+
+
+# JSON encoders escape C0 controls (RFC 8259 requires it) but pass DEL and C1 (U+007F–U+009F,
+# the 8-bit CSI among them) through raw. They can occur only inside strings, so writing them
+# as \u escapes keeps the same values.
+_JSON_RAW_CONTROL = re.compile("[\x7f-\x9f]")
+
+
+def json_control_escape(json_text: str) -> str:
+    """JSON text with DEL and C1 control characters written as \\u escapes: same values, nothing raw."""
+    if not _JSON_RAW_CONTROL.search(json_text):
+        return json_text
+    return _JSON_RAW_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)

@@ -11,6 +11,7 @@ except ImportError:   # pragma: no cover - orjson is a dependency; the standard 
 
 from ..planning.planner import Candidate, Plan, WorkloadPlan
 from ..units import GiB
+from ..text import json_control_escape
 from .format import control_escape
 
 SCHEMA_VERSION = 1
@@ -138,7 +139,7 @@ def plan_json(plan: Plan) -> str:
             lines.append(f'  "workloads": [\n{body}\n  ]' if value else '  "workloads": []')
         else:
             lines.append(f"  {encode(key)}: {encode(value)}")
-    return "{\n" + ",\n".join(lines) + "\n}\n"
+    return json_control_escape("{\n" + ",\n".join(lines) + "\n}\n")
 
 
 def _hours(x: float) -> str:

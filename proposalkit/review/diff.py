@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..render.format import md_escape
-from ..text import control_escape
+from ..text import control_escape, json_control_escape
 from ..units import GiB
 from .sides import EMPTY, Side, Version, read_side  # noqa: F401  (EMPTY, Side: this module's API too)
 
 SCHEMA_VERSION = 1
-_JSON_RAW_CONTROL = re.compile("[\x7f-\x9f]")
 
 # Categories in the order they are reported.
 CATEGORIES = ("added", "removed", "renamed", "changed", "unchanged")
@@ -376,8 +375,5 @@ def run_diff(old: str, new: str, fmt: str = "markdown") -> str:
     """`proposalkit diff OLD NEW`: the budget change as Markdown or JSON."""
     d = compare(read_side(old), read_side(new))
     if fmt == "json":
-        # json escapes C0 controls; DEL and C1 (U+0080–U+009F, CSI among them) pass through with
-        # ensure_ascii=False, so they are written as \u escapes too: the same values, nothing raw.
-        text = json.dumps(diff_dict(d), indent=2, ensure_ascii=False) + "\n"
-        return _JSON_RAW_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+        return json_control_escape(json.dumps(diff_dict(d), indent=2, ensure_ascii=False) + "\n")
     return markdown(d)
