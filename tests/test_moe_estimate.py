@@ -189,3 +189,14 @@ def test_training_activations_of_an_all_moe_model_by_hand():
     _, notes = training_activation_bytes(V2_LITE, _training(V2_LITE, 1))
     assert any("6 routed experts a token visits (of 64) and of 2 shared experts, every layer counted at the "
                "larger of its dense and MoE kinds" in n for n in notes)
+
+
+def test_zero3_gathers_only_the_local_experts_under_expert_parallelism():
+    from proposalkit.estimate.memory import zero3_gathered_bytes
+    base = dict(method="full", seq_len=512, data_parallel=8, zero_stage=3)
+    w1, g1 = zero3_gathered_bytes(MIXTRAL, TrainingSetup(**base))
+    w8, g8 = zero3_gathered_bytes(MIXTRAL, TrainingSetup(**base, expert_parallel=8))
+    # a Mixtral layer's 8 experts (3·4096·14336 each): with EP 8 a rank gathers 1 of them;
+    # two units live (the prefetched next one), bf16 weights and gradients
+    assert w1 - w8 == 2 * 2 * 7 * 3 * 4096 * 14336
+    assert g1 - g8 == 2 * 7 * 3 * 4096 * 14336

@@ -46,7 +46,8 @@ from .precision import (
 )
 from .shapes import (
     ModelSpec, embedding_params, expert_params, is_mla, kv_values_per_token_per_layer, layer_params,
-    linear_weight_params, lm_head_params, parameter_count, require_architecture,
+    linear_weight_params, lm_head_params, mlp_params_per_expert, moe_layer_count, moe_layer_params,
+    parameter_count, require_architecture,
 )
 from ..units import GiB, bytes_per_element
 
@@ -369,14 +370,20 @@ def zero3_gathered_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[Fracti
     Nuances"; DeepSpeed ZeRO-3 prefetches likewise). In the backward the
     unit's full gradient exists before its reduce-scatter. Zero unless stage
     3 over more than one GPU and the architecture is known. Tensor
-    parallelism divides a unit by t.
+    parallelism divides a unit by t; expert parallelism k leaves a rank
+    only experts/k of an MoE layer to gather.
     """
     if setup.zero_stage < 3 or setup.data_parallel < 2 or not model.has_architecture:
         return 0, 0
     wb = bytes_per_element(setup.precision)
     layer = layer_params(model)
+    # Expert parallelism: a rank gathers only its own experts of an MoE layer, experts/ep of them.
+    elsewhere = 0
+    if setup.expert_parallel > 1 and moe_layer_count(model) and layer == moe_layer_params(model):
+        elsewhere = model.experts * mlp_params_per_expert(model) * (1 - exact(1, setup.expert_parallel))
+    layer -= elsewhere
     if setup.method == "qlora":
-        linear = linear_weight_params(model) // model.layers
+        linear = linear_weight_params(model) // model.layers - elsewhere
         layer_bytes = linear * NF4_BITS / 8 + (layer - linear) * wb
     else:
         layer_bytes = layer * wb
