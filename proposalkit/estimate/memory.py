@@ -159,7 +159,9 @@ def weight_bytes(model: ModelSpec, precision: str, *, unquantized: str = "bf16")
     """
     if precision in ("fp32", "bf16", "fp16"):
         return model.params * bytes_per_element(precision)
-    bits = quantized_weight_bits(precision)
+    fmt = model.weight_format
+    # A quantized checkpoint's own layout (config.json's quantization_config) at its precision.
+    bits = fmt.bits if fmt is not None and fmt.precision == precision else quantized_weight_bits(precision)
     if not model.has_architecture:
         return model.params * bits / 8
     linear = Fraction(linear_weight_params(model))
@@ -422,9 +424,11 @@ def inference_memory(model: ModelSpec, setup: InferenceSetup, overhead: Overhead
     notes: list[str] = []
 
     weights = weight_bytes(model, setup.precision) / t
-    if setup.precision == "int4":
+    # A quantized checkpoint's own layout is stated with the model's assumptions (input/configs/quantization.py).
+    own = model.weight_format is not None and model.weight_format.precision == setup.precision
+    if setup.precision == "int4" and not own:
         notes.append("int4 weights: 4 bits + fp16 scale and zero per group of 128 = 4.25 bits/param (GPTQ/AWQ default group size)")
-    elif setup.precision in ("int8", "fp8"):
+    elif setup.precision in ("int8", "fp8") and not own:
         notes.append(f"{setup.precision} weights: 1 byte/param; per-channel/per-tensor scales not counted (< 0.01 bit/param)")
     if setup.precision in ("int4", "int8", "fp8"):
         notes.append(

@@ -9,6 +9,7 @@ quantization constants and optimizer states are below. All values exact
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 
 from ..units import PRECISION_BITS
@@ -52,6 +53,43 @@ NF4_BITS = 4 + Fraction(8, NF4_BLOCK) + Fraction(32, NF4_BLOCK * NF4_SECOND_BLOC
 # integers (4 + 20/128 = 4.156 bits), so 4.25 is the conservative choice.
 INT4_GROUP = 128
 INT4_BITS = 4 + Fraction(16 + 16, INT4_GROUP)
+
+
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """How a quantized checkpoint stores its block matrices (config.json's quantization_config).
+
+    `precision` is the workload precision it stands for (int4, int8, fp8);
+    `bits` the stored bits per weight with the format's own constants
+    (scales, zero points), exact; `what` names the method and layout.
+    """
+
+    precision: str
+    bits: Fraction | int
+    what: str
+
+
+def bnb_4bit_bits(double_quant: bool) -> Fraction:
+    """bitsandbytes 4-bit (NF4 or FP4): 4-bit codes, one absmax per block of 64 (Dettmers et al.
+    2023 §3; bitsandbytes Params4bit blocksize 64): 4 + 32/64 = 4.5 bits with an fp32 absmax;
+    with double quantization NF4_BITS, 4 + 8/64 + 32/(64·256) ≈ 4.127."""
+    return NF4_BITS if double_quant else 4 + Fraction(FP32_BYTES * 8, NF4_BLOCK)
+
+
+def group_quant_bits(bits: int, group_size: int | None, *, scale_bits: int = 16, zero_bits: int = 0) -> Fraction | int:
+    """Integer weights of `bits` with one scale (fp16: 16 bits) and one zero point of `zero_bits`
+    per group of `group_size` input weights: bits + (scale_bits + zero_bits)/group_size.
+
+    GPTQ (AutoGPTQ/GPTQModel QuantLinear: qweight packs `bits`-bit values in int32, scales fp16
+    [in/g, out], qzeros packed at `bits` [in/g, out]) and AWQ (AutoAWQ WQLinear_GEMM, the same
+    three tensors): zero_bits = bits, so 4-bit group 128 is 4 + 20/128 = 4.156 bits. No group
+    (group_size None or -1: one scale per output channel, thousands of weights): `bits`.
+    """
+    if not group_size or group_size < 0:
+        return bits
+    return bits + Fraction(scale_bits + zero_bits, group_size)
 
 
 def check_choice(value: str, allowed: tuple[str, ...], what: str) -> None:

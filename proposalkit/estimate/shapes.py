@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from .precision import WeightFormat
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -74,6 +76,7 @@ class ModelSpec:
     published_params: int | None = None
     source: str = ""
     hf_id: str = ""                     # the Hugging Face Hub id (ORG/NAME) of a catalog row
+    weight_format: WeightFormat | None = None  # a quantized checkpoint's layout (config.json quantization_config)
     family: str = ""                    # config.json's model_type: names the linear modules (estimate/lora.py)
 
     @property

@@ -33,6 +33,25 @@ PUBLISHED_MFU_MAX_SOURCE = "Korthikanti et al. 2022 Table 3, GPT 1T on 512 A100"
 
 # ----------------------------------------------------------------- settings
 
+def _precision(w, model: ModelSpec, notes: list[str]) -> str:
+    """The workload's precision; else a quantized checkpoint (config.json's quantization_config) is served
+    at its own, and training loads it into 16-bit weights (QLoRA quantizes its base itself); else bf16."""
+    fmt = model.weight_format
+    if fmt is None:
+        return w.precision or "bf16"
+    method = fmt.what.split(":")[0]
+    if w.precision is not None:
+        notes.append(f"precision {w.precision} as the workload says, not the checkpoint's ({method})")
+        return w.precision
+    if w.kind == "inference":
+        notes.append(f"precision {fmt.precision}: the checkpoint's quantization_config; set precision to plan "
+                     "other weights")
+        return fmt.precision
+    notes.append(f"precision bf16: training loads the quantized checkpoint ({method}) into 16-bit weights"
+                 + ("; QLoRA quantizes the base itself (NF4)" if w.method == "qlora" else ""))
+    return "bf16"
+
+
 def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
     seq_len = w.seq_len or (w.data.seq_len if w.data else None)
     if seq_len is None and w.kind != "inference":
@@ -59,7 +78,7 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
     if w.flash_attention is None and w.kind != "inference":
         notes.append("FlashAttention on (current training recipes; Dao et al. 2022): no s² attention activations")
     return Settings(
-        precision=w.precision or "bf16",
+        precision=_precision(w, model, notes),
         buffer=buffer,
         variants=w.variants or 1,
         seq_len=seq_len,

@@ -10,6 +10,7 @@ from .families import (ENCODERS, FAMILIES, GEMMA3_TEXT_DEFAULTS, LLAMA_DEFAULTS,
                        UNKNOWN_UNREADABLE, llama_style)
 from ..shape_rules import shape_problems
 from .keys import Keys
+from .quantization import read_quantization
 from .moe import MOE_FAMILIES
 
 # Every family reader by model_type: the dense decoders (families.py) and the mixtures of experts (moe.py).
@@ -77,6 +78,11 @@ def model_from_config(config: dict, name: str) -> tuple[ModelSpec | None, Proble
         if text is keys and keys.has("vision_config"):
             note += "; its vision_config is not counted"
         warnings.insert(0, note)
+    weight_format, unread = read_quantization(keys)
+    if weight_format is not None:
+        assumptions.append(f"quantized checkpoint (quantization_config): {weight_format.what}")
+    if unread:
+        warnings.append(unread)
     if text.missing:
         return None, [(text.missing[0].split(" or ")[0],
                        f"missing (expected {', '.join(text.missing)} for a {model_type or 'decoder'} config)")]
@@ -84,7 +90,8 @@ def model_from_config(config: dict, name: str) -> tuple[ModelSpec | None, Proble
     if problems:
         return None, problems
     return ModelSpec(id=name, name=name, source="local config.json", vision_params=vision, family=model_type or "",
-                     assumptions=tuple(assumptions), warnings=tuple(warnings), **fields), []
+                     weight_format=weight_format, assumptions=tuple(assumptions), warnings=tuple(warnings),
+                     **fields), []
 
 
 def _shape_problems(fields: dict, keys: Keys) -> Problems:
