@@ -164,3 +164,26 @@ def test_shape_less_lora_without_a_pilot_where_it_runs_is_refused(tmp_path, caps
     path = _file(tmp_path, PILOT.replace(*change))
     assert main(["plan", path]) == 2
     assert capsys.readouterr().err == f"{path}:{line}: {message}\n"
+
+
+def test_default_targets_are_the_families_attention_projections(tmp_path, capsys):
+    # GPT-2 without targets: c_attn only (c_proj names the MLP's down projection too), r 16:
+    # 12 layers · 16·(768 + 2,304) = 589,824.
+    path = tmp_path / "w.yaml"
+    path.write_text("workloads:\n  - name: a\n    kind: finetune\n    method: lora\n    tokens: 1M\n"
+                    f"    lora: {{rank: 16}}\n    model: {_config('gpt2__gpt2')}\n")
+    assert main(["plan", str(path), "--format", "json"]) == 0
+    w = json.loads(capsys.readouterr().out)["workloads"][0]
+    assert w["trainable_params"] == 589_824
+    assert ("LoRA rank 16 on the attention projections c_attn (gpt2's module names; planner default; set lora: "
+            "{rank, targets})") in w["assumptions"]
+
+
+@pytest.mark.parametrize("model,lora,expected", [
+    # The catalog's gpt2 row is family gpt2: c_attn as for its config.json (294,912 at r 8, above).
+    ("gpt2", "{rank: 8, targets: c_attn}", 294_912),
+    # phi-3.5-mini (same shape as Phi-3-mini): qkv_proj fused, r 16: 16·(3,072 + 9,216) · 32 = 6,291,456.
+    ("phi-3.5-mini", "{targets: qkv_proj}", 6_291_456),
+])
+def test_catalog_rows_use_their_family_names(tmp_path, capsys, model, lora, expected):
+    assert _trainable(tmp_path, capsys, model, lora) == expected

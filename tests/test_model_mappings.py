@@ -236,4 +236,4 @@ def test_schema_offers_the_new_mapping_keys(capsys):
     assert {"mlp", "head_dim", "tied_embeddings", "experts", "experts_per_token", "moe_ffn_hidden",
             "shared_experts", "dropout"} <= set(shape)
     lora = schema["$defs"]["Lora"]["properties"]["targets"]
-    assert {"type": "string"} in lora["anyOf"]
+    assert {"type": "string"} in lora["anyOf"][0]["anyOf"]     # all-linear as a plain string

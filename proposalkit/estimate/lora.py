@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from .arith import check_positive, memo
-from .shapes import Linear, ModelSpec, linears, require_architecture
+from .shapes import Linear, ModelSpec, attention_modules, linears, require_architecture
 
 # The block linears in Hugging Face's names, in PEFT's order for "all-linear".
 HF_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -76,6 +76,17 @@ def module_names(model: ModelSpec) -> tuple[str, ...]:
     if table is None:
         return tuple(dict.fromkeys(x.module for x in linears(model)))
     return tuple(name for name, parts in table.items() if any(set(p) <= present for p in parts))
+
+
+def default_targets(model: ModelSpec) -> tuple[str, ...]:
+    """The planner's default targets, the attention projections, in the model's names: q, k, v, o (MLA's
+    own, shapes.attention_modules); for a family of its own the modules wholly within attention
+    (GPT-2's c_attn, not c_proj, which names the MLP's down projection too)."""
+    attention = attention_modules(model)
+    table = FAMILY_MODULES.get(model.family)
+    if table is None:
+        return attention
+    return tuple(name for name, parts in table.items() if all(set(p) <= set(attention) for p in parts))
 
 
 def _module_groups(model: ModelSpec, name: str) -> list[Linear]:

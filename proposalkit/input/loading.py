@@ -232,7 +232,7 @@ def _pilot(workload: Workload) -> list[tuple[Path, str]]:
 
 def _lora_modules(workload: Workload, model: ModelSpec | None) -> list[tuple[Path, str]]:
     """LoRA target modules the model has, in its family's names (GPT-2's c_attn, Falcon's query_key_value)."""
-    if workload.lora is None or model is None:
+    if workload.lora is None or workload.lora.targets is None or model is None:
         return []
     problem = lora_target_problem(workload.lora.targets, model)
     return [(("lora", "targets"), problem)] if problem else []

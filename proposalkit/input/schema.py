@@ -293,8 +293,9 @@ class Lora(_Strict):
                        AfterValidator(_lora_targets),
                        WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
                                        "description": "Module names of the model (q_proj, ...; GPT-2: c_attn, ...), "
-                                                      "or all-linear"})] = Field(
-        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+                                                      "or all-linear"})] | None = Field(
+        None, description="Default: the attention projections, in the model's module names (q_proj, k_proj, "
+                          "v_proj, o_proj; GPT-2's c_attn).")
 
 
 class Storage(_Strict):

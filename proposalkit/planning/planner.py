@@ -12,8 +12,8 @@ from .. import catalog
 from ..errors import InfeasibleError, InputError, Problem
 from ..estimate import storage as storage_model
 from ..estimate.cross_checks import cross_checks
-from ..estimate.lora import LoraSpec, lora_trainable_params
-from ..estimate.shapes import ModelSpec, attention_modules, is_mla
+from ..estimate.lora import FAMILY_MODULES, LoraSpec, default_targets, lora_trainable_params
+from ..estimate.shapes import ModelSpec, is_mla
 from ..input.loading import LoadedFile, LoadedWorkload
 from . import charges, infeasible, resources, search
 from .records import Candidate, Plan, Settings, WorkloadPlan
@@ -62,11 +62,12 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
     if w.method in ("lora", "qlora"):
         given = w.lora
         rank = given.rank if given else 16
-        targets = tuple(given.targets) if given else attention_modules(model)
+        targets = tuple(given.targets) if given and given.targets else default_targets(model)
         lora = LoraSpec(rank=rank, targets=targets)
-        if given is None and is_mla(model):
-            notes.append(f"LoRA rank 16 on the attention projections {', '.join(targets)} (multi-head latent "
-                         "attention; planner default; set lora: {rank, targets})")
+        if (given is None or not given.targets) and (is_mla(model) or model.family in FAMILY_MODULES):
+            why = "multi-head latent attention" if is_mla(model) else f"{model.family}'s module names"
+            notes.append(f"LoRA rank {rank} on the attention projections {', '.join(targets)} ({why}; planner "
+                         "default; set lora: {rank, targets})")
         elif given is None:
             notes.append("LoRA rank 16 on the attention projections q, k, v, o (planner default; set lora: {rank, targets})")
     buffer = DEFAULT_BUFFER if w.buffer is None else w.buffer
