@@ -55,8 +55,8 @@ def test_partial_shape_is_completed_as_the_gpt_block_and_warned(tmp_path, capsys
         "a: custom: mlp not given: plain (two matrices, up and down, with GELU, as in the original GPT block; "
         "write mlp: gated for SwiGLU)",
         "a: custom: params 3,000,000,000 given: it sets the weights and FLOPs; the shape (layers, hidden, heads, "
-        "...) counts 2,774,305,280, +8.1% from params: check the shape, or leave params out to use the shape's "
-        "count",
+        "...) counts 2,774,305,280; params is +8.1% from it: check the shape, or leave params out to use the "
+        "shape's count",
     ]
     assert [x for x in w["warnings"] if x.startswith("a: custom:")] == expected
     for text in expected:
@@ -74,7 +74,7 @@ def test_partial_shape_warnings_reach_the_report(tmp_path, capsys):
     text = (out / "report.md").read_text()
     # Markdown escapes the underscore.
     assert "- a: custom: ffn\\_hidden not given: 10,240 (= 4 × hidden, as in the original GPT block)\n" in text
-    assert "+8.1% from params" in text
+    assert "params is +8.1% from it" in text
 
 
 def test_given_ffn_hidden_keeps_a_gated_mlp_stated_not_warned(tmp_path, capsys):
@@ -138,14 +138,14 @@ def test_given_params_sets_int8_weight_bytes(tmp_path, capsys):
     expected = -(-(2 * 10**9 * 1_204_881_408 - linear_num) // 1_204_881_408)     # ceil
     assert w["memory"]["components"]["weights"] == expected     # 1,108,834,... not 1,073,741,824 (the shape alone)
     # 10⁹ / 1,204,881,408 − 1 = −17.0%
-    assert any(x.endswith("counts 1,204,881,408, -17.0% from params: check the shape, or leave params out to use "
+    assert any(x.endswith("counts 1,204,881,408; params is -17.0% from it: check the shape, or leave params out to use "
                           "the shape's count") for x in w["warnings"])
 
 
 def test_params_within_five_percent_is_stated_not_warned(tmp_path, capsys):
     # Same shape, params 1.2B: 1.2·10⁹ / 1,204,881,408 − 1 = −0.4%.
     w = _plan(tmp_path, capsys, OVER.replace("params: 1B", "params: 1.2B"))
-    assert not any("from params" in x or "given: it sets" in x for x in w["warnings"])
+    assert not any("given: it sets" in x for x in w["warnings"])
     assert ("custom: params 1,200,000,000 given: it sets the weights and FLOPs; the shape (layers, hidden, heads, "
             "...) counts 1,204,881,408") in w["assumptions"]
 
@@ -237,3 +237,12 @@ def test_schema_offers_the_new_mapping_keys(capsys):
             "shared_experts", "dropout"} <= set(shape)
     lora = schema["$defs"]["Lora"]["properties"]["targets"]
     assert {"type": "string"} in lora["anyOf"][0]["anyOf"]     # all-linear as a plain string
+
+
+def test_given_params_beside_an_moe_shape_keeps_its_active_share(tmp_path, capsys):
+    w = _plan(tmp_path, capsys, MOE % ", params: 486016")
+    # The shape counts 243,008 with 144,704 active (test_moe_keys_map_onto_the_shape); params twice that
+    # keeps the share: 486,016 · 144,704 / 243,008 = 289,408 active.
+    assert (w["model"]["params"], w["model"]["active_params"]) == (486_016, 289_408)
+    assert any(x.endswith("counts 243,008; params is +100.0% from it: check the shape, or leave params out to use the "
+                          "shape's count") for x in w["warnings"])

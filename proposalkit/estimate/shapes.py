@@ -100,10 +100,15 @@ class ModelSpec:
 
     @cached_property
     def active_params(self) -> int:
-        """Parameters a token passes through (differs from params for MoE)."""
-        if self.params_override is not None or not is_moe(self):
+        """Parameters a token passes through (differs from params for MoE). A given params beside an
+        MoE shape keeps the shape's active share of it (rounded down)."""
+        if not is_moe(self) or not self.has_architecture:
             return self.params
-        return self.params - moe_layer_count(self) * (self.experts - self.experts_per_token) * mlp_params_per_expert(self)
+        total = parameter_count(self)
+        active = total - moe_layer_count(self) * (self.experts - self.experts_per_token) * mlp_params_per_expert(self)
+        if self.params_override is None:
+            return active
+        return self.params_override * active // total
 
 
 def require_architecture(m: ModelSpec, what: str) -> None:

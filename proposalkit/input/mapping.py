@@ -110,7 +110,7 @@ def _params_note(params: int, shape_count: int) -> tuple[str, bool]:
             f"counts {shape_count:,}")
     if abs(off) <= PARAMS_TOLERANCE:
         return text, False
-    return text + f", {off:+.1%} from params: check the shape, or leave params out to use the shape's count", True
+    return text + f"; params is {off:+.1%} from it: check the shape, or leave params out to use the shape's count", True
 
 
 def shape_problem(spec: ModelSpec) -> Problem | None:
