@@ -6,12 +6,13 @@
 Reads tests/data/validation_memory.yaml (rows copied from the project's reference
 measurements, each with its source and quote) and computes proposalkit's estimate
 for every row through the public API (proposalkit.estimate.memory.training_memory /
-inference_memory), comparing like with like:
+inference_memory), comparing like with like through the estimate's own three
+statistics (MemoryBreakdown.statistics(), the plan JSON's memory figures):
 
-- a source that measured *allocated* (or *active*) bytes is compared with the
-  estimate without the CUDA context and without the allocator reserve;
-- *reserved* with the allocator reserve but without the context;
-- the *whole device* (nvidia-smi) with proposalkit's total.
+- a source that measured *allocated* (or *active*) bytes is compared with
+  allocated_bytes (no allocator reserve, no CUDA context);
+- *reserved* with reserved_bytes (the allocator reserve, no context);
+- the *whole device* (nvidia-smi) with device_bytes, proposalkit's total.
 
 The published unit is kept (GB = 10**9, GiB = 2**30, MiB = 2**20) and the
 estimate is converted into it. Nothing here is tuned: a row the model misses
@@ -34,7 +35,6 @@ from proposalkit.estimate.memory import (
     InferenceSetup,
     LoraSpec,
     MemoryBreakdown,
-    Overhead,
     TrainingSetup,
     inference_memory,
     training_memory,
@@ -47,12 +47,8 @@ DOC = ROOT / "docs" / "validation.md"
 
 UNITS = {"GB": 10**9, "GiB": 2**30, "MiB": 2**20}
 
-# Which estimate each kind of published memory is compared with.
-COMPARE = {
-    "allocated": Overhead(cuda_context_bytes=0, allocator_reserve=0.0),
-    "reserved": Overhead(cuda_context_bytes=0, allocator_reserve=DEFAULT_OVERHEAD.allocator_reserve),
-    "device": DEFAULT_OVERHEAD,
-}
+# Which of the estimate's statistics (MemoryBreakdown.statistics()) each kind of published memory is compared with.
+COMPARE = {"allocated": "allocated_bytes", "reserved": "reserved_bytes", "device": "device_bytes"}
 COMPARE_LABEL = {
     "allocated": "allocated (no reserve, no context)",
     "reserved": f"reserved (+{DEFAULT_OVERHEAD.allocator_reserve:.0%} reserve, no context)",
@@ -116,23 +112,21 @@ def estimate_row(row: dict, custom: dict) -> Result:
     if row["unit"] not in UNITS:
         raise ValueError(f"{row['id']}: unit must be one of {', '.join(UNITS)}, got {row['unit']!r}")
 
-    def run(overhead: Overhead) -> MemoryBreakdown:
-        if est["kind"] == "training":
-            lora = LoraSpec(**{**est["lora"], "targets": tuple(est["lora"]["targets"])}) if "lora" in est else None
-            return training_memory(model, TrainingSetup(**est["setup"], lora=lora), overhead)
-        if est["kind"] == "inference":
-            return inference_memory(model, InferenceSetup(**est["setup"]), overhead)
+    if est["kind"] == "training":
+        lora = LoraSpec(**{**est["lora"], "targets": tuple(est["lora"]["targets"])}) if "lora" in est else None
+        breakdown = training_memory(model, TrainingSetup(**est["setup"], lora=lora), DEFAULT_OVERHEAD)
+    elif est["kind"] == "inference":
+        breakdown = inference_memory(model, InferenceSetup(**est["setup"]), DEFAULT_OVERHEAD)
+    else:
         raise ValueError(f"{row['id']}: estimate.kind must be training or inference, got {est['kind']!r}")
 
-    breakdown = run(COMPARE[compare])
-    allocated = run(COMPARE["allocated"])
     component = row.get("component")
     if component:
-        estimate_bytes = getattr(breakdown, component)
-        allocated_bytes = getattr(allocated, component)
+        estimate_bytes = allocated_bytes = getattr(breakdown, component)
     else:
-        estimate_bytes = breakdown.total
-        allocated_bytes = allocated.total
+        statistics = breakdown.statistics()
+        estimate_bytes = statistics[COMPARE[compare]]
+        allocated_bytes = statistics["allocated_bytes"]
     return Result(row, breakdown, estimate_bytes, allocated_bytes)
 
 
@@ -369,7 +363,8 @@ def render(rs: list[Result] | None = None, data: dict | None = None) -> str:
         "Each row is a published, measured peak GPU memory figure (source and verbatim quote in "
         "`tests/data/validation_memory.yaml`) beside proposalkit's estimate for the same settings, computed "
         "through `proposalkit.estimate.memory`. Figures measure different things, so each is compared with the matching "
-        "estimate: *allocated* or *active* bytes with model states + activations; the allocator's *reserved* pool "
+        "statistic of the estimate (the three that `proposalkit plan --format json` gives under `memory`: "
+        "`allocated_bytes`, `reserved_bytes`, `device_bytes`): *allocated* or *active* bytes with model states + activations; the allocator's *reserved* pool "
         f"with that + the {DEFAULT_OVERHEAD.allocator_reserve:.0%} allocator reserve; the *whole device* "
         f"(nvidia-smi) with proposalkit's total, which adds the "
         f"{DEFAULT_OVERHEAD.cuda_context_bytes / 2**30:g} GiB CUDA context. Units are the source's: "

@@ -64,8 +64,8 @@ def test_components_sum_to_total_and_keep_their_order():
 
 
 def test_breakdown_is_frozen():
-    m = MemoryBreakdown(1, 2, 3, 4, 5, 6)
-    assert m.total == 21
+    m = MemoryBreakdown(1, 2, 3, 4, 5, allocator_reserve=2, cuda_context=4)
+    assert m.overhead == 6 and m.total == 21
     with pytest.raises(AttributeError):
         m.weights = 0  # type: ignore[misc]
 

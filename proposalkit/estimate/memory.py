@@ -11,9 +11,11 @@ size, p pipeline-parallel size, v vocabulary. Beside them: d head size,
 kv key/value heads (< a under grouped-query attention), f the MLP's inner
 width, P parameters, N data-parallel GPUs over which ZeRO shards.
 
-Beside this module: shapes.py (parameter counts), precision.py (bytes per
-value and optimizer state), lora.py (adapters), activations.py (Korthikanti's
-terms), cross_checks.py (rules of thumb).
+Beside this module: breakdown.py (the components, the three measured
+statistics, and the CUDA context and allocator reserve with their sources),
+shapes.py (parameter counts), precision.py (bytes per value and optimizer
+state), lora.py (adapters), activations.py (Korthikanti's terms),
+cross_checks.py (rules of thumb).
 
 Sources, cited where used:
 - Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training
@@ -27,9 +29,7 @@ Sources, cited where used:
   PagedAttention" (vLLM): KV cache 2·L·kv·d bytes-per-element per token.
 - Implementation facts, cited where used: PEFT (adapter dtype), artidoro/qlora
   (QLoRA settings), torchtune docs (pure bf16 training), PyTorch FSDP notes
-  (prefetching), vLLM engine arguments (gpu_memory_utilization),
-  pytorch/pytorch#107667 and Hugging Face's "Model training anatomy" (CUDA
-  context), Guo et al. 2024, GMLake (fragmentation).
+  (prefetching), vLLM engine arguments (gpu_memory_utilization).
 """
 
 from __future__ import annotations
@@ -38,7 +38,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from .activations import DEFAULT_PREFILL_TOKENS, inference_activation_bytes, training_activation_bytes
-from .arith import ceil, check_positive, exact, fmt_bytes_per_param, fraction, memo
+from .arith import ceil, check_positive, exact, fmt_bytes_per_param, memo
+from .breakdown import (  # noqa: F401  (re-exported: the memory API)
+    ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES, DEFAULT_OVERHEAD, MemoryBreakdown, Overhead, overhead_bytes, overhead_note,
+)
 from .lora import LoraSpec, lora_trainable_params
 from .precision import (
     ADAPTER_PRECISIONS, FP32_BYTES, INFERENCE_PRECISIONS, KV_PRECISIONS, NF4_BITS, OPTIMIZERS,
@@ -49,27 +52,11 @@ from .shapes import (
     linear_weight_params, lm_head_params, mlp_params_per_expert, moe_layer_count, moe_layer_params,
     parameter_count, require_architecture,
 )
-from ..units import GiB, bytes_per_element
+from ..units import bytes_per_element
 
 # vLLM preallocates gpu_memory_utilization = 0.9 of the device by default
 # (vLLM engine arguments), i.e. it leaves 10% of the GPU outside its pool.
 VLLM_GPU_MEMORY_UTILIZATION = Fraction(9, 10)
-
-# CUDA context and library workspaces, per GPU. The context alone is ~300 MB
-# with CUDA >= 11.7 lazy kernel loading and was > 1000 MB before it
-# (pytorch/pytorch#107667, ptrblck 2023-08-28); Hugging Face's "Model training
-# anatomy" measured 1343 MiB on the device after creating a 1-element tensor
-# (nvidia-smi, all kernels loaded). cuBLAS workspaces and NCCL communicator
-# buffers come on top of the lazy-loaded context; 1 GiB covers both ends of
-# the published range for a current stack.
-CUDA_CONTEXT_BYTES = 1 * GiB
-# The caching allocator reserves more than it allocates (fragmentation, cached
-# blocks). GMLake (Guo et al., ASPLOS 2024) measured PyTorch's allocator
-# wasting on average 15% (up to 33%) across eight LLM fine-tuning setups that
-# use recomputation, LoRA and ZeRO; serving engines hold back 10% of the GPU
-# (vLLM gpu_memory_utilization = 0.9). 10% of the allocated bytes is the
-# default; raise it for long, irregular workloads.
-ALLOCATOR_RESERVE = 0.10
 
 
 @dataclass(frozen=True)
@@ -104,42 +91,6 @@ class InferenceSetup:
     kv_precision: str = "bf16"
     tensor_parallel: int = 1
     prefill_tokens: int | None = None   # tokens per forward pass; None: DEFAULT_PREFILL_TOKENS
-
-
-@dataclass(frozen=True)
-class Overhead:
-    cuda_context_bytes: int      # CUDA context + cuBLAS/cuDNN/NCCL workspaces, per GPU
-    allocator_reserve: float     # fraction of the allocated bytes the caching allocator holds on top
-
-
-DEFAULT_OVERHEAD = Overhead(cuda_context_bytes=CUDA_CONTEXT_BYTES, allocator_reserve=ALLOCATOR_RESERVE)
-
-
-@dataclass(frozen=True)
-class MemoryBreakdown:
-    """Bytes per GPU by component; `total` is their sum."""
-
-    weights: int
-    gradients: int
-    optimizer: int
-    activations: int
-    kv_cache: int
-    overhead: int
-    notes: tuple[str, ...] = ()
-
-    @property
-    def total(self) -> int:
-        return self.weights + self.gradients + self.optimizer + self.activations + self.kv_cache + self.overhead
-
-    def components(self) -> dict[str, int]:
-        return {
-            "weights": self.weights,
-            "gradients": self.gradients,
-            "optimizer": self.optimizer,
-            "activations": self.activations,
-            "kv_cache": self.kv_cache,
-            "overhead": self.overhead,
-        }
 
 
 # --------------------------------------------------------------------------
@@ -235,8 +186,8 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
     what the QLoRA code trains, with 32-bit paged AdamW states).
     QLoRA (Dettmers et al. 2023 §3): as LoRA, the block matrices in NF4 with
     double quantization (4.127 bits), the rest at `precision`.
-    Activations: training_activation_bytes(). Overhead: CUDA context plus
-    allocator_reserve × the other components.
+    Activations: training_activation_bytes(). Overhead: allocator_reserve ×
+    the other components, plus the CUDA context (breakdown.py).
     """
     _validate_training(model, setup)
     t, p, n, stage = setup.tensor_parallel, setup.pipeline_parallel, setup.data_parallel, setup.zero_stage
@@ -341,9 +292,8 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
     notes.extend(activation_notes)
 
     parts = [ceil(weights), ceil(gradients), ceil(optimizer), activations, 0]
-    overhead_bytes = _overhead(sum(parts), overhead)
-    notes.append(_overhead_note(overhead))
-    return MemoryBreakdown(*parts, overhead_bytes, notes=tuple(notes))
+    notes.append(overhead_note(overhead))
+    return MemoryBreakdown(*parts, *overhead_bytes(sum(parts), overhead), notes=tuple(notes))
 
 
 def _params_per_gpu(model: ModelSpec, setup: TrainingSetup, zero_sharded: bool) -> Fraction:
@@ -411,8 +361,8 @@ def inference_memory(model: ModelSpec, setup: InferenceSetup, overhead: Overhead
     int4 4.25/8 bytes per block-matrix parameter; embeddings and head 16-bit
     when quantized). KV cache = 2 · L · kv · d · bytes · context · batch
     (Kwon et al. 2023), kv heads divided by t (at least one per GPU).
-    Activations: inference_activation_bytes(). Overhead: CUDA context plus
-    allocator_reserve × the rest.
+    Activations: inference_activation_bytes(). Overhead: allocator_reserve ×
+    the rest, plus the CUDA context (breakdown.py).
     """
     check_choice(setup.precision, INFERENCE_PRECISIONS, "precision")
     check_choice(setup.kv_precision, KV_PRECISIONS, "kv_precision")
@@ -473,23 +423,5 @@ def inference_memory(model: ModelSpec, setup: InferenceSetup, overhead: Overhead
         f"{float(VLLM_GPU_MEMORY_UTILIZATION):g} leaves 10% outside its pool"
     )
     parts = [ceil(weights), 0, 0, activations, ceil(kv_cache)]
-    overhead_bytes = _overhead(sum(parts), overhead)
-    notes.append(_overhead_note(overhead))
-    return MemoryBreakdown(*parts, overhead_bytes, notes=tuple(notes))
-
-
-def _overhead(allocated: int, overhead: Overhead) -> int:
-    """CUDA context + allocator reserve × allocated bytes (rounded up once)."""
-    if overhead.cuda_context_bytes < 0 or overhead.allocator_reserve < 0:
-        raise ValueError("overhead: expected non-negative cuda_context_bytes and allocator_reserve")
-    reserve = fraction(overhead.allocator_reserve)
-    # ⌈allocated × n/d⌉ in integers: -(-a // b) is the ceiling of a / b.
-    return overhead.cuda_context_bytes - (-allocated * reserve.numerator // reserve.denominator)
-
-
-def _overhead_note(overhead: Overhead) -> str:
-    return (
-        f"overhead: CUDA context and library workspaces {overhead.cuda_context_bytes / GiB:.2f} GiB "
-        f"+ {overhead.allocator_reserve:.0%} caching-allocator reserve on the allocated bytes"
-    )
-
+    notes.append(overhead_note(overhead))
+    return MemoryBreakdown(*parts, *overhead_bytes(sum(parts), overhead), notes=tuple(notes))

@@ -37,7 +37,7 @@ def workload_dict(w: WorkloadPlan) -> dict:
         "model": {"id": w.model.id, "params": w.model.params, "active_params": w.model.active_params},
         "gpu": {"type": w.gpu.id, "count": w.gpu_count, "memory_bytes": w.gpu.usable_memory_bytes,
                 "nominal_memory_bytes": w.gpu.memory_bytes},
-        "memory": {"per_gpu_bytes": w.memory.total, "components": w.memory.components()},
+        "memory": {"per_gpu_bytes": w.memory.total, **w.memory.statistics(), "components": w.memory.components()},
         "tokens": w.tokens,
         "tokens_per_second": _round(tp.tokens_per_second, 3),
         "runtime_hours": _round(w.runtime_hours),

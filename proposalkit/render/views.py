@@ -115,6 +115,14 @@ def _memory_step(w: WorkloadPlan) -> Step:
     return Step("Memory per GPU", text)
 
 
+def _statistics_step(w: WorkloadPlan) -> Step:
+    """The estimate as the three figures a run is measured by, to check a run against (breakdown.py)."""
+    m = w.memory
+    return Step("Which memory", f"allocated {fmt_gib(m.allocated_bytes, 2)} (torch.cuda.max_memory_allocated) · "
+                                f"reserved {fmt_gib(m.reserved_bytes, 2)} (torch.cuda.max_memory_reserved) · "
+                                f"device {fmt_gib(m.device_bytes, 2)} (nvidia-smi), per GPU")
+
+
 def _throughput_steps(w: WorkloadPlan, appendix: str) -> tuple[list[Step], list[Step]]:
     """(body steps, appendix details) for where the throughput came from."""
     tp = w.throughput
@@ -240,6 +248,7 @@ def workload_view(w: WorkloadPlan, appendix: str = "Appendix A") -> WorkloadView
     checks = tuple(CrossCheckRow(c.name, c.formula, c.bytes, c.bytes / all_gpus if all_gpus else None, c.source)
                    for c in w.cross_checks)
     throughput, details = _throughput_steps(w, appendix)
+    details.insert(0, _statistics_step(w))
     steps = [_memory_step(w)]
     if w.throughput.source != "service" and "×" in w.tokens_derivation:
         # A product (samples × length × epochs); tokens given outright appear in the runtime line.

@@ -1,0 +1,120 @@
+"""What a memory estimate is: bytes per GPU by component, and the three statistics a run is measured by.
+
+PyTorch reports two peaks, torch.cuda.max_memory_allocated() (memory occupied
+by tensors) and max_memory_reserved() ("memory managed by the caching
+allocator"); nvidia-smi shows the whole device, that pool plus the CUDA context
+and library workspaces, which PyTorch's statistics do not count (PyTorch docs,
+"CUDA semantics: memory management" and torch.cuda.max_memory_reserved).
+A plan must fit the whole device into the usable memory; a measured figure is
+compared with the statistic it measured. The fixed costs between them are
+Overhead's, each constant with its source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .arith import fraction
+from ..units import GiB
+
+# CUDA context and library workspaces, per GPU. The context alone is ~300 MB
+# with CUDA >= 11.7 lazy kernel loading and was > 1000 MB before it
+# (pytorch/pytorch#107667, ptrblck 2023-08-28); Hugging Face's "Model training
+# anatomy" measured 1343 MiB on the device after creating a 1-element tensor
+# (nvidia-smi, all kernels loaded). cuBLAS workspaces and NCCL communicator
+# buffers come on top of the lazy-loaded context; 1 GiB covers both ends of
+# the published range for a current stack.
+CUDA_CONTEXT_BYTES = 1 * GiB
+# The caching allocator reserves more than it allocates (fragmentation, cached
+# blocks). GMLake (Guo et al., ASPLOS 2024) measured PyTorch's allocator
+# wasting on average 15% (up to 33%) across eight LLM fine-tuning setups that
+# use recomputation, LoRA and ZeRO; serving engines hold back 10% of the GPU
+# (vLLM gpu_memory_utilization = 0.9). 10% of the allocated bytes is the
+# default; raise it for long, irregular workloads.
+ALLOCATOR_RESERVE = 0.10
+
+
+@dataclass(frozen=True)
+class Overhead:
+    cuda_context_bytes: int      # CUDA context + cuBLAS/cuDNN/NCCL workspaces, per GPU
+    allocator_reserve: float     # fraction of the allocated bytes the caching allocator holds on top
+
+
+DEFAULT_OVERHEAD = Overhead(cuda_context_bytes=CUDA_CONTEXT_BYTES, allocator_reserve=ALLOCATOR_RESERVE)
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes per GPU by component; `total` is their sum, the figure that must fit.
+
+    The overhead component is the caching allocator's reserve plus the CUDA
+    context, kept apart so the breakdown also gives the three statistics a run
+    is measured by (DESIGN.md, "Which memory?"):
+      allocated_bytes  live tensors, what torch.cuda.max_memory_allocated() peaks at:
+                       weights + gradients + optimizer + activations + KV cache;
+      reserved_bytes   the caching allocator's pool, torch.cuda.max_memory_reserved():
+                       allocated + the allocator reserve;
+      device_bytes     the whole device as nvidia-smi shows it: reserved + the CUDA
+                       context and library workspaces (outside PyTorch's statistics);
+                       equal to `total`.
+    """
+
+    weights: int
+    gradients: int
+    optimizer: int
+    activations: int
+    kv_cache: int
+    allocator_reserve: int       # reserved − allocated: cached blocks and fragmentation
+    cuda_context: int            # device − reserved: CUDA context, cuBLAS/NCCL workspaces
+    notes: tuple[str, ...] = ()
+
+    @property
+    def overhead(self) -> int:
+        return self.allocator_reserve + self.cuda_context
+
+    @property
+    def allocated_bytes(self) -> int:
+        return self.weights + self.gradients + self.optimizer + self.activations + self.kv_cache
+
+    @property
+    def reserved_bytes(self) -> int:
+        return self.allocated_bytes + self.allocator_reserve
+
+    @property
+    def device_bytes(self) -> int:
+        return self.reserved_bytes + self.cuda_context
+
+    @property
+    def total(self) -> int:
+        return self.device_bytes
+
+    def components(self) -> dict[str, int]:
+        return {
+            "weights": self.weights,
+            "gradients": self.gradients,
+            "optimizer": self.optimizer,
+            "activations": self.activations,
+            "kv_cache": self.kv_cache,
+            "overhead": self.overhead,
+        }
+
+    def statistics(self) -> dict[str, int]:
+        """The three measured statistics, keyed as in the plan JSON's `memory`."""
+        return {"allocated_bytes": self.allocated_bytes, "reserved_bytes": self.reserved_bytes,
+                "device_bytes": self.device_bytes}
+
+
+def overhead_bytes(allocated: int, overhead: Overhead) -> tuple[int, int]:
+    """(allocator reserve, CUDA context): allocator_reserve × allocated bytes (rounded up once), the context as given."""
+    if overhead.cuda_context_bytes < 0 or overhead.allocator_reserve < 0:
+        raise ValueError("overhead: expected non-negative cuda_context_bytes and allocator_reserve")
+    reserve = fraction(overhead.allocator_reserve)
+    # ⌈allocated × n/d⌉ in integers: -(-a // b) is the ceiling of a / b.
+    return -(-allocated * reserve.numerator // reserve.denominator), overhead.cuda_context_bytes
+
+
+def overhead_note(overhead: Overhead) -> str:
+    return (
+        f"overhead: CUDA context and library workspaces {overhead.cuda_context_bytes / GiB:.2f} GiB "
+        f"+ {overhead.allocator_reserve:.0%} caching-allocator reserve on the allocated bytes"
+    )

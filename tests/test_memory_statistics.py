@@ -1,0 +1,187 @@
+"""The three measured statistics of a memory estimate: allocated, reserved, device.
+
+A researcher checks a plan against a run with torch.cuda.max_memory_allocated()
+(live tensors), torch.cuda.max_memory_reserved() (the caching allocator's pool)
+and nvidia-smi (the pool + the CUDA context). The plan JSON's `memory` gives the
+three (CONTRACT.md); the device figure is the one that must fit (per_gpu_bytes).
+
+The overhead constants, with their sources (proposalkit/estimate/breakdown.py):
+- allocator reserve 10% of the allocated bytes (GMLake, Guo et al. ASPLOS 2024:
+  15% average waste; vLLM gpu_memory_utilization = 0.9);
+- CUDA context and library workspaces 1 GiB = 1,073,741,824 bytes
+  (pytorch/pytorch#107667: ~300 MB lazy-loaded, > 1000 MB before CUDA 11.7;
+  Hugging Face "Model training anatomy": 1343 MiB).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import proposalkit
+from proposalkit.cli import main
+from proposalkit.errors import InfeasibleError
+from proposalkit.estimate.breakdown import ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES
+from proposalkit.estimate.memory import InferenceSetup, MemoryBreakdown, Overhead, inference_memory
+from proposalkit.estimate.shapes import ModelSpec
+from proposalkit.input.loading import load_file
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "workloads" / "code-models.yaml"
+GOLDEN = ROOT / "tests" / "golden" / "workloads.yaml"
+
+RESERVE = Fraction(1, 10)          # 10% (GMLake; vLLM's 0.9), see the module docstring
+CONTEXT = 2**30                    # 1 GiB (pytorch/pytorch#107667; HF "Model training anatomy")
+COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache")
+
+
+def _plan_json(path: Path, capsys) -> dict:
+    assert main(["plan", str(path), "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_constants_are_the_sourced_ones():
+    assert CUDA_CONTEXT_BYTES == CONTEXT == 1_073_741_824
+    assert Fraction(str(ALLOCATOR_RESERVE)) == RESERVE
+
+
+def test_a_7b_model_served_in_bf16_by_hand():
+    # A parameter count alone: weights only (no shape, so no KV cache or activations).
+    # allocated = 7e9 × 2 bytes (bf16)                       = 14,000,000,000
+    # reserved  = allocated + ⌈10% × allocated⌉ (GMLake)     = 15,400,000,000
+    # device    = reserved + 1 GiB context (pytorch#107667)  = 16,473,741,824
+    m = inference_memory(ModelSpec(id="7b", name="7b", params_override=7_000_000_000), InferenceSetup(context=1))
+    assert (m.weights, m.gradients, m.optimizer, m.activations, m.kv_cache) == (14_000_000_000, 0, 0, 0, 0)
+    assert m.allocated_bytes == 14_000_000_000
+    assert m.reserved_bytes == 15_400_000_000
+    assert m.device_bytes == 16_473_741_824 == m.total
+    assert m.allocator_reserve == 1_400_000_000 and m.cuda_context == CONTEXT
+    assert m.overhead == 1_400_000_000 + 1_073_741_824
+    assert m.statistics() == {"allocated_bytes": 14_000_000_000, "reserved_bytes": 15_400_000_000,
+                              "device_bytes": 16_473_741_824}
+
+
+def test_the_example_lora_sweep_through_the_cli(capsys):
+    # workloads/code-models.yaml, lora-sweep (Llama 3.1 8B LoRA on one a100-80gb):
+    # its five components sum to 26,965,712,896 bytes allocated;
+    # reserved = 26,965,712,896 + ⌈2,696,571,289.6⌉ = 29,662,284,186;
+    # device = 29,662,284,186 + 1,073,741,824 = 30,736,026,010 (= per_gpu_bytes).
+    w = next(w for w in _plan_json(EXAMPLE, capsys)["workloads"] if w["name"] == "lora-sweep")
+    memory = w["memory"]
+    allocated = sum(memory["components"][k] for k in COMPONENTS)
+    assert memory["allocated_bytes"] == allocated == 26_965_712_896
+    assert memory["reserved_bytes"] == allocated + math.ceil(allocated * RESERVE) == 29_662_284_186
+    assert memory["device_bytes"] == memory["reserved_bytes"] + CONTEXT == 30_736_026_010
+    assert memory["device_bytes"] == memory["per_gpu_bytes"]
+    assert memory["components"]["overhead"] == memory["device_bytes"] - memory["allocated_bytes"]
+
+
+@pytest.mark.parametrize("path", [EXAMPLE, GOLDEN], ids=["example", "golden"])
+def test_every_workload_gives_the_three_statistics_and_fits_by_the_device_figure(path, capsys):
+    for w in _plan_json(path, capsys)["workloads"]:
+        memory = w["memory"]
+        assert list(memory) == ["per_gpu_bytes", "allocated_bytes", "reserved_bytes", "device_bytes", "components"]
+        allocated = sum(memory["components"][k] for k in COMPONENTS)
+        assert memory["allocated_bytes"] == allocated
+        assert memory["reserved_bytes"] == allocated + math.ceil(allocated * RESERVE)
+        assert memory["device_bytes"] == memory["reserved_bytes"] + CONTEXT == memory["per_gpu_bytes"]
+        # The fit is decided on the device figure against the usable memory.
+        assert memory["device_bytes"] <= w["gpu"]["memory_bytes"]
+
+
+def test_the_fit_uses_the_device_figure_not_the_reserved_one(tmp_path, capsys):
+    # Llama 3.1 8B served at 8k × 16 on one a100-40gb (the golden eval-service) needs 35.51 GiB on the
+    # device. At batch 20 its reserved pool still fits the 39.39 GiB usable but pool + CUDA context
+    # does not, so the pinned workload is refused.
+    text = GOLDEN.read_text(encoding="utf-8").replace("batch: 16", "batch: 20")
+    f = tmp_path / "w.yaml"
+    f.write_text(text, encoding="utf-8")
+    files = [load_file(str(f))]
+    with pytest.raises(InfeasibleError):
+        proposalkit.plan(files)
+    # The same breakdown: reserved fits under the usable memory, device does not.
+    from proposalkit.catalog import gpus, models
+    m = inference_memory(models()["llama-3.1-8b"], InferenceSetup(context=8192, batch=20))
+    usable = gpus()["a100-40gb"].usable_memory_bytes
+    assert m.reserved_bytes <= usable < m.device_bytes
+
+
+def test_the_report_line_names_the_three_statistics(tmp_path):
+    plan = proposalkit.plan(proposalkit.load_files([str(GOLDEN)]))
+    proposalkit.write_reports(plan, tmp_path, ["md"])
+    lines = [x for x in (tmp_path / "report.md").read_text(encoding="utf-8").splitlines() if x.startswith("- **Which memory:**")]
+    assert lines[0] == (r"- **Which memory:** allocated 24.69 GiB (torch.cuda.max\_memory\_allocated) · "
+                        r"reserved 27.15 GiB (torch.cuda.max\_memory\_reserved) · device 28.15 GiB (nvidia-smi), per GPU")
+    assert len(lines) == len(plan.workloads)
+
+
+def test_plan_text_does_not_change(capsys):
+    assert main(["plan", str(GOLDEN)]) == 0
+    out = capsys.readouterr().out
+    assert "allocated" not in out and "reserved" not in out
+
+
+# --- invariants over workloads
+
+
+MODELS = ["gpt2", "pythia-1b", "tinyllama-1.1b", "llama-3.2-1b", "llama-3.2-3b", "qwen2.5-0.5b", "gemma-3-1b",
+          "llama-3.1-8b", "mistral-7b", "qwen3-30b-a3b", "mixtral-8x7b"]
+
+
+@st.composite
+def workload_files(draw) -> str:
+    model = draw(st.sampled_from(MODELS))
+    kind = draw(st.sampled_from(["finetune", "pretrain", "inference"]))
+    lines = ["workloads:", "  - name: w", f"    kind: {kind}", f"    model: {model}"]
+    if kind == "inference":
+        lines += [f"    context: {draw(st.sampled_from([512, 2048, 8192]))}",
+                  f"    batch: {draw(st.integers(1, 32))}", "    hours: 10"]
+    else:
+        if kind == "finetune":
+            lines.append(f"    method: {draw(st.sampled_from(['full', 'lora', 'qlora']))}")
+        lines += [f"    tokens: {draw(st.sampled_from(['10M', '1B']))}",
+                  f"    seq_len: {draw(st.sampled_from([512, 2048, 4096]))}",
+                  f"    micro_batch: {draw(st.integers(1, 8))}"]
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workload_files())
+def test_allocated_reserved_device_over_workloads(text):
+    try:
+        plan = proposalkit.plan([load_file("generated.yaml", raw=text.encode())])
+    except InfeasibleError:
+        assume(False)
+    [w] = proposalkit.plan_dict(plan)["workloads"]
+    memory = w["memory"]
+    assert memory["device_bytes"] == memory["per_gpu_bytes"] == sum(memory["components"].values())
+    assert 0 < memory["allocated_bytes"] <= memory["reserved_bytes"] <= memory["device_bytes"]
+    assert memory["allocated_bytes"] == sum(memory["components"][k] for k in COMPONENTS)
+    assert memory["device_bytes"] - memory["allocated_bytes"] == memory["components"]["overhead"]
+    assert memory["device_bytes"] <= w["gpu"]["memory_bytes"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 10**12), st.integers(1, 10**6), st.integers(0, 4 * 2**30), st.integers(0, 1000),
+       st.integers(1, 8))
+def test_any_overhead_splits_into_reserve_and_context(params, context, cuda_context, per_mille, batch):
+    # A reserve written as a decimal (0.1, 0.25) is taken as that decimal, not its binary neighbour.
+    overhead = Overhead(cuda_context_bytes=cuda_context, allocator_reserve=per_mille / 1000)
+    model = ModelSpec(id="p", name="p", params_override=params)
+    m = inference_memory(model, InferenceSetup(context=context, batch=batch), overhead)
+    assert m.device_bytes == m.total == sum(m.components().values())
+    assert m.allocated_bytes <= m.reserved_bytes <= m.device_bytes
+    assert m.reserved_bytes - m.allocated_bytes == m.allocator_reserve == math.ceil(
+        m.allocated_bytes * Fraction(per_mille, 1000))
+    assert m.device_bytes - m.reserved_bytes == m.cuda_context == cuda_context
+
+
+def test_a_breakdown_built_by_hand():
+    m = MemoryBreakdown(10, 20, 30, 40, 50, allocator_reserve=15, cuda_context=100)
+    assert (m.allocated_bytes, m.reserved_bytes, m.device_bytes, m.overhead) == (150, 165, 265, 115)
