@@ -157,7 +157,7 @@ HUB_ANSWERS = {
     "gated": ("GatedRepoError", 401, "meta-llama/Llama-3.2-1B",
               "'meta-llama/Llama-3.2-1B' is a gated model: its config.json needs a Hugging Face token of an account "
               "that accepted its license (expected: accept the license on https://huggingface.co/meta-llama/"
-              "Llama-3.2-1B, then set HF_TOKEN or run 'huggingface-cli login'; or give model: {config: "
+              "Llama-3.2-1B, then set HF_TOKEN or run 'hf auth login'; or give model: {config: "
               "path/to/config.json} with a local copy)"),
     "missing repo, close to a catalog row's Hub id": (
         "RepositoryNotFoundError", 401, "Qwen/Qwen-2.5-7B",

@@ -2,9 +2,10 @@
 
 huggingface_hub fetches the one file, never weights, into its own cache
 (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub), with HF_TOKEN
-or a `huggingface-cli login` token for gated and private repositories;
-HF_HUB_OFFLINE=1 reads the cache only. It is imported here, on first use, so
-that a plan of catalog models never pays for its import (~0.4 s).
+or an `hf auth login` token (`huggingface-cli login` before huggingface_hub 1.0)
+for gated and private repositories; HF_HUB_OFFLINE=1 reads the cache only. It
+is imported here, on first use, so that a plan of catalog models never pays for
+its import (~0.4 s).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def fetch_config(repo_id: str, revision: str | None) -> tuple[str, str | None]:
     except errors.GatedRepoError:
         raise HubError(f"{repo_id!r} is a gated model: its config.json needs a Hugging Face token of an account "
                        f"that accepted its license (expected: accept the license on {page}, then set HF_TOKEN or "
-                       f"run 'huggingface-cli login'; {LOCAL_CONFIG})") from None
+                       f"run 'hf auth login'; {LOCAL_CONFIG})") from None
     except errors.RepositoryNotFoundError:
         raise HubError(f"no model {repo_id!r} on the Hugging Face Hub, or a private one (expected the id as on "
                        f"its model page, ORGANIZATION/NAME{_catalog_hint(repo_id)}; for a private model set "
