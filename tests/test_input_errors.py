@@ -442,3 +442,17 @@ def test_nesting_too_deep_is_an_input_error(tmp_path, capsys):
     code, err, _ = run(tmp_path, GOOD + "    description: " + "[" * 2000 + "]" * 2000 + "\n", capsys)
     assert code == 2
     assert err.endswith("values nested too deeply (more than a few hundred levels)\n")
+
+
+def test_a_user_key_named_like_a_union_tag_is_reported_at_its_own_path(tmp_path, capsys):
+    """pydantic puts the model union's tags ('id', 'shape') into error locations; a user's own
+    `id:` in a model mapping is the unknown key, not the 'model' field itself."""
+    from proposalkit.cli import main
+
+    path = tmp_path / "w.yaml"
+    path.write_text("workloads:\n  - name: a\n    kind: finetune\n    method: full\n"
+                    "    model: {id: m, params: 7B}\n    tokens: 1B\n", encoding="utf-8")
+    assert main(["plan", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:5: workloads[0].model.id: unknown field 'id' (expected one of: name, params,")
+    assert "did you mean 'model'" not in err

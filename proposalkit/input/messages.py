@@ -99,8 +99,13 @@ def _nice_list(items) -> str:
 
 
 def translate(error: dict, source: Source) -> Problem:
-    path = tuple(p for p in error["loc"] if not (isinstance(p, str) and p in UNION_TAGS))
     kind = error["type"]
+    loc = tuple(error["loc"])
+    # pydantic puts a union's tag ("id", "shape") into the location; drop it, but not the
+    # unknown key itself that an extra_forbidden error ends with (a user's own `id:`).
+    keep_last = kind == "extra_forbidden" and loc
+    path = tuple(p for p in (loc[:-1] if keep_last else loc) if not (isinstance(p, str) and p in UNION_TAGS))
+    path += loc[-1:] if keep_last else ()
     value = error.get("input")
     name = path[-1] if path else ""
     if kind == "extra_forbidden":
