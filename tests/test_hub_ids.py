@@ -198,3 +198,15 @@ def test_what_the_hub_answers_is_an_input_error_saying_what_to_do(tmp_path, caps
         hub.fetch_config.cache_clear()
     field = "model.hf" if model.startswith("{") else "model"
     assert capsys.readouterr().err == f"{tmp_path / 'w.yaml'}:6: workloads[0].{field}: {message}\n"
+
+
+def test_the_report_cites_the_hub_id_revision_and_commit(cached):
+    (cached / "w.yaml").write_text(WORKLOAD.format(model="{hf: Qwen/Qwen2.5-7B, revision: v1.0}"), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING"))}
+    env.update(HF_HUB_CACHE=str(cached / "hub"), HF_HUB_OFFLINE="1")
+    done = subprocess.run([sys.executable, "-m", "proposalkit.cli", "report", "w.yaml", "-o", "out", "--format", "md"],
+                          capture_output=True, text=True, env=env, cwd=cached, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = (cached / "out" / "report.md").read_text(encoding="utf-8")
+    assert ("**Qwen/Qwen2.5-7B**. config.json of Qwen/Qwen2.5-7B on the Hugging Face Hub (revision v1.0, commit "
+            "0123456789ab), https://huggingface.co/Qwen/Qwen2.5-7B") in report

@@ -10,17 +10,15 @@ its import (~0.4 s).
 
 from __future__ import annotations
 
-import difflib
 import functools
-import logging
 import re
 
 # A repository id as the Hub accepts it: ORG/NAME, letters, digits, '-', '_', '.', at most 96
 # characters, no '--' or '..' (huggingface_hub utils/_validators.py validate_repo_id).
 _PART = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
-_REPO_ID = re.compile(rf"{_PART}/{_PART}")
+_REPO_ID = rf"{_PART}/{_PART}"     # compiled on first use (re's cache): not at startup
 _REPO_ID_MAX = 96
-_COMMIT = re.compile(r"[0-9a-f]{40}")
+_COMMIT = r"[0-9a-f]{40}"
 
 HUB_URL = "https://huggingface.co/"
 LOCAL_CONFIG = "or give model: {config: path/to/config.json} with a local copy"
@@ -33,7 +31,7 @@ def looks_like_hub_id(ref: str) -> bool:
 
 def hub_id_problem(repo_id: str) -> str | None:
     """Why `repo_id` cannot be a Hub repository id, or None."""
-    if _REPO_ID.fullmatch(repo_id) and len(repo_id) <= _REPO_ID_MAX and "--" not in repo_id and ".." not in repo_id:
+    if re.fullmatch(_REPO_ID, repo_id) and len(repo_id) <= _REPO_ID_MAX and "--" not in repo_id and ".." not in repo_id:
         return None
     hint = ("; a local config.json is given as model: {config: PATH}"
             if repo_id.endswith(".json") or repo_id.startswith((".", "/")) else "")
@@ -54,6 +52,8 @@ def fetch_config(repo_id: str, revision: str | None) -> tuple[str, str | None]:
     Fetched once per run for each (id, revision): a file of many workloads naming one model asks once.
     """
     # Deferred: huggingface_hub takes ~0.4 s to import and is needed only for Hub ids.
+    import logging
+
     from huggingface_hub import constants, errors, hf_hub_download
 
     # Its retry warnings ("Retrying in 1s") would break the one-line-per-problem output. Set after
@@ -98,7 +98,7 @@ def fetch_config(repo_id: str, revision: str | None) -> tuple[str, str | None]:
         raise HubError(f"cannot cache config.json of {repo_id!r} ({error.strerror or error}; expected a writable "
                        f"HF_HUB_CACHE or HF_HOME, {LOCAL_CONFIG})") from None
     folder = path.replace("\\", "/").rsplit("/", 2)
-    commit = folder[-2] if len(folder) == 3 and _COMMIT.fullmatch(folder[-2]) else None
+    commit = folder[-2] if len(folder) == 3 and re.fullmatch(_COMMIT, folder[-2]) else None
     return path, commit
 
 
@@ -107,6 +107,8 @@ _UNREACHABLE = [False]   # set once a fetch found no network (this run only)
 
 def _catalog_hint(repo_id: str) -> str:
     """'; did you mean ...' naming the catalog model closest to `repo_id` (by its Hub id, else its id)."""
+    import difflib
+
     from .. import catalog
 
     models = catalog.models()
