@@ -189,6 +189,26 @@ def cmd_catalog(args) -> int:
     return EXIT_OK
 
 
+def cmd_pilot(args) -> int:
+    from .pilot import Options, read_logs
+    from .pilot.output import render_json, render_text, render_yaml
+
+    results = read_logs(args.logs, Options(args.log_format, args.seq_len, args.gpus))
+    render = {"text": render_text, "json": render_json, "yaml": render_yaml}[args.format]
+    _emit(render(results))
+    return EXIT_OK
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="proposalkit", description="Resource justification for AI compute allocation proposals.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -219,6 +239,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("catalog", help="list the built-in catalogs with their sources")
     p.add_argument("what", nargs="?", choices=("gpus", "models", "resources"), default="gpus")
     p.set_defaults(func=cmd_catalog)
+
+    from .pilot import FORMATS
+
+    p = sub.add_parser("pilot", help="read pilot-run logs: steady-state throughput and peak memory")
+    p.add_argument("logs", nargs="+", metavar="LOG")
+    p.add_argument("--format", choices=("text", "json", "yaml"), default="text")
+    p.add_argument("--log-format", choices=FORMATS, default=None, help="the log's format (default: detected)")
+    p.add_argument("--seq-len", type=_positive_int, default=None, metavar="N",
+                   help="tokens per sample, for logs that count samples (DeepSpeed)")
+    p.add_argument("--gpus", type=_positive_int, default=None, metavar="N",
+                   help="GPUs of the pilot run, for logs that do not say")
+    p.set_defaults(func=cmd_pilot)
 
     p = sub.add_parser("schema", help="JSON Schema of the workload file format")
     p.set_defaults(func=cmd_schema)

@@ -1,0 +1,109 @@
+"""Pilot-run logs: detect the format, stream the file, report steady-state throughput
+and peak memory (`proposalkit pilot`). Formats: ../../PILOT_LOGS shapes, one reader each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InputError
+from .common import ANSI, PilotResult, fail
+from .documents import read_json_log
+from .training import LINE_READERS
+
+JSON_FORMATS = ("hf-trainer", "llama-factory", "vllm", "sglang")
+FORMATS = tuple(r.name for r in LINE_READERS) + JSON_FORMATS
+
+
+@dataclass(frozen=True)
+class Options:
+    log_format: str | None = None
+    seq_len: int | None = None
+    gpus: int | None = None
+
+
+def read_logs(paths: list[str], options: Options) -> list[PilotResult]:
+    """Every log read; all their problems raised together (exit 2, nothing printed)."""
+    results, problems = [], []
+    for path in paths:
+        try:
+            results.append(read_log(path, options))
+        except InputError as error:
+            problems += error.problems
+    if problems:
+        raise InputError(problems)
+    return results
+
+
+def read_log(path: str, options: Options) -> PilotResult:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            result = _read(path, handle, options)
+    except IsADirectoryError:
+        raise fail(path, "is a directory; expected a pilot log file") from None
+    except OSError as error:
+        raise fail(path, f"cannot read ({error.strerror}); expected a readable pilot log file") from None
+    if options.gpus:
+        if result.gpus and result.gpus != options.gpus:
+            raise fail(path, f"--gpus {options.gpus} but the log says {result.gpus} ({result.gpus_source})")
+        result.gpus, result.gpus_source = options.gpus, "--gpus"
+    if result.gpus:
+        if result.tokens_per_second is None and result.tokens_per_second_per_gpu is not None:
+            result.tokens_per_second = result.tokens_per_second_per_gpu * result.gpus
+        elif result.tokens_per_second_per_gpu is None and result.tokens_per_second is not None:
+            result.tokens_per_second_per_gpu = result.tokens_per_second / result.gpus
+    return result
+
+
+def _numbered(handle, start: int):
+    for lineno, line in enumerate(handle, start):
+        yield lineno, line
+
+
+def _read(path: str, handle, options: Options) -> PilotResult:
+    forced = options.log_format
+    first, lineno = None, 0
+    for lineno, line in enumerate(handle, 1):
+        if line.strip():
+            first = line
+            break
+    if first is None:
+        raise fail(path, "empty log; expected a pilot log (" + ", ".join(FORMATS) + ")")
+    if forced in JSON_FORMATS or (forced is None and first.lstrip().startswith("{")):
+        return read_json_log(path, first, _numbered(handle, lineno + 1), forced, options)
+    return _read_lines(path, first, lineno, handle, forced, options)
+
+
+def _read_lines(path: str, first: str, first_lineno: int, handle, forced, options) -> PilotResult:
+    readers = [cls(path) for cls in LINE_READERS]
+    reader = next((r for r in readers if r.name == forced), None)
+    last_line, last_consumed, lineno = "", False, first_lineno
+
+    def lines():
+        yield first_lineno, first
+        yield from _numbered(handle, first_lineno + 1)
+
+    for lineno, raw in lines():
+        last_line = raw
+        line = raw.rstrip("\r\n")
+        if "\x1b" in line:
+            line = ANSI.sub("", line)
+        if reader is None:
+            reader = next((r for r in readers if r.claims(line)), None)
+            if reader is None:
+                continue
+        try:
+            last_consumed = reader.feed(lineno, line)
+        except ValueError:
+            raise fail(path, f"not a number where a {reader.name} line has one; expected a {reader.name} log",
+                       lineno) from None
+        if not last_consumed:
+            other = next((r for r in readers if r is not reader and r.step(line)), None)
+            if other is not None:
+                raise fail(path, f"mixed formats: a {other.name} step line in a {reader.name} log; "
+                                 f"expected one log per file", lineno)
+    if reader is None:
+        raise fail(path, "unknown log format: no line of a known format; expected one of "
+                         + ", ".join(FORMATS) + " (or name it with --log-format)")
+    if last_consumed and not last_line.endswith("\n"):
+        raise fail(path, "truncated log: the last step line ends without a newline; expected complete lines", lineno)
+    return reader.finish(options)

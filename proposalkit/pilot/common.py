@@ -1,0 +1,104 @@
+"""What every pilot-log reader shares: the result record, the warm-up rule, errors.
+
+Logs are streamed line by line (never read whole); a per-step reader keeps one
+8-byte float per logged step (array 'd') and a running maximum per memory
+statistic, so memory grows with the number of logged steps, not with the size
+of the file.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from array import array
+from dataclasses import dataclass, field
+
+from ..errors import InputError, Problem
+from ..units import GiB, MiB
+
+# Warm-up rule: the first max(1, ceil(10%)) logged steps are excluded. The first
+# steps carry one-off costs (CUDA context and allocator growth, torch.compile,
+# data-loader start); torchtitan's and torchtune's own guides warn that the first
+# steps' tps/mfu are not representative, without a fixed count. A fixed fraction
+# is stated, reproducible by hand, and needs no threshold tuned to one framework.
+WARMUP_FRACTION = 0.10
+WARMUP_RULE = "the first max(1, ceil(10% of logged steps)) steps"
+# At least this many steady steps after warm-up, else there is no steady state to
+# report: a median of fewer would be one or two noisy samples.
+MIN_STEADY_STEPS = 3
+
+# The statistic that must fit first: whole device, then reserved, allocated, active
+# (CONTRACT.md, `pilot --format json`).
+STATISTIC_ORDER = ("device", "reserved", "allocated", "active")
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+UNIT_BYTES = {"GiB": GiB, "MiB": MiB, "MB=MiB": MiB, "GB=GiB": GiB, "bytes": 1}
+
+
+def warmup_count(steps: int) -> int:
+    return max(1, math.ceil(steps * WARMUP_FRACTION))
+
+
+@dataclass
+class PilotResult:
+    path: str
+    format: str
+    token_definition: str = ""
+    tokens_per_second: float | None = None
+    tokens_per_second_per_gpu: float | None = None
+    gpus: int | None = None
+    gpus_source: str = ""
+    output_tokens_per_second: float | None = None
+    total_tokens_per_second: float | None = None
+    steps_logged: int | None = None
+    warmup_steps: int | None = None
+    steps_used: int | None = None
+    method: str = ""            # how the steady figure was computed, in words
+    peak_memory: dict = field(default_factory=dict)   # statistic -> bytes
+    notes: list[str] = field(default_factory=list)
+
+    def peak(self) -> tuple[str, int] | None:
+        for stat in STATISTIC_ORDER:
+            if stat in self.peak_memory:
+                return stat, self.peak_memory[stat]
+        return None
+
+
+def fail(path: str, message: str, line: int | None = None) -> InputError:
+    return InputError([Problem(path, line, "", message)])
+
+
+class StepSeries:
+    """Per-step throughput values, kept compactly; the steady figure is their median."""
+
+    def __init__(self) -> None:
+        self.values = array("d")
+        self.memory: dict[str, float] = {}
+
+    def add(self, value: float) -> None:
+        self.values.append(value)
+
+    def memory_max(self, statistic: str, value_bytes: float) -> None:
+        if value_bytes > self.memory.get(statistic, -1):
+            self.memory[statistic] = value_bytes
+
+    def steady(self, path: str, result: PilotResult, what: str) -> float:
+        """Median of the steps after warm-up; fills the step counts in `result`."""
+        n = len(self.values)
+        if n == 0:
+            raise fail(path, f"no {what} found: expected {result.format} step lines")
+        k = warmup_count(n)
+        if n - k < MIN_STEADY_STEPS:
+            raise fail(path, f"no steady state: {n} logged step(s), {k} of them warm-up; expected at least "
+                             f"{k + MIN_STEADY_STEPS} logged steps ({MIN_STEADY_STEPS} after warm-up)")
+        result.steps_logged, result.warmup_steps, result.steps_used = n, k, n - k
+        result.method = f"median of the {n - k} steps after warm-up"
+        result.peak_memory = {s: int(round(b)) for s, b in self.memory.items()}
+        return statistics.median(self.values[k:])
+
+
+def number(text: str) -> float:
+    """A logged number: thousands separators allowed (torchtitan prints `tps: 5,762`)."""
+    return float(text.replace(",", ""))
