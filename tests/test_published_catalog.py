@@ -61,6 +61,11 @@ def test_computed_params_equal_published(model_id):
         ("stable-code-3b", 2_795_443_200),    # stabilityai/stable-code-3b; = StableLM-3B-4E1T card table
         ("pythia-1b", 1_011_781_632),         # EleutherAI/pythia README table, "1B" total params
         ("llama-65b", 65_285_660_672),        # juncongmoo/pyllama docs/quant/README.md printout
+        # Mistral Nemo: embeddings and untied head 2 × 131,072 × 5,120 = 1,342,177,280; per layer
+        # q 5,120×4,096 + k,v 2 × 5,120×1,024 + o 4,096×5,120 = 52,428,800, MLP 3 × 5,120×14,336 =
+        # 220,200,960, norms 10,240 → 272,640,000 × 40 = 10,905,600,000; + final norm 5,120.
+        ("mistral-nemo-12b", 12_247_782_400),  # HF safetensors total (kvfit build_registry.py)
+        ("deepseek-r1-distill-llama-8b", 8_030_261_248),  # HF safetensors total (llmfit hf_models.json)
     ],
 )
 def test_published_param_counts_literal(model_id, published):
