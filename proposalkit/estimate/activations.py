@@ -91,7 +91,8 @@ def activation_terms_per_layer(
     stores Q, K at a·(dn + dr) and V at a·dv as expanded from the latents,
     plus the latents before and after their RMSNorms (2·(q_lora + kv_lora) + dr).
     Each norm stores its input (norms_per_layer: Gemma 2/3 four, Falcon-7B,
-    Phi-2 and GPT-J one); parallel attention after one norm (those three) feeds
+    Phi-2 and GPT-J one), q/k norms too (qk_norm: Qwen3, Gemma 3, OLMo 2 keep
+    q and k before their norm, e·sb·(a·d + kv·d)); parallel attention after one norm (those three) feeds
     the MLP the QKV input, so no separate MLP input is stored.
     Tensor parallelism splits Q, K, V, the scores, the o_proj input and the
     MLP inner activations by t; the norms, the QKV/MLP inputs and the masks
@@ -118,6 +119,8 @@ def activation_terms_per_layer(
     terms["norm inputs"] = model.norms_per_layer * e * sb * h * replicated
     terms["qkv input"] = e * sb * h * replicated
     terms["q, k, v"] = e * sb * (q_width + k_width + v_width) * split
+    if model.qk_norm != "none":
+        terms["q/k norm inputs"] = e * sb * (q_width + k_width) * split
     if is_mla(model):
         terms["mla latents"] = e * sb * (2 * (model.q_lora_rank or 0) + 2 * model.kv_lora_rank
                                          + model.qk_rope_head_dim) * replicated
