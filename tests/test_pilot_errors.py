@@ -26,13 +26,14 @@ def run(capsys, tmp_path, text, *args, name="pilot.log"):
 def test_empty_log(capsys, tmp_path):
     assert run(capsys, tmp_path, "\n  \n") == (2, (
         "LOG: empty log; expected a pilot log (torchtune, torchtitan, megatron, deepspeed, "
-        "hf-trainer, llama-factory, vllm, sglang)\n"))
+        "axolotl, trtllm-bench, mlperf, nvidia-smi, hf-trainer, llama-factory, vllm, sglang)\n"))
 
 
 def test_unknown_format(capsys, tmp_path):
     assert run(capsys, tmp_path, "hello\nworld\n") == (2, (
         "LOG: unknown log format: no line of a known format; expected one of torchtune, torchtitan, "
-        "megatron, deepspeed, hf-trainer, llama-factory, vllm, sglang (or name it with --log-format)\n"))
+        "megatron, deepspeed, axolotl, trtllm-bench, mlperf, nvidia-smi, hf-trainer, llama-factory, vllm, sglang "
+        "(or name it with --log-format)\n"))
 
 
 def test_too_few_steps_is_no_steady_state(capsys, tmp_path):
@@ -140,3 +141,27 @@ def test_seq_len_must_be_positive(capsys, value):
         main(["pilot", "--seq-len", value, str(DATA / "deepspeed.log")])
     assert stop.value.code == 2
     assert f"argument --seq-len: '{value}' is not a positive integer" in capsys.readouterr().err
+
+
+def test_nvidia_smi_value_unit_disagrees_with_header(capsys, tmp_path):
+    text = "memory.used [MiB], memory.total [MiB]\n1024 MiB, 40960 MiB\n2 GiB, 40960 MiB\n"
+    assert run(capsys, tmp_path, text) == (2, "LOG:3: memory.used '2 GiB'; expected MiB as the header says\n")
+
+
+def test_nvidia_smi_header_unit_unknown(capsys, tmp_path):
+    text = "memory.used [%], memory.total [MiB]\n10 %, 40960 MiB\n"
+    assert run(capsys, tmp_path, text) == (2, "LOG:1: memory.used in [%]; expected [MiB] (or KiB, GiB)\n")
+
+
+def test_trtllm_without_output_throughput(capsys, tmp_path):
+    text = "TP Size:                4\nPP Size:                1\n"
+    assert run(capsys, tmp_path, text) == (2, (
+        "LOG: no `Total Output Throughput (tokens/sec):` line (truncated?); "
+        "expected trtllm-bench's performance overview\n"))
+
+
+def test_axolotl_truncated_dict(capsys, tmp_path):
+    line = "{'loss': 1.5, 'tokens/train_per_sec_per_gpu': 2000.0, 'epoch': 0.1}\n"
+    text = line * 4 + line[:45] + "\n"
+    assert run(capsys, tmp_path, text) == (2, (
+        "LOG:5: log dict without its closing brace (truncated log?); expected `{...}`\n"))

@@ -126,3 +126,46 @@ def test_yaml_throughput_block(capsys):
 def test_forced_format_matches_detection(capsys):
     [log] = pilot_json(capsys, "--log-format", "torchtitan", str(DATA / "torchtitan.log"))
     assert log["tokens_per_second_per_gpu"] == 5770.0
+
+
+def test_trtllm_bench_output_tokens_and_gpus_from_tp_pp(capsys):
+    [log] = pilot_json(capsys, str(DATA / "trtllm_bench.txt"))
+    # TP 4 × PP 1 = 4 GPUs; Total Output Throughput 3200, per GPU 800 (= 3200 / 4), total tokens 9600
+    assert log["format"] == "trtllm-bench" and log["gpus"] == 4
+    assert (log["tokens_per_second"], log["tokens_per_second_per_gpu"]) == (3200.0, 800.0)
+    assert (log["output_tokens_per_second"], log["total_tokens_per_second"]) == (3200.0, 9600.0)
+
+
+def test_mlperf_offline_summary(capsys):
+    [log] = pilot_json(capsys, str(DATA / "mlperf_log_summary.txt"))
+    assert log["format"] == "mlperf" and log["output_tokens_per_second"] == 3840.5   # `Tokens per second: 3840.5`
+    assert log["total_tokens_per_second"] is None
+
+
+def test_nvidia_smi_units_in_values_and_na(capsys):
+    [log] = pilot_json(capsys, str(DATA / "nvidia_smi.csv"))
+    # 6 rows, one [N/A] skipped; peak memory.used 72704 MiB on GPU 1 = 71 GiB; GPUs 0 and 1
+    assert log["format"] == "nvidia-smi" and log["gpus"] == 2
+    assert log["peak_memory"] == {"bytes": 72704 * MiB, "statistic": "device"}
+    assert log["tokens_per_second"] is None and log["tokens_per_second_per_gpu"] is None
+
+
+def test_nvidia_smi_nounits(capsys):
+    [log] = pilot_json(capsys, str(DATA / "nvidia_smi_nounits.csv"))
+    assert log["peak_memory"] == {"bytes": 38912 * MiB, "statistic": "device"} and log["gpus"] is None
+
+
+def test_nvidia_smi_yaml_has_nothing_to_paste(capsys):
+    assert main(["pilot", "--format", "yaml", str(DATA / "nvidia_smi.csv")]) == 0
+    assert capsys.readouterr().out.endswith("# no throughput in this log: nothing to paste\n")
+
+
+@pytest.mark.parametrize("name, reserved", [("axolotl.log", 17.5), ("axolotl_older.log", None)])
+def test_axolotl_current_and_older_keys(capsys, name, reserved):
+    [log] = pilot_json(capsys, str(DATA / name))
+    # 4 dicts, 1 warm-up (400); median(2100, 2200, 2150) = 2150 per GPU
+    assert log["format"] == "axolotl" and log["tokens_per_second_per_gpu"] == 2150.0
+    # device_mem_reserved max 17.5 GiB (absent in the older log: then max_mem_allocated 15.25 GiB)
+    expected = {"bytes": int(reserved * GiB), "statistic": "reserved"} if reserved else \
+        {"bytes": int(15.25 * GiB), "statistic": "allocated"}
+    assert log["peak_memory"] == expected

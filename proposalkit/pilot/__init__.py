@@ -8,7 +8,10 @@ from dataclasses import dataclass
 from ..errors import InputError
 from .common import ANSI, PilotResult, fail
 from .documents import read_json_log
-from .training import LINE_READERS
+from .summaries import SUMMARY_READERS
+from .training import LINE_READERS as TRAINING_READERS
+
+LINE_READERS = TRAINING_READERS + SUMMARY_READERS
 
 JSON_FORMATS = ("hf-trainer", "llama-factory", "vllm", "sglang")
 FORMATS = tuple(r.name for r in LINE_READERS) + JSON_FORMATS
@@ -68,7 +71,7 @@ def _read(path: str, handle, options: Options) -> PilotResult:
             break
     if first is None:
         raise fail(path, "empty log; expected a pilot log (" + ", ".join(FORMATS) + ")")
-    if forced in JSON_FORMATS or (forced is None and first.lstrip().startswith("{")):
+    if forced in JSON_FORMATS or (forced is None and first.lstrip().startswith("{") and not first.lstrip().startswith("{'")):
         return read_json_log(path, first, _numbered(handle, lineno + 1), forced, options)
     return _read_lines(path, first, lineno, handle, forced, options)
 

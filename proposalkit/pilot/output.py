@@ -49,9 +49,12 @@ def render_text(results: list[PilotResult]) -> str:
         if r.warmup_steps is not None:
             lines.append(f"  steps: {r.steps_logged} logged, {r.warmup_steps} warm-up excluded "
                          f"({WARMUP_RULE}), {r.steps_used} used")
-        lines.append(f"  throughput: {_rate(r.tokens_per_second)} whole job, "
-                     f"{_rate(r.tokens_per_second_per_gpu)} per GPU ({r.token_definition})")
-        if r.output_tokens_per_second is not None:
+        if r.tokens_per_second is None and r.tokens_per_second_per_gpu is None:
+            lines.append(f"  throughput: not in the log ({r.token_definition})")
+        else:
+            lines.append(f"  throughput: {_rate(r.tokens_per_second)} whole job, "
+                         f"{_rate(r.tokens_per_second_per_gpu)} per GPU ({r.token_definition})")
+        if r.total_tokens_per_second is not None:
             lines.append(f"  output: {_rate(r.output_tokens_per_second)}, total (input + output): "
                          f"{_rate(r.total_tokens_per_second)}")
         lines.append(f"  method: {r.method}")
@@ -75,6 +78,10 @@ def render_yaml(results: list[PilotResult]) -> str:
         lines = [f"# {control_escape(r.path)} ({r.format}): {r.method}; {r.token_definition}"]
         if r.warmup_steps is not None:
             lines.append(f"# {r.warmup_steps} warm-up step(s) excluded: {WARMUP_RULE}")
+        if r.tokens_per_second is None and r.tokens_per_second_per_gpu is None:
+            lines.append("# no throughput in this log: nothing to paste")
+            blocks.append("\n".join(lines) + "\n")
+            continue
         if r.tokens_per_second is not None:
             rate, gpus = r.tokens_per_second, r.gpus
         else:

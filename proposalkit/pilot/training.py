@@ -198,4 +198,33 @@ class DeepSpeed(LineReader):
         return r
 
 
-LINE_READERS = (Torchtune, Torchtitan, Megatron, DeepSpeed)
+class Axolotl(LineReader):
+    """Trainer console dicts: `{'loss': ..., 'tokens/train_per_sec_per_gpu': ..., 'memory/max_mem_active(gib)': ...}`;
+    older releases `tokens_per_second_per_gpu`. Memory keys in GiB."""
+
+    name = "axolotl"
+    signature = re.compile(r"^\{.*'(tokens/train_per_sec_per_gpu|tokens_per_second_per_gpu)'")
+    _pair = re.compile(r"'([^']+)':\s*([^,}\s]+)")
+    _memory = {"memory/device_mem_reserved(gib)": "reserved", "memory/max_mem_allocated(gib)": "allocated",
+               "memory/max_mem_active(gib)": "active"}
+
+    def feed(self, lineno: int, line: str) -> bool:
+        m = self.signature.search(line)
+        if not m:
+            return False
+        if not line.rstrip().endswith("}"):
+            raise self.error(lineno, "log dict without its closing brace (truncated log?); expected `{...}`")
+        pairs = dict(self._pair.findall(line))
+        self.series.add(number(pairs[m.group(1)]))
+        for key, stat in self._memory.items():
+            if key in pairs:
+                self.series.memory_max(stat, number(pairs[key]) * GiB)     # keys say (gib)
+        return True
+
+    def finish(self, options) -> PilotResult:
+        r = PilotResult(self.path, self.name, token_definition="tokens per GPU as Axolotl's TokensPerSecondCallback counts them")
+        r.tokens_per_second_per_gpu = self.series.steady(self.path, r, "log dicts")
+        return r
+
+
+LINE_READERS = (Torchtune, Torchtitan, Megatron, DeepSpeed, Axolotl)
