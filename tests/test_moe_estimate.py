@@ -179,6 +179,7 @@ def test_training_activations_of_an_all_moe_model_by_hand():
              + e * s * 4096                         # o_proj input
              + e * s * 4096                         # MLP (router) input
              + e * s * 4096 * 2                     # the 2 routed experts' inputs
+             + e * s * 4096 * 2                     # their outputs, kept for the routing weights' gradient
              + 4 * s * 8                            # fp32 router probabilities over 8 experts
              + 3 * e * s * 14336 * 2)               # gate, up, product per routed expert
     output = 2 * e * s * 4096 + 4 * s * 32000      # last norm, head input, fp32 logits

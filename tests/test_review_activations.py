@@ -36,3 +36,28 @@ def test_qk_norms_store_their_inputs_like_every_norm():
     with_norms, _ = training_activation_bytes(qwen3, setup)
     without, _ = training_activation_bytes(replace(qwen3, qk_norm="none"), setup)
     assert with_norms - without == 36 * e * s * (32 * 128 + 8 * 128)
+
+
+def test_routed_expert_outputs_are_kept_for_the_routing_weights_gradient():
+    # mistralai/Mixtral-8x7B-v0.1 config.json: hidden 4096, 8 local experts, top-2. The MoE block
+    # multiplies each routed expert's output by its routing weight (transformers modeling_mixtral.py:
+    # expert_layer(current_state) * routing_weights[...]); the weight's gradient needs that output,
+    # so a layer keeps one h-wide output per routed expert a token visits: e·s·b·h·2.
+    mixtral = ModelSpec(id="mixtral", name="Mixtral-8x7B", layers=32, hidden=4096, heads=32, kv_heads=8,
+                        ffn_hidden=14336, vocab=32000, experts=8, experts_per_token=2)
+    s, b, e = 512, 1, 2
+    terms = activation_terms_per_layer(mixtral, s, b, flash_attention=True)
+    assert terms["expert outputs"] == e * s * b * 4096 * 2
+
+
+def test_a_gated_shared_expert_keeps_its_output_for_the_gate_gradient():
+    # Qwen/Qwen1.5-MoE-A2.7B config.json (tests/data/configs/qwen2_moe.json): hidden 2048, one
+    # shared expert scaled by sigmoid(shared_expert_gate(x)) (transformers modeling_qwen2_moe.py),
+    # whose gradient needs the shared expert's h-wide output: e·s·b·2048.
+    qwen_moe = _read("qwen2_moe.json")
+    assert qwen_moe.shared_expert_gate
+    s, b, e = 512, 1, 2
+    terms = activation_terms_per_layer(qwen_moe, s, b, flash_attention=True)
+    assert terms["shared expert output"] == e * s * b * 2048
+    ungated = activation_terms_per_layer(replace(qwen_moe, shared_expert_gate=False), s, b, flash_attention=True)
+    assert "shared expert output" not in ungated

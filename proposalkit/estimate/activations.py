@@ -87,7 +87,11 @@ def activation_terms_per_layer(
     A mixture-of-experts layer (moe_layer) stores the shared input (router),
     one input and the inner activations per routed expert (experts_per_token,
     at the expert width), the shared experts' inner activations and the fp32
-    router probabilities: the tokens routed, not every expert. MLA (DeepSeek)
+    router probabilities: the tokens routed, not every expert. Each routed
+    expert's output is multiplied by its routing weight, whose gradient needs
+    that output (e·sb·h per routed expert; HF Mixtral: expert_layer(x) *
+    routing_weights); Qwen2-MoE's sigmoid-gated shared expert keeps its output
+    for the gate's gradient likewise (e·sb·h). MLA (DeepSeek)
     stores Q, K at a·(dn + dr) and V at a·dv as expanded from the latents,
     plus the latents before and after their RMSNorms (2·(q_lora + kv_lora) + dr).
     Each norm stores its input (norms_per_layer: Gemma 2/3 four, Falcon-7B,
@@ -135,10 +139,14 @@ def activation_terms_per_layer(
     if moe:
         terms["expert inputs"] = e * sb * h * routed * split
         terms["router probabilities"] = ROUTER_PROBABILITY_BYTES * sb * model.experts * replicated
+    if moe:
+        terms["expert outputs"] = e * sb * h * routed * split
     terms["mlp inner"] = inner_tensors * e * sb * f * routed * split
     if moe and model.shared_experts:
         terms["shared expert inner"] = (inner_tensors * e * sb * shared_expert_ffn_hidden(model)
                                         * model.shared_experts * split)
+    if moe and model.shared_expert_gate:
+        terms["shared expert output"] = e * sb * h * split
     if model.dropout:
         terms["dropout masks"] = 2 * MASK_BYTES * sb * h * replicated
     return terms
