@@ -107,8 +107,14 @@ def activation_terms_per_layer(
     check_positive(seq_len, "seq_len")
     check_positive(micro_batch, "micro_batch")
     check_positive(tensor_parallel, "tensor_parallel")
-    s, b, h, a = seq_len, micro_batch, model.hidden, model.heads
-    e = bytes_per_value
+    return _terms(model, seq_len, micro_batch, flash_attention, tensor_parallel, sequence_parallel,
+                  bytes_per_value, moe_layer)
+
+
+def _terms(model: ModelSpec, s: int, b: int, flash_attention: bool, tensor_parallel: int,
+           sequence_parallel: bool, e: int, moe_layer: bool) -> dict[str, Fraction]:
+    """activation_terms_per_layer() without its checks (training_memory has made them)."""
+    h, a = model.hidden, model.heads
     q_width, k_width, v_width, o_width = projection_widths(model)
     sb = s * b
     split = exact(1, tensor_parallel)
@@ -205,12 +211,11 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     replicated = split if sp else 1
 
     # A model with dense and MoE layers (DeepSeek's first_k_dense_replace) counts every layer at the larger kind.
-    kinds = [moe_layer for moe_layer, present in ((True, moe_layer_count(model) > 0),
-                                                  (False, moe_layer_count(model) < model.layers)) if present]
-    layer = max(sum(activation_terms_per_layer(
-        model, s, b, flash_attention=setup.flash_attention, tensor_parallel=t,
-        sequence_parallel=sp, bytes_per_value=e, moe_layer=moe_layer,
-    ).values()) for moe_layer in kinds)
+    moe_layers = moe_layer_count(model)
+    kinds = [moe_layer for moe_layer, present in ((True, moe_layers > 0), (False, moe_layers < model.layers))
+             if present]
+    layer = max(sum(_terms(model, s, b, setup.flash_attention, t, sp, e, moe_layer).values())
+                for moe_layer in kinds)
     notes = []
     if is_moe(model):
         notes.append(
@@ -230,7 +235,7 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     if setup.method == "qlora":
         # bitsandbytes dequantizes one NF4 matrix at a time to the compute dtype for
         # each matmul (MatMul4Bit); the largest block matrix bounds that buffer.
-        dequantized = e * Fraction(largest_linear_params(model), t)
+        dequantized = exact(e * largest_linear_params(model), t)
         notes.append("QLoRA: one block matrix dequantized to 16 bits at a time for its matmul (transient buffer counted)")
     layer_input = e * s * b * h * replicated
 
@@ -293,6 +298,7 @@ def inference_activation_bytes(model: ModelSpec, setup: InferenceSetup) -> int:
         widths.append(expert_ffn_hidden(model) * routed_experts(model)
                       + shared_expert_ffn_hidden(model) * model.shared_experts)
     mlp = mlp_matrices(model) * max(widths)
-    layer = e * n * (2 * h + Fraction(max(attention, mlp), setup.tensor_parallel))
+    t = setup.tensor_parallel
+    layer = exact(e * n * (2 * h * t + max(attention, mlp)), t)   # e·n·(2h + max/t), in integers when whole
     logits = LOGIT_BYTES * setup.batch * model.vocab
     return ceil(layer + logits)

@@ -35,6 +35,8 @@ def fraction(x: float) -> Fraction:
 
 
 def check_positive(value: int, what: str) -> None:
+    if type(value) is int and value > 0:   # the common case, checked first (bool is not int here)
+        return
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{what}: expected a positive integer, got {value!r}")
 

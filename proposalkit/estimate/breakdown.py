@@ -13,6 +13,7 @@ Overhead's, each constant with its source.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from .arith import fraction
 from ..units import GiB
@@ -84,7 +85,7 @@ class MemoryBreakdown:
     def device_bytes(self) -> int:
         return self.reserved_bytes + self.cuda_context
 
-    @property
+    @cached_property  # the planner compares it on every GPU type and count it tries
     def total(self) -> int:
         return self.device_bytes
 

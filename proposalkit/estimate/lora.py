@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .arith import check_positive, memo
+from .arith import check_positive, exact, memo
 from .shapes import Linear, ModelSpec, attention_modules, linears, require_architecture
 
 # The block linears in Hugging Face's names, in PEFT's order for "all-linear".
@@ -141,9 +141,9 @@ def lora_trainable_params(model: ModelSpec, lora: LoraSpec) -> int:
     return sum(lora.rank * (x.d_in + x.d_out) * x.count for x in lora_matrices(model, lora))
 
 
-def lora_activation_bytes_per_layer(model: ModelSpec, lora: LoraSpec, sb: int, e: int, t: int) -> Fraction:
+def lora_activation_bytes_per_layer(model: ModelSpec, lora: LoraSpec, sb: int, e: int, t: int) -> Fraction | int:
     """LoRA's own stored tensor per adapted matrix a token passes through: the rank-r
     product x·A (e·sb·r), which B's gradient needs; the input x is already counted
     with the layer. Averaged over the layers (routed experts count top-k times)."""
     visits = sum(x.per_token for x in lora_matrices(model, lora))
-    return Fraction(e * sb * lora.rank * visits, model.layers * t)
+    return exact(e * sb * lora.rank * visits, model.layers * t)

@@ -306,10 +306,10 @@ def _params_per_gpu(model: ModelSpec, setup: TrainingSetup, zero_sharded: bool) 
     expert parallelism moves the experts rather than shrinking them.
     """
     t_p, n, k = setup.tensor_parallel * setup.pipeline_parallel, setup.data_parallel, setup.expert_parallel
+    if zero_sharded:   # (P - P_e)/(t·p·N) + P_e/(t·p·N): one division, in integers when whole
+        return exact(model.params, t_p * n)
     experts = expert_params(model) if k > 1 else 0
-    dense = exact(model.params - experts, t_p) * (exact(1, n) if zero_sharded else 1)
-    routed = exact(experts, t_p * k) * (exact(k, n) if zero_sharded else 1)
-    return dense + routed
+    return exact((model.params - experts) * k + experts, t_p * k)
 
 
 def zero3_gathered_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[Fraction, Fraction]:

@@ -8,7 +8,8 @@ copied), and the catalog tests hold it equal to the published count.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from dataclasses import astuple, dataclass
 from functools import cached_property
 
 from .precision import WeightFormat
@@ -79,7 +80,15 @@ class ModelSpec:
     weight_format: WeightFormat | None = None  # a quantized checkpoint's layout (config.json quantization_config)
     family: str = ""                    # config.json's model_type: names the linear modules (estimate/lora.py)
 
-    @property
+    def __hash__(self) -> int:
+        # Memo keys (lru_cache) hash the model on every lookup: its fields are hashed once.
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            value = self.__dict__["_hash"] = hash(astuple(self))
+            return value
+
+    @cached_property
     def has_architecture(self) -> bool:
         return None not in (self.layers, self.hidden, self.heads, self.ffn_hidden, self.vocab)
 
@@ -109,6 +118,11 @@ class ModelSpec:
         if self.params_override is None:
             return active
         return self.params_override * active // total
+
+
+# Shape figures of a (frozen, hashable) model, computed once per model: the planner asks for
+# them on every GPU count and ZeRO stage it tries. benchmarks/plan_bench.py clears them.
+per_model = functools.lru_cache(maxsize=256)
 
 
 def require_architecture(m: ModelSpec, what: str) -> None:
@@ -153,6 +167,7 @@ def attention_widths(m: ModelSpec) -> tuple[int, int]:
     return m.heads * d, m.kv_head_count * d
 
 
+@per_model
 def projection_widths(m: ModelSpec) -> tuple[int, int, int, int]:
     """Per-token widths of Q, K, V and of the o_proj input as attention computes them.
 
@@ -198,6 +213,7 @@ class Linear:
     per_token: int     # of those, the ones one token passes through (routed experts: top-k)
 
 
+@per_model
 def linears(m: ModelSpec) -> tuple[Linear, ...]:
     """The block linears of the whole model, in Hugging Face's module names.
 
@@ -341,6 +357,7 @@ def moe_layer_params(m: ModelSpec) -> int:
     return attention_and_norm_params(m) + moe_mlp_params(m)
 
 
+@per_model
 def layer_params(m: ModelSpec) -> int:
     """The largest layer (what FSDP gathers at once): an MoE layer if the model has any, else a dense one."""
     if moe_layer_count(m) == 0:
@@ -384,6 +401,7 @@ def language_params(m: ModelSpec) -> int:
     return embedding_params(m) + blocks_params(m) + norm_params(m) + lm_head_params(m)
 
 
+@per_model
 def linear_weight_params(m: ModelSpec) -> int:
     """Parameters in the weight matrices of the transformer blocks, whole model.
 
@@ -395,11 +413,13 @@ def linear_weight_params(m: ModelSpec) -> int:
     return sum(x.d_in * x.d_out * x.count for x in linears(m))
 
 
+@per_model
 def expert_params(m: ModelSpec) -> int:
     """Parameters of the routed experts, whole model: what expert parallelism shards."""
     return moe_layer_count(m) * m.experts * mlp_params_per_expert(m) if is_moe(m) else 0
 
 
+@per_model
 def largest_linear_params(m: ModelSpec) -> int:
     """The largest single block matrix, d_in·d_out (what QLoRA dequantizes at once)."""
     return max(x.d_in * x.d_out for x in linears(m))
