@@ -59,10 +59,10 @@ def time_command(args: list[str], runs: int = 5) -> float:
 
 def _clear_memos() -> None:
     """Forget what earlier runs memoized, so each run pays for every workload."""
-    from proposalkit.estimate import memory, shapes, storage
+    from proposalkit.estimate import activations, breakdown, cross_checks, lora, memory, shapes, storage
     from proposalkit.planning import planner, search
 
-    for module in (memory, planner, search, shapes, storage):
+    for module in (activations, breakdown, cross_checks, lora, memory, planner, search, shapes, storage):
         for value in vars(module).values():
             if callable(getattr(value, "cache_clear", None)):
                 value.cache_clear()

@@ -19,7 +19,7 @@ import math
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from .arith import ceil, check_positive, exact
+from .arith import ceil, check_positive, exact, memo
 from .lora import LoraSpec, lora_activation_bytes_per_layer
 from .shapes import (
     ModelSpec, expert_ffn_hidden, is_mla, is_moe, largest_linear_params, mlp_matrices, moe_layer_count,
@@ -216,27 +216,13 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
              if present]
     layer = max(sum(_terms(model, s, b, setup.flash_attention, t, sp, e, moe_layer).values())
                 for moe_layer in kinds)
-    notes = []
-    if is_moe(model):
-        notes.append(
-            f"mixture of experts: each MoE layer stores the activations of the {model.experts_per_token} routed "
-            f"experts a token visits (of {model.experts})"
-            + (f" and of {model.shared_experts} shared expert{'s' if model.shared_experts > 1 else ''}"
-               if model.shared_experts else "")
-            + (", every layer counted at the larger of its dense and MoE kinds" if len(kinds) > 1 else "")
-        )
     if setup.method in ("lora", "qlora"):
         layer += lora_activation_bytes_per_layer(model, setup.lora or LoraSpec(), s * b, e, t)
-        notes.append(
-            "LoRA activations: counted as for full training plus each adapter's rank-r product "
-            "(an upper bound: autograd need not keep the inputs of frozen, unadapted matrices)"
-        )
     dequantized = 0
     if setup.method == "qlora":
         # bitsandbytes dequantizes one NF4 matrix at a time to the compute dtype for
         # each matmul (MatMul4Bit); the largest block matrix bounds that buffer.
         dequantized = exact(e * largest_linear_params(model), t)
-        notes.append("QLoRA: one block matrix dequantized to 16 bits at a time for its matmul (transient buffer counted)")
     layer_input = e * s * b * h * replicated
 
     layers_per_stage = math.ceil(model.layers / p)
@@ -257,18 +243,42 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
         total = max(first, last)
     total += dequantized
 
-    attention = "FlashAttention (no s×s scores stored)" if setup.flash_attention else "attention scores stored (no FlashAttention)"
+    notes = _training_notes(model, setup.method, e, setup.activation_checkpointing, setup.flash_attention,
+                            p, t, sp, layers_per_stage, len(kinds) > 1)
+    return ceil(total), notes
+
+
+@memo
+def _training_notes(model: ModelSpec, method: str, e: int, checkpointing: bool, flash_attention: bool, p: int,
+                    t: int, sp: bool, layers_per_stage: int, mixed_kinds: bool) -> tuple[str, ...]:
+    """training_activation_bytes()'s notes: the same for every GPU count and ZeRO stage tried."""
+    notes = []
+    if is_moe(model):
+        notes.append(
+            f"mixture of experts: each MoE layer stores the activations of the {model.experts_per_token} routed "
+            f"experts a token visits (of {model.experts})"
+            + (f" and of {model.shared_experts} shared expert{'s' if model.shared_experts > 1 else ''}"
+               if model.shared_experts else "")
+            + (", every layer counted at the larger of its dense and MoE kinds" if mixed_kinds else "")
+        )
+    if method in ("lora", "qlora"):
+        notes.append(
+            "LoRA activations: counted as for full training plus each adapter's rank-r product "
+            "(an upper bound: autograd need not keep the inputs of frozen, unadapted matrices)"
+        )
+    if method == "qlora":
+        notes.append("QLoRA: one block matrix dequantized to 16 bits at a time for its matmul (transient buffer counted)")
+    attention = "FlashAttention (no s×s scores stored)" if flash_attention else "attention scores stored (no FlashAttention)"
     notes.append(
         f"activations: {attention}, {e}-byte values, "
-        f"{'full activation checkpointing (layer inputs + one layer recomputed)' if setup.activation_checkpointing else 'no activation checkpointing'}, "
+        f"{'full activation checkpointing (layer inputs + one layer recomputed)' if checkpointing else 'no activation checkpointing'}, "
         f"fp32 logits 4·s·b·v (Korthikanti et al. 2022 eq. 1, §4.3)"
     )
     if p > 1:
         notes.append(f"pipeline parallel {p} with 1F1B: the first stage holds {p} microbatches × {layers_per_stage} layers (Korthikanti §4.2.3)")
     if t > 1:
         notes.append(f"tensor parallel {t}{' with sequence parallelism' if sp else ' without sequence parallelism'} divides activations (Korthikanti Table 2)")
-    return ceil(total), tuple(notes)
-
+    return tuple(notes)
 
 
 def inference_activation_bytes(model: ModelSpec, setup: InferenceSetup) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from .arith import fraction
+from .arith import fraction, memo
 from ..units import GiB
 
 # CUDA context and library workspaces, per GPU. The context alone is ~300 MB
@@ -114,6 +114,7 @@ def overhead_bytes(allocated: int, overhead: Overhead) -> tuple[int, int]:
     return -(-allocated * reserve.numerator // reserve.denominator), overhead.cuda_context_bytes
 
 
+@memo
 def overhead_note(overhead: Overhead) -> str:
     return (
         f"overhead: CUDA context and library workspaces {overhead.cuda_context_bytes / GiB:.2f} GiB "

@@ -200,23 +200,12 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
     notes: list[str] = []
 
     if setup.method == "full":
-        per_param_weight = bytes_per_element(setup.precision)
-        per_param_grad = bytes_per_element(setup.precision)
-        per_param_opt = (FP32_BYTES if mixed else 0) + optimizer_state_bytes(
-            setup.optimizer, moment_bytes=bytes_per_element(setup.precision) if pure_16bit else FP32_BYTES,
-        )
+        per_param_weight, per_param_grad, per_param_opt, note = _full_model_states(
+            setup.precision, setup.optimizer, mixed, pure_16bit)
         weights = _params_per_gpu(model, setup, stage >= 3) * per_param_weight
         gradients = _params_per_gpu(model, setup, stage >= 2) * per_param_grad
         optimizer = _params_per_gpu(model, setup, stage >= 1) * per_param_opt
-        total_per_param = per_param_weight + per_param_grad + per_param_opt
-        notes.append(
-            f"model states: {fmt_bytes_per_param(per_param_weight)} (weights) + "
-            f"{fmt_bytes_per_param(per_param_grad)} (gradients) + "
-            f"{fmt_bytes_per_param(per_param_opt)} ({setup.optimizer} states"
-            f"{', fp32 master copy included' if mixed else ''}"
-            f"{', pure 16-bit: moments in ' + setup.precision + ', no master copy' if pure_16bit else ''}) = "
-            f"{fmt_bytes_per_param(total_per_param)} bytes/parameter (Rajbhandari et al. 2020 §3.1)"
-        )
+        notes.append(note)
     else:
         lora = setup.lora or LoraSpec()
         if setup.lora is None:
@@ -294,6 +283,26 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
     parts = [ceil(weights), ceil(gradients), ceil(optimizer), activations, 0]
     notes.append(overhead_note(overhead))
     return MemoryBreakdown(*parts, *overhead_bytes(sum(parts), overhead), notes=tuple(notes))
+
+
+@memo
+def _full_model_states(precision: str, optimizer: str, mixed: bool, pure_16bit: bool) -> tuple:
+    """Bytes per parameter of full training's weights, gradients and optimizer states, and their note."""
+    per_param_weight = bytes_per_element(precision)
+    per_param_grad = bytes_per_element(precision)
+    per_param_opt = (FP32_BYTES if mixed else 0) + optimizer_state_bytes(
+        optimizer, moment_bytes=bytes_per_element(precision) if pure_16bit else FP32_BYTES,
+    )
+    total_per_param = per_param_weight + per_param_grad + per_param_opt
+    note = (
+        f"model states: {fmt_bytes_per_param(per_param_weight)} (weights) + "
+        f"{fmt_bytes_per_param(per_param_grad)} (gradients) + "
+        f"{fmt_bytes_per_param(per_param_opt)} ({optimizer} states"
+        f"{', fp32 master copy included' if mixed else ''}"
+        f"{', pure 16-bit: moments in ' + precision + ', no master copy' if pure_16bit else ''}) = "
+        f"{fmt_bytes_per_param(total_per_param)} bytes/parameter (Rajbhandari et al. 2020 §3.1)"
+    )
+    return per_param_weight, per_param_grad, per_param_opt, note
 
 
 def _params_per_gpu(model: ModelSpec, setup: TrainingSetup, zero_sharded: bool) -> Fraction:
