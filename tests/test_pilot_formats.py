@@ -169,3 +169,11 @@ def test_axolotl_current_and_older_keys(capsys, name, reserved):
     expected = {"bytes": int(reserved * GiB), "statistic": "reserved"} if reserved else \
         {"bytes": int(15.25 * GiB), "statistic": "allocated"}
     assert log["peak_memory"] == expected
+
+
+def test_even_number_of_steady_steps_averages_the_two_middle_ones(capsys, tmp_path):
+    rates = [100, 2000, 2400, 2100, 2300]         # 5 steps, 1 warm-up; steady sorted 2000 2100 2300 2400
+    log = tmp_path / "tune.log"
+    log.write_text("".join(f"Step {n} | loss:1.0 tokens_per_second_per_gpu:{r}\n" for n, r in enumerate(rates, 1)))
+    [out] = pilot_json(capsys, str(log))
+    assert out["tokens_per_second_per_gpu"] == 2200.0     # (2100 + 2300) / 2
