@@ -66,6 +66,8 @@ def cases(tmp_path):
         ("catalog", 0): ["catalog", "resources"],
         ("catalog", 2): ["catalog", "nope"],
         ("schema", 0): ["schema"],
+        ("pilot", 0): ["pilot", ROOT / "tests" / "data" / "pilot" / "megatron.log"],
+        ("pilot", 2): ["pilot", a_file],         # an empty log
     }
 
 
