@@ -30,10 +30,13 @@ def one_line_escape(text: object) -> str:
 # the 8-bit CSI among them) through raw. They can occur only inside strings, so writing them
 # as \u escapes keeps the same values.
 _JSON_RAW_CONTROL = re.compile("[\x7f-\x9f]")
+# Looked for one character at a time: `c in text` scans at memchr speed, several times faster
+# on a long plan than the character-class search.
+_JSON_RAW_CONTROLS = tuple(chr(c) for c in range(0x7F, 0xA0))
 
 
 def json_control_escape(json_text: str) -> str:
     """JSON text with DEL and C1 control characters written as \\u escapes: same values, nothing raw."""
-    if not _JSON_RAW_CONTROL.search(json_text):
+    if not any(c in json_text for c in _JSON_RAW_CONTROLS):
         return json_text
     return _JSON_RAW_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
