@@ -62,6 +62,8 @@ def _number(value: object, expected: str) -> float:
 
 
 def _positive_int(value: object) -> int:
+    if type(value) is int and 0 < value <= 2**53:   # the common case: exact as a float too, so the same value
+        return value
     expected = "a positive integer; suffixes k, M, B, T allowed"
     number = _number(value, expected)
     if number <= 0 or number != int(number):
