@@ -26,13 +26,13 @@ def run(capsys, tmp_path, text, *args, name="pilot.log"):
 def test_empty_log(capsys, tmp_path):
     assert run(capsys, tmp_path, "\n  \n") == (2, (
         "LOG: empty log; expected a pilot log (torchtune, torchtitan, megatron, deepspeed, "
-        "axolotl, trtllm-bench, mlperf, nvidia-smi, hf-trainer, llama-factory, vllm, sglang)\n"))
+        "axolotl, trtllm-bench, mlperf, nvidia-smi, lightning, hf-trainer, llama-factory, vllm, sglang)\n"))
 
 
 def test_unknown_format(capsys, tmp_path):
     assert run(capsys, tmp_path, "hello\nworld\n") == (2, (
         "LOG: unknown log format: no line of a known format; expected one of torchtune, torchtitan, "
-        "megatron, deepspeed, axolotl, trtllm-bench, mlperf, nvidia-smi, hf-trainer, llama-factory, vllm, sglang "
+        "megatron, deepspeed, axolotl, trtllm-bench, mlperf, nvidia-smi, lightning, hf-trainer, llama-factory, vllm, sglang "
         "(or name it with --log-format)\n"))
 
 
@@ -165,3 +165,16 @@ def test_axolotl_truncated_dict(capsys, tmp_path):
     text = line * 4 + line[:45] + "\n"
     assert run(capsys, tmp_path, text) == (2, (
         "LOG:5: log dict without its closing brace (truncated log?); expected `{...}`\n"))
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_nan_or_inf_throughput_is_not_a_number(capsys, tmp_path, value):
+    text = "".join(TUNE.format(n=n, tps=value if n == 2 else 1000) for n in range(1, 6))
+    assert run(capsys, tmp_path, text) == (2, (
+        "LOG:2: not a number in a step line; expected `tokens_per_second_per_gpu:NUMBER`\n"))
+
+
+def test_serve_benchmark_with_infinite_throughput(capsys, tmp_path):
+    text = '{"backend": "sglang", "output_throughput": Infinity, "total_token_throughput": 10.0}\n'
+    assert run(capsys, tmp_path, text) == (2, (
+        "LOG: no positive finite output_throughput; expected a sglang benchmark result\n"))

@@ -177,3 +177,21 @@ def test_even_number_of_steady_steps_averages_the_two_middle_ones(capsys, tmp_pa
     log.write_text("".join(f"Step {n} | loss:1.0 tokens_per_second_per_gpu:{r}\n" for n, r in enumerate(rates, 1)))
     [out] = pilot_json(capsys, str(log))
     assert out["tokens_per_second_per_gpu"] == 2200.0     # (2100 + 2300) / 2
+
+
+def test_lightning_items_whole_job_and_per_device(capsys):
+    [log] = pilot_json(capsys, str(DATA / "metrics.csv"))
+    # 5 throughput rows (the step-0 row has none), 1 warm-up. Whole job: sorted 64000 64800 65536 66000
+    # → (64800 + 65536) / 2 = 65168; per device: 16000 16200 16384 16500 → (16200 + 16384) / 2 = 16292
+    assert log["format"] == "lightning"
+    assert (log["tokens_per_second"], log["tokens_per_second_per_gpu"], log["gpus"]) == (65168.0, 16292.0, 4)
+
+
+def test_lightning_samples_with_pipe_separator_need_seq_len(capsys):
+    [log] = pilot_json(capsys, "--seq-len", "1024", str(DATA / "metrics_samples.csv"))
+    # 4 rows, 1 warm-up; whole job median(8, 9, 10) = 9 samples/s × 1024 = 9216; device 4.5 × 1024 = 4608
+    assert (log["tokens_per_second"], log["tokens_per_second_per_gpu"], log["gpus"]) == (9216.0, 4608.0, 2)
+    assert main(["pilot", str(DATA / "metrics_samples.csv")]) == 2
+    assert capsys.readouterr().err == (
+        f"{DATA / 'metrics_samples.csv'}: Lightning logged samples per second, not items (tokens); "
+        "expected --seq-len N (tokens per sample) to convert\n")

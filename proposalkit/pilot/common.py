@@ -119,6 +119,9 @@ def _select(values: array, start: int, rank: int) -> float:
     lo, hi = min(islice(values, start, None)), max(islice(values, start, None))
     while lo != hi:
         width = (hi - lo) / _BUCKETS
+        if width == 0:      # lo and hi a few denormals apart: sort what lies between
+            return sorted(v for v in islice(values, start, None) if lo <= v <= hi)[rank - sum(
+                1 for v in islice(values, start, None) if v < lo)]
 
         def bucket(v: float) -> int:
             return min(int((v - lo) / width), _BUCKETS - 1)
@@ -149,5 +152,9 @@ def _select(values: array, start: int, rank: int) -> float:
 
 
 def number(text: str) -> float:
-    """A logged number: thousands separators allowed (torchtitan prints `tps: 5,762`)."""
-    return float(text.replace(",", ""))
+    """A logged number: thousands separators allowed (torchtitan prints `tps: 5,762`);
+    inf and nan are no measurement (ValueError, reported as not a number)."""
+    value = float(text.replace(",", ""))
+    if not math.isfinite(value):
+        raise ValueError(text)
+    return value

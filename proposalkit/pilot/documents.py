@@ -5,6 +5,7 @@ vLLM `bench serve` and SGLang `bench_serving` results (SGLang's JSONL writes a b
 from __future__ import annotations
 
 import json
+import math
 import re
 from array import array
 
@@ -100,8 +101,8 @@ def serve_benchmark(path: str, results: list[dict], bare_infinity: bool) -> Pilo
     backend = str(last.get("backend", ""))
     name = "sglang" if bare_infinity or backend.startswith("sglang") else "vllm"
     for key in ("output_throughput", "total_token_throughput"):
-        if not isinstance(last.get(key), (int, float)):
-            raise fail(path, f"no numeric {key}; expected a {name} benchmark result")
+        if not _positive(last.get(key)) or not math.isfinite(last[key]):
+            raise fail(path, f"no positive finite {key}; expected a {name} benchmark result")
     r = PilotResult(path, name, token_definition="output (generated) tokens")
     r.output_tokens_per_second = float(last["output_throughput"])
     r.total_tokens_per_second = float(last["total_token_throughput"])

@@ -128,4 +128,62 @@ class NvidiaSmi(LineReader):
         return r
 
 
-SUMMARY_READERS = (TrtllmBench, MLPerf, NvidiaSmi)
+class Lightning(LineReader):
+    """`metrics.csv` of CSVLogger with ThroughputMonitor: `train/device/samples_per_sec`,
+    `train/samples_per_sec` (whole job), `.../items_per_sec` when a length_fn counts items
+    (tokens); the separator `|` of ThroughputMonitor's default accepted as `/`."""
+
+    name = "lightning"
+    signature = re.compile(r"(^|,)train[/|](device[/|])?(samples|items)_per_sec(,|$)")
+
+    def __init__(self, path: str):
+        super().__init__(path)
+        self.device_series = StepSeries()
+        self.columns: dict[str, int] | None = None
+        self.kind = ""
+
+    def step(self, line: str) -> bool:
+        return False
+
+    def feed(self, lineno: int, line: str) -> bool:
+        cells = line.split(",")
+        if self.columns is None:
+            names = [c.strip().replace("|", "/") for c in cells]
+            self.kind = "items" if any(n.endswith("items_per_sec") for n in names) else "samples"
+            self.columns = {key: names.index(f"train/{key}{self.kind}_per_sec")
+                            for key in ("", "device/") if f"train/{key}{self.kind}_per_sec" in names}
+            return True
+        if len(cells) <= max(self.columns.values()):
+            raise self.error(lineno, f"{len(cells)} column(s); expected as many as the header (truncated?)")
+        whole, device = (cells[self.columns[k]].strip() if k in self.columns else "" for k in ("", "device/"))
+        if whole:
+            self.series.add(number(whole))
+        if device:
+            self.device_series.add(number(device))
+        return True
+
+    def finish(self, options) -> PilotResult:
+        scale = 1
+        if self.kind == "samples":
+            if not options.seq_len:
+                raise fail(self.path, "Lightning logged samples per second, not items (tokens); expected "
+                                      "--seq-len N (tokens per sample) to convert")
+            scale = options.seq_len
+        definition = ("items as ThroughputMonitor's length_fn counts them (tokens)" if self.kind == "items"
+                      else f"all input tokens (samples × --seq-len {options.seq_len})")
+        r = PilotResult(self.path, self.name, token_definition=definition)
+        if len(self.series.values):
+            r.tokens_per_second = self.series.steady(self.path, r, "throughput rows") * scale
+        if len(self.device_series.values):
+            r.tokens_per_second_per_gpu = self.device_series.steady(self.path, r, "throughput rows") * scale
+        if r.tokens_per_second is None and r.tokens_per_second_per_gpu is None:
+            raise fail(self.path, f"no train/{self.kind}_per_sec value; expected ThroughputMonitor rows")
+        if r.tokens_per_second and r.tokens_per_second_per_gpu:
+            r.gpus = round(r.tokens_per_second / r.tokens_per_second_per_gpu)
+            r.gpus_source = "whole-job ÷ per-device rate"
+        if scale != 1:
+            r.method += " (samples × seq-len)"
+        return r
+
+
+SUMMARY_READERS = (TrtllmBench, MLPerf, NvidiaSmi, Lightning)

@@ -175,7 +175,7 @@ class DeepSpeed(LineReader):
             current = self._current.search(line)
             if current is None:
                 raise self.error(lineno, "throughput line without CurrSamplesPerSec= (truncated log?)")
-            self.series.add(float(current.group(1)))
+            self.series.add(number(current.group(1)))
             alloc = self._max_alloc.search(line)
             if alloc:
                 self.series.memory_max("allocated", self._gib(lineno, *alloc.groups()))
