@@ -61,3 +61,15 @@ def test_a_gated_shared_expert_keeps_its_output_for_the_gate_gradient():
     assert terms["shared expert output"] == e * s * b * 2048
     ungated = activation_terms_per_layer(replace(qwen_moe, shared_expert_gate=False), s, b, flash_attention=True)
     assert "shared expert output" not in ungated
+
+
+def test_the_estimates_own_lora_default_uses_the_models_module_names():
+    # TrainingSetup(lora=None) means "the planner's default": rank 16 on the attention projections in the
+    # model's own names. GPT-2 (openai-community/gpt2 config.json: 12 layers, n_embd 768) has no q_proj;
+    # its attention projections are the fused c_attn, 768 → 3·768 (transformers modeling_gpt2.py), so
+    # the adapters are 12 · 16 · (768 + 2304) = 589,824 parameters.
+    from proposalkit.estimate.memory import training_memory
+    gpt2 = _read("gpt2.json")
+    memory = training_memory(gpt2, TrainingSetup(method="lora", seq_len=512))
+    assert any(n.startswith("LoRA adapters: 589,824 trainable parameters") for n in memory.notes)
+    assert "LoRA defaults: rank 16 on c_attn" in memory.notes

@@ -20,7 +20,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from .arith import ceil, check_positive, exact, memo
-from .lora import LoraSpec, lora_activation_bytes_per_layer
+from .lora import default_lora, lora_activation_bytes_per_layer
 from .shapes import (
     ModelSpec, expert_ffn_hidden, is_mla, is_moe, largest_linear_params, mlp_matrices, moe_layer_count,
     projection_widths, require_architecture, routed_experts, shared_expert_ffn_hidden,
@@ -217,7 +217,7 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     layer = max(sum(_terms(model, s, b, setup.flash_attention, t, sp, e, moe_layer).values())
                 for moe_layer in kinds)
     if setup.method in ("lora", "qlora"):
-        layer += lora_activation_bytes_per_layer(model, setup.lora or LoraSpec(), s * b, e, t)
+        layer += lora_activation_bytes_per_layer(model, setup.lora or default_lora(model), s * b, e, t)
     dequantized = 0
     if setup.method == "qlora":
         # bitsandbytes dequantizes one NF4 matrix at a time to the compute dtype for

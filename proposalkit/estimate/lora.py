@@ -89,6 +89,13 @@ def default_targets(model: ModelSpec) -> tuple[str, ...]:
     return tuple(name for name, parts in table.items() if all(set(p) <= set(attention) for p in parts))
 
 
+def default_lora(model: ModelSpec) -> LoraSpec:
+    """The LoRA of a setup that gives none (TrainingSetup.lora None): LoraSpec's default rank on
+    default_targets(model), the attention projections in the model's own module names, as the planner
+    chooses (LoraSpec's own default targets are Llama's names, which GPT-2, Falcon or MLA lack)."""
+    return LoraSpec(targets=default_targets(model))
+
+
 def _module_groups(model: ModelSpec, name: str) -> list[Linear]:
     """The matrix groups one module name covers; a fused name's parts become one matrix over their outputs."""
     groups = linears(model)

@@ -42,7 +42,7 @@ from .arith import ceil, check_positive, exact, fmt_bytes_per_param, memo
 from .breakdown import (  # noqa: F401  (re-exported: the memory API)
     ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES, DEFAULT_OVERHEAD, MemoryBreakdown, Overhead, overhead_bytes, overhead_note,
 )
-from .lora import LoraSpec, lora_trainable_params
+from .lora import LoraSpec, default_lora, lora_trainable_params
 from .precision import (
     ADAPTER_PRECISIONS, FP32_BYTES, INFERENCE_PRECISIONS, KV_PRECISIONS, NF4_BITS, OPTIMIZERS,
     TRAINING_METHODS, TRAINING_PRECISIONS, check_choice, optimizer_state_bytes, quantized_weight_bits,
@@ -207,7 +207,7 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
         optimizer = _params_per_gpu(model, setup, stage >= 1) * per_param_opt
         notes.append(note)
     else:
-        lora = setup.lora or LoraSpec()
+        lora = setup.lora or default_lora(model)
         if setup.lora is None:
             notes.append(f"LoRA defaults: rank {lora.rank} on {', '.join(lora.targets)}")
         if setup.method == "qlora":

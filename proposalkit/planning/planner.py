@@ -61,7 +61,7 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
     lora = None
     if w.method in ("lora", "qlora"):
         given = w.lora
-        rank = given.rank if given else 16
+        rank = given.rank if given else LoraSpec.rank   # the default rank has one home: estimate/lora.py
         targets = tuple(given.targets) if given and given.targets else default_targets(model)
         lora = LoraSpec(rank=rank, targets=targets)
         if (given is None or not given.targets) and (is_mla(model) or model.family in FAMILY_MODULES):
