@@ -75,6 +75,16 @@ def _drop_stdout() -> None:
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, deferred=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._deferred = deferred   # adds the arguments when this (sub)command is used
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self._deferred is not None:
+            add, self._deferred = self._deferred, None
+            add(self)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> None:  # argparse's own errors also exit 2, as documented
         self.print_usage(sys.stderr)
         print(f"{self.prog}: error: {_safe(message)}", file=sys.stderr)
@@ -209,6 +219,18 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _pilot_arguments(p: argparse.ArgumentParser) -> None:
+    from .pilot import FORMATS
+
+    p.add_argument("logs", nargs="+", metavar="LOG")
+    p.add_argument("--format", choices=("text", "json", "yaml"), default="text")
+    p.add_argument("--log-format", choices=FORMATS, default=None, help="the log's format (default: detected)")
+    p.add_argument("--seq-len", type=_positive_int, default=None, metavar="N",
+                   help="tokens per sample, for logs that count samples (DeepSpeed)")
+    p.add_argument("--gpus", type=_positive_int, default=None, metavar="N",
+                   help="GPUs of the pilot run, for logs that do not say")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="proposalkit", description="Resource justification for AI compute allocation proposals.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -240,16 +262,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("what", nargs="?", choices=("gpus", "models", "resources"), default="gpus")
     p.set_defaults(func=cmd_catalog)
 
-    from .pilot import FORMATS
-
-    p = sub.add_parser("pilot", help="read pilot-run logs: steady-state throughput and peak memory")
-    p.add_argument("logs", nargs="+", metavar="LOG")
-    p.add_argument("--format", choices=("text", "json", "yaml"), default="text")
-    p.add_argument("--log-format", choices=FORMATS, default=None, help="the log's format (default: detected)")
-    p.add_argument("--seq-len", type=_positive_int, default=None, metavar="N",
-                   help="tokens per sample, for logs that count samples (DeepSpeed)")
-    p.add_argument("--gpus", type=_positive_int, default=None, metavar="N",
-                   help="GPUs of the pilot run, for logs that do not say")
+    # Its arguments are added when `pilot` is run: --log-format's choices come from the pilot
+    # readers, which every other command would otherwise import at start-up (~10 ms).
+    p = sub.add_parser("pilot", help="read pilot-run logs: steady-state throughput and peak memory",
+                       deferred=_pilot_arguments)
     p.set_defaults(func=cmd_pilot)
 
     p = sub.add_parser("schema", help="JSON Schema of the workload file format")

@@ -13,7 +13,6 @@ from dataclasses import replace
 from ..errors import Problem
 from ..estimate.shapes import ModelSpec
 from . import hub
-from .configs import model_from_config
 from .files import CONFIG_FILE, Refused, read_limited
 from .messages import Path, field_name
 from .schema import describe
@@ -32,6 +31,7 @@ def read_config(path: str, base_dir: str, origin: Source, at: Path) -> tuple[Mod
     # The model is named for its folder (models/llama-3.1-8b/config.json), else for its file (falcon-7b.json).
     stem = os.path.splitext(os.path.basename(full))[0]
     name = (os.path.basename(os.path.dirname(full)) if stem == "config" else stem) or path
+    from .configs import model_from_config   # on first use: a plan without config files need not import the readers
     spec, problems = model_from_config(config, name=name)
     return spec, [Problem(*where, f"{full}: {key}: {message}") for key, message in problems]
 
@@ -50,6 +50,7 @@ def read_hub_config(repo_id: str, revision: str | None, origin: Source, at: Path
     config, problem = _load(full)
     if problem:
         return None, [Problem(*where, f"{repo_id} {problem if problem is not FileNotFoundError else full}")]
+    from .configs import model_from_config
     spec, problems = model_from_config(config, name=repo_id)
     if spec is None:
         return None, [Problem(*where, f"{repo_id} config.json ({full}): {key}: {message}")
