@@ -26,14 +26,15 @@ def run(capsys, tmp_path, text, *args, name="pilot.log"):
 def test_empty_log(capsys, tmp_path):
     assert run(capsys, tmp_path, "\n  \n") == (2, (
         "LOG: empty log; expected a pilot log (torchtune, torchtitan, megatron, deepspeed, "
-        "axolotl, trtllm-bench, mlperf, nvidia-smi, lightning, hf-trainer, llama-factory, vllm, sglang)\n"))
+        "axolotl, trtllm-bench, mlperf, nvidia-smi, lightning, hf-trainer, llama-factory, vllm, sglang, "
+        "vllm-throughput)\n"))
 
 
 def test_unknown_format(capsys, tmp_path):
     assert run(capsys, tmp_path, "hello\nworld\n") == (2, (
         "LOG: unknown log format: no line of a known format; expected one of torchtune, torchtitan, "
-        "megatron, deepspeed, axolotl, trtllm-bench, mlperf, nvidia-smi, lightning, hf-trainer, llama-factory, vllm, sglang "
-        "(or name it with --log-format)\n"))
+        "megatron, deepspeed, axolotl, trtllm-bench, mlperf, nvidia-smi, lightning, hf-trainer, "
+        "llama-factory, vllm, sglang, vllm-throughput (or name it with --log-format)\n"))
 
 
 def test_too_few_steps_is_no_steady_state(capsys, tmp_path):

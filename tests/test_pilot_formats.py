@@ -195,3 +195,18 @@ def test_lightning_samples_with_pipe_separator_need_seq_len(capsys):
     assert capsys.readouterr().err == (
         f"{DATA / 'metrics_samples.csv'}: Lightning logged samples per second, not items (tokens); "
         "expected --seq-len N (tokens per sample) to convert\n")
+
+
+def test_vllm_offline_throughput_counts_prompt_and_output(capsys):
+    [log] = pilot_json(capsys, str(DATA / "vllm_throughput.json"))
+    # 1,500,000 tokens / 125 s = 12000 (prompt + output; the file has no output-only count)
+    assert log["format"] == "vllm-throughput"
+    assert (log["tokens_per_second"], log["total_tokens_per_second"], log["output_tokens_per_second"]) == \
+        (12000.0, 12000.0, None)
+
+
+def test_yaml_leaves_gpus_to_fill_when_the_log_does_not_say(capsys):
+    assert main(["pilot", "--format", "yaml", str(DATA / "vllm_serve.json")]) == 0
+    assert capsys.readouterr().out.endswith(
+        "throughput:\n  tokens_per_second: 640\n  gpus:   # fill in: the log does not give the GPU count\n"
+        "  gpu:    # fill in: the GPU type the pilot ran on (a catalog id, e.g. a100-80gb)\n")

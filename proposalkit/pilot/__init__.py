@@ -13,7 +13,7 @@ from .training import LINE_READERS as TRAINING_READERS
 
 LINE_READERS = TRAINING_READERS + SUMMARY_READERS
 
-JSON_FORMATS = ("hf-trainer", "llama-factory", "vllm", "sglang")
+JSON_FORMATS = ("hf-trainer", "llama-factory", "vllm", "sglang", "vllm-throughput")
 FORMATS = tuple(r.name for r in LINE_READERS) + JSON_FORMATS
 
 

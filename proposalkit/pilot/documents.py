@@ -131,8 +131,21 @@ def read_json_log(path: str, first: str, rest, forced: str | None, options) -> P
         return trainer_state(path, data)
     if isinstance(data, dict) and "output_throughput" in data and forced in (None, "vllm", "sglang"):
         return serve_benchmark(path, [data], bool(re.search(r":\s*-?Infinity\b", text)))
-    raise fail(path, "unknown JSON log; expected trainer_state.json (log_history) or a vLLM/SGLang "
-                     "benchmark result (output_throughput)")
+    if isinstance(data, dict) and "total_num_tokens" in data and forced in (None, "vllm-throughput"):
+        return offline_throughput(path, data)
+    raise fail(path, "unknown JSON log; expected trainer_state.json (log_history), a vLLM/SGLang "
+                     "benchmark result (output_throughput) or vLLM benchmark_throughput (total_num_tokens)")
+
+
+def offline_throughput(path: str, data: dict) -> PilotResult:
+    """vLLM `benchmark_throughput --output-json`: its tokens_per_second counts prompt and output tokens."""
+    tokens, seconds = data.get("total_num_tokens"), data.get("elapsed_time")
+    if not (_positive(tokens) and _positive(seconds) and math.isfinite(tokens / seconds)):
+        raise fail(path, "no positive total_num_tokens and elapsed_time; expected a vLLM benchmark_throughput result")
+    r = PilotResult(path, "vllm-throughput", token_definition="prompt and output tokens (total_num_tokens)")
+    r.total_tokens_per_second = r.tokens_per_second = tokens / seconds
+    r.method = "total_num_tokens ÷ elapsed_time (the benchmark's own figure; no output-only rate in this file)"
+    return r
 
 
 def _jsonl(path, first, obj, rest, forced, options) -> PilotResult:

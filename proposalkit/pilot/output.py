@@ -28,7 +28,7 @@ def as_dict(r: PilotResult) -> dict:
         "peak_memory_all": {s: b for s, b in r.peak_memory.items() if not peak or s != peak[0]},
         "notes": r.notes,
     }
-    if r.output_tokens_per_second is not None:
+    if r.output_tokens_per_second is not None or r.total_tokens_per_second is not None:
         out["output_tokens_per_second"] = _round(r.output_tokens_per_second)
         out["total_tokens_per_second"] = _round(r.total_tokens_per_second)
     return out
@@ -89,8 +89,7 @@ def render_yaml(results: list[PilotResult]) -> str:
             lines.append("# the log does not give the GPU count: this is the per-GPU rate on 1 GPU")
         lines.append("throughput:")
         lines.append(f"  tokens_per_second: {round(rate)}")
-        if gpus:
-            lines.append(f"  gpus: {gpus}")
+        lines.append(f"  gpus: {gpus}" if gpus else "  gpus:   # fill in: the log does not give the GPU count")
         lines.append("  gpu:    # fill in: the GPU type the pilot ran on (a catalog id, e.g. a100-80gb)")
         blocks.append("\n".join(lines) + "\n")
     return "\n".join(blocks)
