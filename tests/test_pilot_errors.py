@@ -179,3 +179,13 @@ def test_serve_benchmark_with_infinite_throughput(capsys, tmp_path):
     text = '{"backend": "sglang", "output_throughput": Infinity, "total_token_throughput": 10.0}\n'
     assert run(capsys, tmp_path, text) == (2, (
         "LOG: no positive finite output_throughput; expected a sglang benchmark result\n"))
+
+
+def test_one_document_json_is_capped(capsys, tmp_path, monkeypatch):
+    import proposalkit.pilot.documents as documents
+
+    monkeypatch.setattr(documents, "MAX_DOCUMENT_CHARS", 100)     # the real cap is 64 MiB
+    text = (DATA / "trainer_state.json").read_text()              # 618 characters
+    assert run(capsys, tmp_path, text) == (2, (
+        "LOG: a one-document JSON log over 64 MiB; expected a trainer_state.json or benchmark result "
+        "(kilobytes), or one JSON object a line\n"))

@@ -121,7 +121,7 @@ def read_json_log(path: str, first: str, rest, forced: str | None, options) -> P
         obj = None
     if isinstance(obj, dict):          # one JSON object a line
         return _jsonl(path, first, obj, rest, forced, options)
-    text = first + "".join(line for _, line in rest)   # one JSON document (small: a result or state file)
+    text = _whole_document(path, first, rest)
     try:
         data = json.loads(text)
     except ValueError as error:
@@ -146,6 +146,22 @@ def offline_throughput(path: str, data: dict) -> PilotResult:
     r.total_tokens_per_second = r.tokens_per_second = tokens / seconds
     r.method = "total_num_tokens ÷ elapsed_time (the benchmark's own figure; no output-only rate in this file)"
     return r
+
+
+# One JSON document (trainer_state.json, a benchmark result) is parsed whole; real ones are
+# kilobytes to a few MB (one log_history entry a logged step), so a cap keeps memory bounded.
+MAX_DOCUMENT_CHARS = 64 * 2**20
+
+
+def _whole_document(path: str, first: str, rest) -> str:
+    parts, size = [first], len(first)
+    for _, line in rest:
+        size += len(line)
+        if size > MAX_DOCUMENT_CHARS:
+            raise fail(path, "a one-document JSON log over 64 MiB; expected a trainer_state.json or benchmark "
+                             "result (kilobytes), or one JSON object a line")
+        parts.append(line)
+    return "".join(parts)
 
 
 def _jsonl(path, first, obj, rest, forced, options) -> PilotResult:
