@@ -170,14 +170,21 @@ def _check(workload: Workload, model: ModelSpec | None, index: int, source: Sour
 def _parallel(workload: Workload, model: ModelSpec | None) -> list[tuple[Path, str]]:
     """Tensor and pipeline parallelism against the pinned GPU count and the model's heads and layers."""
     ep = workload.expert_parallel or 1
+    tp, pp = workload.tensor_parallel or 1, workload.pipeline_parallel or 1
+    # vLLM (ModelConfig.verify_with_parallel_config) and Megatron-LM (arguments.py) refuse a
+    # tensor-parallel size that does not divide the attention heads: each rank holds the same number.
+    heads = (model.heads if model is not None and model.has_architecture and 1 < tp <= model.heads
+             and model.heads % tp else None)
+    uneven = [(("tensor_parallel",), f"does not divide the model's {heads} attention heads (got {tp}, expected a "
+                                     f"divisor of {heads}: each tensor-parallel rank holds the same number of heads)")
+              ] if heads else []
     if workload.kind == "inference":
         if ep > 1:
             return [(("expert_parallel",), "not used by inference (got expert_parallel; an inference replica already "
                                            "splits every weight, the experts included, over its GPUs; expected it only "
                                            "on finetune or pretrain)")]
-        return []
-    out = []
-    tp, pp = workload.tensor_parallel or 1, workload.pipeline_parallel or 1
+        return uneven
+    out = uneven
     if ep > 1 and model is not None:
         if model.experts == 1:      # a dense shape, or a parameter count alone (no experts known)
             out.append((("expert_parallel",), f"the model has no routed experts (got {ep}; expert parallelism "
