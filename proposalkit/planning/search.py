@@ -191,7 +191,8 @@ def candidate_gpus(w, target: Target | None, gpus: dict[str, GPUSpec]) -> list[G
 
 def _candidate_counts(w, s: Settings, gpu: GPUSpec, target: Target | None, model: ModelSpec) -> tuple[int, ...]:
     # An inference replica on n GPUs is n-way tensor parallel, and each tensor-parallel rank
-    # holds at least one attention head (Megatron-LM, vLLM split the heads across ranks).
+    # holds at least one attention head (Megatron-LM, vLLM split the heads across ranks); the
+    # unpinned search tries only counts that divide the heads (_counts), as vLLM requires.
     most = model.heads if w.kind == "inference" and model.has_architecture else None
     # A pinned count, or an inference replica's tensor-parallel degree, is the one count tried.
     pinned = w.gpus if w.gpus is not None else (w.tensor_parallel if w.kind == "inference" else None)
@@ -209,7 +210,10 @@ def _candidate_counts(w, s: Settings, gpu: GPUSpec, target: Target | None, model
 def _counts(first: int | None, model_parallel: int, gpu: str, target: Target | None,
             most: int | None) -> tuple[int, ...]:
     """The GPU counts tried, in order: the pilot's count first, then ascending; each a whole
-    number of model copies (tensor × pipeline parallel), at most `most`."""
+    number of model copies (tensor × pipeline parallel); with `most` (an inference replica's
+    attention heads) only divisors of it: vLLM refuses a tensor-parallel size that does not
+    divide the heads (ModelConfig.verify_with_parallel_config), so 3 or 6 GPUs of a 3-GPU node
+    are no replica of a 32-head model."""
     counts = set(CANDIDATE_COUNTS)
     if target is not None:
         # Every count up to a node, then whole nodes (a 3-GPU node takes 1, 2, 3, 6, 12, ...).
@@ -220,7 +224,7 @@ def _counts(first: int | None, model_parallel: int, gpu: str, target: Target | N
     if target is not None:
         counts = {c for c in counts if target.takes(gpu, c)}
     out = [c for c in ([first] if first is not None else []) + sorted(counts)
-           if c % model_parallel == 0 and (most is None or c <= most)]
+           if c % model_parallel == 0 and (most is None or most % c == 0)]
     return tuple(dict.fromkeys(out))
 
 
