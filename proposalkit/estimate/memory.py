@@ -149,11 +149,19 @@ def kv_heads_per_gpu(model: ModelSpec, tensor_parallel: int) -> Fraction:
 
 
 def _validate_training(model: ModelSpec, setup: TrainingSetup) -> None:
-    check_choice(setup.method, TRAINING_METHODS, "method")
-    check_choice(setup.precision, TRAINING_PRECISIONS, "precision")
-    check_choice(setup.optimizer, OPTIMIZERS, "optimizer")
-    for name in ("seq_len", "micro_batch", "data_parallel", "tensor_parallel", "pipeline_parallel", "expert_parallel"):
-        check_positive(getattr(setup, name), name)
+    # The common case (valid choices, positive int counts) in one test; else each check in turn, so
+    # the first problem is the one raised.
+    if not (setup.method in TRAINING_METHODS and setup.precision in TRAINING_PRECISIONS
+            and setup.optimizer in OPTIMIZERS
+            and all(type(v) is int and v > 0 for v in (setup.seq_len, setup.micro_batch, setup.data_parallel,
+                                                        setup.tensor_parallel, setup.pipeline_parallel,
+                                                        setup.expert_parallel))):
+        check_choice(setup.method, TRAINING_METHODS, "method")
+        check_choice(setup.precision, TRAINING_PRECISIONS, "precision")
+        check_choice(setup.optimizer, OPTIMIZERS, "optimizer")
+        for name in ("seq_len", "micro_batch", "data_parallel", "tensor_parallel", "pipeline_parallel",
+                     "expert_parallel"):
+            check_positive(getattr(setup, name), name)
     if setup.expert_parallel > 1 and (setup.data_parallel % setup.expert_parallel or model.experts % setup.expert_parallel):
         raise ValueError(f"expert_parallel: expected a divisor of the data-parallel GPUs ({setup.data_parallel}) "
                          f"and of the experts ({model.experts}), got {setup.expert_parallel}")
