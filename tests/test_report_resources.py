@@ -32,12 +32,13 @@ def plan_from(tmp_path: Path, text: str):
     return plan_files(load_files([str(path)]))
 
 
-def service(name: str, gpu: str, gpus: int, hours: float, buffer: float = 0.0, resource: str | None = None) -> str:
+def service(name: str, gpu: str, gpus: int, hours: float, buffer: float = 0.0, resource: str | None = None,
+            model: str = "llama-3.1-8b") -> str:
     """An inference service kept up `hours`: requested GPU-hours = gpus × hours × (1 + buffer), one job."""
     return textwrap.indent(textwrap.dedent(f"""\
         - name: {name}
           kind: inference
-          model: llama-3.1-8b
+          model: {model}
           context: 4k
           batch: 4
           hours: {hours}
@@ -88,7 +89,9 @@ def test_charging_rule_in_words(rid, words):
 
 def test_six_gpus_for_ten_hours_on_polaris_are_twenty_node_hours(tmp_path):
     plan = plan_from(tmp_path, "proposal: {title: P, resource: alcf-polaris}\nworkloads:\n"
-                     + service("serve-6", "a100-40gb", 6, 10))
+                     # 6-way tensor parallel needs heads divisible by 6: Llama 3.2 3B has 24
+                     # (meta-llama/Llama-3.2-3B config.json num_attention_heads); Llama 3.1 8B's 32 are not.
+                     + service("serve-6", "a100-40gb", 6, 10, model="llama-3.2-3b"))
     view = ctx.resources_view(plan)
     [row] = view.rows
     assert row.resource_id == "alcf-polaris" and row.gpu_type == "a100-40gb" and row.gpus_per_node == 4

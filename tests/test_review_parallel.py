@@ -36,3 +36,12 @@ def test_tensor_parallel_must_divide_the_heads(tmp_path, capsys, kind):
 divisor of 32: each tensor-parallel rank holds the same number of heads)
         """)
 
+
+
+def test_an_inference_replica_pinned_on_gpus_must_divide_the_heads(tmp_path, capsys):
+    # gpus on an inference workload is the replica's tensor-parallel size (planning/search.py).
+    code, out, err = _run(tmp_path, capsys, "inference", "    gpus: 3\n")
+    assert (code, out) == (2, "")
+    assert err == ("FILE:7: workloads[0].gpus: an inference replica on 3 GPUs is 3-way tensor parallel, which does "
+                   "not divide the model's 32 attention heads (expected a divisor of 32: each tensor-parallel rank "
+                   "holds the same number of heads)\n")

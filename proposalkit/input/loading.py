@@ -183,6 +183,12 @@ def _parallel(workload: Workload, model: ModelSpec | None) -> list[tuple[Path, s
             return [(("expert_parallel",), "not used by inference (got expert_parallel; an inference replica already "
                                            "splits every weight, the experts included, over its GPUs; expected it only "
                                            "on finetune or pretrain)")]
+        replica = workload.gpus     # an inference replica on n GPUs is n-way tensor parallel (planning/search.py)
+        if (not uneven and replica is not None and model is not None and model.has_architecture
+                and 1 < replica <= model.heads and model.heads % replica):
+            uneven = [(("gpus",), f"an inference replica on {replica} GPUs is {replica}-way tensor parallel, which "
+                                  f"does not divide the model's {model.heads} attention heads (expected a divisor of "
+                                  f"{model.heads}: each tensor-parallel rank holds the same number of heads)")]
         return uneven
     out = uneven
     if ep > 1 and model is not None:
