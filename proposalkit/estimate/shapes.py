@@ -120,6 +120,10 @@ class ModelSpec:
         return self.params_override * active // total
 
 
+# The original GPT block's MLP width, 4 × hidden: GPT-1 (Radford et al. 2018 §4.1), GPT-2
+# (modeling_gpt2.py: n_inner None → 4 × n_embd). The default for configs and mappings that omit it.
+GPT_FFN_FACTOR = 4
+
 # Shape figures of a (frozen, hashable) model, computed once per model: the planner asks for
 # them on every GPU count and ZeRO stage it tries. benchmarks/plan_bench.py clears them.
 per_model = functools.lru_cache(maxsize=256)

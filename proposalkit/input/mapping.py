@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..estimate.lora import ALL_LINEAR, FAMILY_MODULES, module_names
-from ..estimate.shapes import ModelSpec, is_mla, parameter_count
+from ..estimate.shapes import GPT_FFN_FACTOR, ModelSpec, is_mla, parameter_count
 from .bounds import BOUNDS
 from .messages import did_you_mean
 from .schema import ModelShape
@@ -22,7 +22,6 @@ from .shape_rules import shape_problems
 REQUIRED = ("layers", "hidden", "heads", "vocab")
 MOE_KEYS = ("experts_per_token", "moe_ffn_hidden", "shared_experts")
 SHAPE_KEYS = (*REQUIRED, "kv_heads", "head_dim", "ffn_hidden", "mlp", "tied_embeddings", "experts", *MOE_KEYS)
-GPT_FFN_FACTOR = 4          # GPT-2 (modeling_gpt2.py: n_inner None → 4 × n_embd), GPT-1 (Radford et al. 2018 §4.1)
 PARAMS_TOLERANCE = 0.05     # a given params further than this from the shape's count is warned
 
 

@@ -15,7 +15,7 @@ from typing import Annotated, Literal, Union
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
-from ..estimate.lora import LORA_TARGETS
+from ..estimate.lora import LORA_TARGETS, LoraSpec
 from ..estimate.precision import OPTIMIZERS, PRECISIONS, TRAINING_METHODS as METHODS  # one home: the estimates
 from ..units import parse_count
 from .bounds import BOUNDS
@@ -290,7 +290,7 @@ def _one_or_list(value: object) -> object:
 
 
 class Lora(_Strict):
-    rank: LoraRank = 16
+    rank: LoraRank = LoraSpec.rank      # one home: the estimate's default (the format's documented rank 16)
     targets: Annotated[list[Text], BeforeValidator(_one_or_list),
                        AfterValidator(_lora_targets),
                        WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from ...estimate.shapes import GPT_FFN_FACTOR
 from .keys import REQUIRED, Keys
 
 HF_NAMES = {"hidden": ("hidden_size",), "heads": ("num_attention_heads",), "layers": ("num_hidden_layers",),
@@ -113,7 +114,7 @@ def phi3(k: Keys) -> dict:
 def gpt2(k: Keys) -> dict:
     """GPT2Config: Conv1D c_attn (fused q, k, v) and c_proj, MLP c_fc/c_proj of 4 × n_embd when n_inner
     is null; learned positions (n_positions rows); LayerNorm; biases everywhere; tied."""
-    spec = decoder(k, GPT2_NAMES, tied=True, ffn_factor=4, mlp="plain", norm="layernorm",
+    spec = decoder(k, GPT2_NAMES, tied=True, ffn_factor=GPT_FFN_FACTOR, mlp="plain", norm="layernorm",
                    attention_bias=True, attention_out_bias=True, mlp_bias=True)
     spec["learned_positions"] = k.count("n_positions", default=1024, bound="sequence")
     return spec
@@ -141,7 +142,7 @@ def gpt_neox(k: Keys) -> dict:
 def gptj(k: Keys) -> dict:
     """GPTJConfig: one ln_1 feeding attention and MLP in parallel; q, k, v, out_proj without bias;
     fc_in/fc_out (4 × n_embd when n_inner is null) with biases; the LM head has a bias; untied."""
-    spec = decoder(k, GPT2_NAMES, tied=False, ffn_factor=4, mlp="plain", norm="layernorm", norms_per_layer=1,
+    spec = decoder(k, GPT2_NAMES, tied=False, ffn_factor=GPT_FFN_FACTOR, mlp="plain", norm="layernorm", norms_per_layer=1,
                    parallel_attention=True, mlp_bias=True, lm_head_bias=True)
     rotary = k.count("rotary_dim", default=None)
     if rotary is not None:
@@ -154,7 +155,7 @@ def falcon(k: Keys) -> dict:
     ln_mlp); otherwise multi_query means ONE key/value head whatever num_kv_heads says, and a parallel
     block has one input_layernorm. `bias` puts biases on every linear; plain MLP of 4 × hidden
     (ffn_hidden_size); tied by default."""
-    spec = decoder(k, {**HF_NAMES, "ffn": ("ffn_hidden_size",), "kv": ()}, tied=True, ffn_factor=4,
+    spec = decoder(k, {**HF_NAMES, "ffn": ("ffn_hidden_size",), "kv": ()}, tied=True, ffn_factor=GPT_FFN_FACTOR,
                    mlp="plain", norm="layernorm")
     bias = k.flag("bias", False)
     parallel = k.flag("parallel_attn", True)
