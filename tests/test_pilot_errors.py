@@ -127,7 +127,25 @@ def test_missing_file_and_directory(capsys, tmp_path):
     assert main(["pilot", str(tmp_path / "absent.log"), str(tmp_path)]) == 2
     assert capsys.readouterr().err == (
         f"{tmp_path / 'absent.log'}: cannot read (No such file or directory); expected a readable pilot log file\n"
-        f"{tmp_path}: is a directory; expected a pilot log file\n")
+        f"{tmp_path}: not a regular file (got a folder, expected a pilot log file)\n")
+
+
+def test_special_files_are_refused_before_reading(capsys, tmp_path):
+    # /dev/zero would be read without end (it once filled memory) and a FIFO would block for a writer.
+    import os
+    fifo = tmp_path / "fifo.log"
+    os.mkfifo(fifo)
+    assert main(["pilot", "/dev/zero", str(fifo)]) == 2
+    assert capsys.readouterr().err == (
+        "/dev/zero: not a regular file (got a character device, expected a pilot log file)\n"
+        f"{fifo}: not a regular file (got a FIFO (named pipe), expected a pilot log file)\n")
+
+
+def test_a_line_without_end_is_refused_not_read_whole(capsys, tmp_path, monkeypatch):
+    import proposalkit.pilot as pilot
+    monkeypatch.setattr(pilot, "MAX_LINE_CHARS", 100)     # the real bound is 64 Mi characters
+    assert run(capsys, tmp_path, "step: 1 " + "x" * 500) == (2, (
+        "LOG:1: a line longer than 100 characters; expected a text log\n"))
 
 
 def test_gpus_option_disagreeing_with_the_log(capsys, tmp_path):

@@ -40,18 +40,25 @@ class Refused(Exception):
     """Why a file was not read, as a message; callers turn it into a Problem."""
 
 
-def read_limited(path: str, limit: Limit) -> bytes:
-    """The bytes of the regular file at `path`, at most `limit.bytes` of them; Refused otherwise.
+def open_regular(path: str, what: str) -> tuple[int, os.stat_result]:
+    """A file descriptor of the regular file at `path` and its status; Refused for anything else.
 
     Opened without blocking (a FIFO would wait for a writer), then checked by its
     status before a byte is read; OSError (missing, no permission) passes through.
     """
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):
+        os.close(fd)
+        kind = next((name for test, name in _KINDS if test(status.st_mode)), "a special file")
+        raise Refused(f"not a regular file (got {kind}, expected {what})")
+    return fd, status
+
+
+def read_limited(path: str, limit: Limit) -> bytes:
+    """The bytes of the regular file at `path`, at most `limit.bytes` of them; Refused otherwise."""
+    fd, status = open_regular(path, limit.what)
     try:
-        status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode):
-            kind = next((name for test, name in _KINDS if test(status.st_mode)), "a special file")
-            raise Refused(f"not a regular file (got {kind}, expected {limit.what})")
         if status.st_size > limit.bytes:
             raise Refused(limit.too_large(status.st_size))
         with os.fdopen(fd, "rb") as handle:

@@ -3,11 +3,13 @@ and peak memory (`proposalkit pilot`). Formats: ../../PILOT_LOGS shapes, one rea
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..input.files import Refused, open_regular
 from .common import ANSI, PilotResult, fail
-from .documents import read_json_log
+from .documents import MAX_DOCUMENT_CHARS, read_json_log
 from .summaries import SUMMARY_READERS
 from .training import LINE_READERS as TRAINING_READERS
 
@@ -37,10 +39,32 @@ def read_logs(paths: list[str], options: Options) -> list[PilotResult]:
     return results
 
 
+# The longest line a log may have: one JSON document or JSON line is capped the same
+# (documents.MAX_DOCUMENT_CHARS); a longer line without a newline is not a log, and reading it
+# whole would not be bounded memory.
+MAX_LINE_CHARS = MAX_DOCUMENT_CHARS
+
+
+def _bounded_lines(path: str, handle):
+    """The handle's lines, each read up to MAX_LINE_CHARS; a longer one is an input error."""
+    lineno = 0
+    while True:
+        line = handle.readline(MAX_LINE_CHARS)
+        if not line:
+            return
+        lineno += 1
+        if len(line) == MAX_LINE_CHARS and not line.endswith("\n"):
+            raise fail(path, f"a line longer than {MAX_LINE_CHARS:,} characters; expected a text log", lineno)
+        yield line
+
+
 def read_log(path: str, options: Options) -> PilotResult:
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            result = _read(path, handle, options)
+        fd, _ = open_regular(path, "a pilot log file")
+        with os.fdopen(fd, encoding="utf-8", errors="replace") as handle:
+            result = _read(path, _bounded_lines(path, handle), options)
+    except Refused as error:
+        raise fail(path, str(error)) from None
     except IsADirectoryError:
         raise fail(path, "is a directory; expected a pilot log file") from None
     except OSError as error:
