@@ -68,8 +68,9 @@ def test_a_7b_model_served_in_bf16_by_hand():
 
 
 def test_the_example_lora_sweep_through_the_cli(capsys):
-    # workloads/code-models.yaml, lora-sweep (Llama 3.1 8B LoRA on one a100-80gb):
-    # its five components sum to 26,965,712,896 bytes allocated;
+    # workloads/code-models.yaml, lora-sweep (Llama 3.1 8B LoRA on one a100-40gb): its five
+    # components sum to 26,965,712,896 bytes allocated (a regression pin: the same sum as the
+    # plan of commit 2cca5cc, before the three statistics existed; the relations below are the test);
     # reserved = 26,965,712,896 + ⌈2,696,571,289.6⌉ = 29,662,284,186;
     # device = 29,662,284,186 + 1,073,741,824 = 30,736,026,010 (= per_gpu_bytes).
     w = next(w for w in _plan_json(EXAMPLE, capsys)["workloads"] if w["name"] == "lora-sweep")
