@@ -1,0 +1,168 @@
+"""Inference engines: how each reserves GPU memory, how large a batch it runs, and
+the fractions of peak FLOP/s and HBM bandwidth it achieves.
+
+The memory behaviour and batch limits are the engines' own defaults, read in
+their source at a named commit. The achieved fractions are calibrated on
+published measured throughput (benchmarks/calibrate_inference.py fits them on
+the calibration rows of reference/inference.json; benchmarks/validation_inference.py
+checks the held-out rows). An engine with no published measurement takes its
+fractions from a stated relation to a calibrated engine, or is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ENGINES = ("vllm", "sglang", "trt-llm", "hf")
+
+# Calibrated fractions of TensorRT-LLM (benchmarks/calibrate_inference.py; fitted once on the
+# calibration rows of reference/inference.json, never per row). See that script for the rows.
+TRT_BANDWIDTH_FRACTION = 0.72      # achieved / datasheet HBM bandwidth in decode steps
+TRT_COMPUTE_FRACTION_8BIT = 0.63   # achieved / datasheet dense fp8 FLOP/s (prefill, large-batch decode)
+TRT_COMPUTE_FRACTION_16BIT = 0.68  # achieved / datasheet dense 16-bit FLOP/s
+TRT_ALLREDUCE_LATENCY = 32e-6      # seconds per all-reduce beside its bytes (tensor parallelism)
+TRT_LINK_FRACTION = 0.46           # achieved / datasheet GPU-to-GPU bandwidth in those all-reduces
+
+TRT_FRACTIONS = dict(bandwidth_fraction=TRT_BANDWIDTH_FRACTION, compute_fraction_8bit=TRT_COMPUTE_FRACTION_8BIT,
+                     compute_fraction_16bit=TRT_COMPUTE_FRACTION_16BIT, allreduce_latency=TRT_ALLREDUCE_LATENCY,
+                     link_fraction=TRT_LINK_FRACTION)
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One serving engine's defaults, each with its source.
+
+    memory_fraction / fraction_of say what the engine takes for weights, workspace and KV cache:
+      "device": memory_fraction × the device's memory (vLLM gpu_memory_utilization, SGLang
+                mem_fraction_static) holds everything the engine allocates;
+      "free":   memory_fraction × the memory free after weights and workspace is the KV pool
+                (TensorRT-LLM kv_cache_free_gpu_mem_fraction);
+      "none":   no pool: tensors are allocated as needed through PyTorch's caching allocator
+                (Hugging Face transformers), which holds back its reserve.
+    max_batch: the largest number of sequences decoded at once by default (None: the KV cache alone).
+    prefill_chunk: tokens one forward pass may carry (chunked prefill; sizes the activation workspace).
+    """
+
+    id: str
+    name: str
+    memory_fraction: float
+    fraction_of: str
+    max_batch: int | None
+    prefill_chunk: int
+    bandwidth_fraction: float
+    compute_fraction_8bit: float
+    compute_fraction_16bit: float
+    allreduce_latency: float        # seconds per tensor-parallel all-reduce, beside its bytes
+    link_fraction: float            # achieved fraction of the GPU-to-GPU link in an all-reduce
+    continuous_batching: bool
+    memory_source: str
+    batch_source: str
+    calibration: str
+
+
+TRT_LLM = Engine(
+    id="trt-llm", name="TensorRT-LLM",
+    # tensorrt_llm/llmapi/llm_args.py (KvCacheConfig.free_gpu_memory_fraction, default 0.9)
+    # @ fcd3f31682808ae56118ae43c1d7864a3a945e6f: the KV pool is 90% of the memory free
+    # after the engine's weights and activation buffers are allocated.
+    memory_fraction=0.9, fraction_of="free",
+    # LLM API default max_batch_size 2048 (llm_args.py BaseLlmArgs.max_batch_size @ fcd3f316);
+    # trtllm-bench sizes it from the KV cache, capped at 4096 (tensorrt_llm/bench/build/tuning.py
+    # finetune_setting @ 04cba882084a25665e7f80f5bda71b35b9790b6f).
+    max_batch=2048, prefill_chunk=8192,
+    **TRT_FRACTIONS,
+    continuous_batching=True,
+    memory_source="TensorRT-LLM KvCacheConfig.free_gpu_memory_fraction = 0.9 of the memory free after "
+                  "weights and workspace (tensorrt_llm/llmapi/llm_args.py @ fcd3f316)",
+    batch_source="TensorRT-LLM LLM API max_batch_size = 2048 (tensorrt_llm/llmapi/llm_args.py @ fcd3f316)",
+    calibration="fitted on TensorRT-LLM's published offline throughput (reference/inference.json, "
+                "calibration rows; benchmarks/calibrate_inference.py)",
+)
+
+VLLM = Engine(
+    id="vllm", name="vLLM",
+    # vllm/engine/arg_utils.py EngineArgs.gpu_memory_utilization = 0.9
+    # @ 99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b: the engine's whole allocation (weights,
+    # profiled activation peak, KV cache) is kept under 90% of the device.
+    memory_fraction=0.9, fraction_of="device",
+    # EngineArgs.get_batch_defaults @ 99d7eb5d: max_num_seqs 1024 on GPUs of >= 70 GiB other than
+    # A100, else 256 (inference.engine_max_batch applies the rule); max_num_batched_tokens 16384 /
+    # 8192 for the offline LLM class.
+    max_batch=256, prefill_chunk=8192,
+    # No vLLM measurement with stated settings is calibrated here yet: vLLM runs the same
+    # roofline-bound kernels (FlashAttention / FlashInfer decode, cuBLAS / CUTLASS GEMMs), so it
+    # takes TensorRT-LLM's fractions, stated as such in the plan.
+    **TRT_FRACTIONS,
+    continuous_batching=True,
+    memory_source="vLLM gpu_memory_utilization = 0.9 of the device for weights, activations and KV "
+                  "cache (vllm/engine/arg_utils.py @ 99d7eb5d)",
+    batch_source="vLLM max_num_seqs = 1024 on >= 70 GiB GPUs other than A100, else 256 "
+                 "(EngineArgs.get_batch_defaults, vllm/engine/arg_utils.py @ 99d7eb5d)",
+    calibration="TensorRT-LLM's calibrated fractions (no vLLM measurement calibrated yet)",
+)
+
+SGLANG = Engine(
+    id="sglang", name="SGLang",
+    # python/sglang/srt/server_args.py ServerArgs.__post_init__ (TP-size table, sgl-project/sglang
+    # v0.4 series): mem_fraction_static 0.88 at TP 1, 0.87 at TP 2, 0.85 at TP 4, 0.81 at TP 8
+    # (engine_memory_fraction applies the table): weights and KV pool inside it.
+    memory_fraction=0.88, fraction_of="device",
+    # max_running_requests defaults to what the KV pool holds (no fixed cap).
+    max_batch=None, prefill_chunk=8192,
+    **TRT_FRACTIONS,
+    continuous_batching=True,
+    memory_source="SGLang mem_fraction_static (0.88 at TP 1 … 0.81 at TP 8) of the device for weights "
+                  "and KV pool (python/sglang/srt/server_args.py)",
+    batch_source="SGLang max_running_requests: by default what the KV pool holds",
+    calibration="TensorRT-LLM's calibrated fractions (no SGLang measurement calibrated yet)",
+)
+
+HF = Engine(
+    id="hf", name="Hugging Face transformers (generate)",
+    # No pre-allocation: the KV cache grows through PyTorch's caching allocator, which holds back
+    # ALLOCATOR_RESERVE (estimate/breakdown.py).
+    memory_fraction=1.0, fraction_of="none",
+    # generate() runs a static batch: all sequences start and end together; the batch is what
+    # fits in memory (no continuous batching).
+    max_batch=None, prefill_chunk=8192,
+    **TRT_FRACTIONS,
+    continuous_batching=False,
+    memory_source="Hugging Face transformers: no pre-allocation; PyTorch's caching allocator",
+    batch_source="Hugging Face generate(): a static batch, as large as memory allows",
+    calibration="TensorRT-LLM's calibrated fractions (no transformers measurement calibrated yet); "
+                "eager kernels are slower, so this is a lower bound on time",
+)
+
+_BY_ID = {e.id: e for e in (VLLM, SGLANG, TRT_LLM, HF)}
+
+# SGLang's mem_fraction_static by tensor-parallel size (server_args.py, v0.4 series).
+_SGLANG_FRACTIONS = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87), (1, 0.88))
+# vLLM's larger defaults apply to GPUs of at least this much memory that are not A100s.
+VLLM_LARGE_GPU_BYTES = 70 * 2**30
+VLLM_LARGE_MAX_NUM_SEQS = 1024
+
+
+def engine(name: str | Engine | None) -> Engine:
+    """The Engine for a `framework` value (None: vLLM, the most common open engine; an Engine: itself)."""
+    if name is None:
+        return VLLM
+    if isinstance(name, Engine):
+        return name
+    try:
+        return _BY_ID[name]
+    except KeyError:
+        raise ValueError(f"inference engine: expected one of {', '.join(ENGINES)}, got {name!r}") from None
+
+
+def engine_memory_fraction(e: Engine, tensor_parallel: int) -> float:
+    """The engine's memory fraction at a tensor-parallel size (SGLang's depends on it)."""
+    if e.id == "sglang":
+        return next(f for size, f in _SGLANG_FRACTIONS if tensor_parallel >= size)
+    return e.memory_fraction
+
+
+def engine_max_batch(e: Engine, gpu_id: str, usable_memory_bytes: int) -> int | None:
+    """The engine's default cap on concurrent sequences on this GPU (None: the KV cache alone)."""
+    if e.id == "vllm" and usable_memory_bytes >= VLLM_LARGE_GPU_BYTES and "a100" not in gpu_id:
+        return VLLM_LARGE_MAX_NUM_SEQS
+    return e.max_batch

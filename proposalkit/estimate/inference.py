@@ -1,0 +1,402 @@
+"""Inference speed: prefill and decode on one model replica, a roofline with calibrated fractions.
+
+How to call it (all arguments plain values; nothing here reads a workload):
+
+    from proposalkit.catalog import gpus, models
+    from proposalkit.estimate.inference import replica, batch_job, service, prefill, decode_step
+
+    rep = replica(models()["llama-3.1-8b"], gpus()["h100-80gb"], tensor_parallel=1,
+                  precision="bf16", engine="vllm", kv_precision=None)   # kv_precision None: the weights'
+                                                                        # 16-bit width, or fp8 for fp8 weights
+    rep.kv_tokens                         # tokens the KV pool holds (per replica)
+    rep.max_concurrency(1000, 500)        # sequences of 1000 + 500 tokens at once (KV and engine cap)
+    prefill(rep, 1000)                    # Prefill: seconds (the TTFT of a lone request), flops
+    decode_step(rep, batch=64, context=1250)   # Step: seconds (= TPOT), bytes_read, flops, bound
+    job = batch_job(rep, requests=200_000, input_tokens=1000, output_tokens=500, replicas=1)
+    job.runtime_seconds, job.output_tokens_per_second, job.batch, job.step
+    svc = service(rep, request_rate=5, input_tokens=1000, output_tokens=500, ttft_ms=1000, tpot_ms=50)
+    svc.replicas, svc.concurrency, svc.ttft_ms, svc.tpot_ms, svc.max_rate_per_replica   # (serving.py)
+
+Errors: InferenceError (a ValueError) whose message says what is achievable: weights that do not
+fit, a sequence longer than the KV pool or the model's context, a latency target below what one
+replica can reach (InferenceError.achievable holds the best value, in the target's unit).
+
+The model (DESIGN.md "Compute and runtime"; Kwon et al. 2023 for the KV cache; Williams et al.
+2009 for the roofline):
+  memory per GPU   weights (estimate/memory.weight_bytes ÷ t) + one forward pass's activation
+                   workspace (estimate/activations) + the CUDA context; the engine's pool rule
+                   (estimate/engines.py) leaves the KV pool; KV bytes per token per GPU =
+                   L × 2·kv·d (or MLA's latent) × bytes, kv heads ÷ t (at least one).
+  prefill          compute bound: 2·P_matmul FLOPs per prompt token (matmul_params: active
+                   parameters, the embedding lookup left out) + causal attention 2·L·s·a·d per
+                   token at prompt position s averaged (QKᵀ and AV, 4·a·d per cached key, half
+                   of the s² square computed: FlashAttention skips masked blocks), at the
+                   engine's achieved fraction of the GPU's peak for the precision (fp8 where the
+                   catalog row gives fp8 FLOP/s and the weights are fp8, else 16-bit).
+  decode step      roofline: max(bytes read / achieved bandwidth, FLOPs / achieved FLOP/s);
+                   bytes = the weights once + every active sequence's KV cache; FLOPs = batch ×
+                   (2·P_matmul + 4·L·c·a·d at context c). Tensor parallel t: each GPU reads 1/t
+                   and computes 1/t, plus two all-reduces per layer (Shoeybi et al. 2019 §3) of
+                   the tokens' 16-bit activations over the GPU-to-GPU link (Replica.allreduce_seconds).
+  batch job        continuous batching at the largest batch the KV pool and the engine allow;
+                   each request reserves input + output tokens (TensorRT-LLM's GUARANTEED_NO_EVICT
+                   scheduler); the mean sequence holds input + output/2 tokens; prefill of every
+                   prompt + decode steps of the batch: runtime = requests·prefill + requests·output/batch·step.
+  decode step      per operator: linear layers max(weights / BW, 2·P·batch / FLOP/s), then attention
+                   max(KV bytes / BW, its FLOPs / FLOP/s): separate kernels, one after the other.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..units import bytes_per_element
+from .activations import inference_activation_bytes
+from .breakdown import ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES
+from .engines import Engine, engine as engine_named, engine_max_batch, engine_memory_fraction
+from .memory import InferenceSetup, kv_heads_per_gpu, weight_bytes
+from .precision import INFERENCE_PRECISIONS, KV_PRECISIONS, check_choice
+from .shapes import ModelSpec, attention_head_size, is_mla, kv_values_per_token_per_layer, matmul_params, require_architecture
+
+
+class InferenceError(ValueError):
+    """A configuration or target one replica cannot meet; `achievable` is the best value, if any."""
+
+    def __init__(self, message: str, achievable: float | None = None):
+        super().__init__(message)
+        self.achievable = achievable
+
+
+# GPU-to-GPU bandwidth, one direction (half the datasheet's bidirectional figure), by catalog id.
+INTERCONNECT = {
+    "a100-40gb": 300e9,     # A100 datasheet, SXM: NVLink 600 GB/s
+    "a100-80gb": 300e9,     # A100 datasheet, SXM: NVLink 600 GB/s
+    "h100-80gb": 450e9,     # H100 datasheet, SXM: NVLink 900 GB/s
+    "h200": 450e9,          # H200 datasheet, SXM: NVLink 900 GB/s
+    "b200": 900e9,          # HGX B200 datasheet: fifth-generation NVLink 1.8 TB/s per GPU
+    "v100-32gb": 150e9,     # V100 datasheet, SXM2: NVLink 300 GB/s
+    "h100-pcie": 64e9,      # H100 datasheet, PCIe: PCIe Gen5 128 GB/s (without the optional NVLink bridge)
+}
+# Any other GPU: PCIe Gen4 x16, 64 GB/s both ways (PCI-SIG PCIe 4.0: 16 GT/s × 16 lanes).
+PCIE4_X16 = 32e9
+# Activations exchanged in tensor-parallel all-reduces are 16-bit.
+ACTIVATION_BYTES = 2
+
+# Precisions whose matrix multiplies run on 8-bit tensor cores when the GPU has them (W8A8 fp8).
+# int8 and int4 checkpoints here are weight-only (GPTQ/AWQ/bitsandbytes): dequantized to 16 bits.
+EIGHT_BIT_COMPUTE = ("fp8",)
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One model copy on `tensor_parallel` GPUs of one type, under one engine. Bytes are per GPU."""
+
+    model: ModelSpec
+    gpu: object                     # catalog.GPUSpec
+    tensor_parallel: int
+    precision: str
+    kv_precision: str
+    engine: Engine
+    weights_bytes: int              # per GPU
+    workspace_bytes: int            # activations of one forward pass + CUDA context, per GPU
+    kv_pool_bytes: int              # per GPU
+    kv_bytes_per_token: int         # per GPU, all layers (the rank's share of the kv heads)
+    peak_flops: float               # per GPU, at the compute precision
+    compute_fraction: float
+    compute_precision: str          # "fp8" or "16-bit"
+    notes: tuple[str, ...] = ()
+
+    @property
+    def kv_tokens(self) -> int:
+        """Tokens the KV pool holds, all sequences together."""
+        return self.kv_pool_bytes // self.kv_bytes_per_token if self.kv_bytes_per_token else 0
+
+    @property
+    def max_batch(self) -> int | None:
+        return engine_max_batch(self.engine, self.gpu.id, self.gpu.usable_memory_bytes)
+
+    def max_concurrency(self, input_tokens: int, output_tokens: int) -> int:
+        """Sequences of input + output tokens held at once: the KV pool ÷ (input + output), capped by
+        the engine's max batch. 0 when not even one fits."""
+        tokens = input_tokens + output_tokens
+        fits = self.kv_tokens // tokens
+        cap = self.max_batch
+        return min(fits, cap) if cap is not None else fits
+
+    @property
+    def achieved_bandwidth(self) -> float:
+        """Bytes per second each GPU reads in a decode step: the engine's fraction of the datasheet."""
+        return self.engine.bandwidth_fraction * self.gpu.memory_bandwidth
+
+    @property
+    def achieved_flops(self) -> float:
+        return self.compute_fraction * self.peak_flops
+
+    @property
+    def link_bandwidth(self) -> float:
+        """Bytes per second one GPU sends to its peers (one direction), from INTERCONNECT."""
+        return INTERCONNECT.get(self.gpu.id, PCIE4_X16)
+
+    def allreduce_seconds(self, tokens: int) -> float:
+        """The tensor-parallel all-reduces of one forward pass over `tokens` tokens: two per layer
+        (after attention and after the MLP; Shoeybi et al. 2019 §3), each of tokens × h 16-bit
+        values, as a ring: 2(t − 1)/t of the bytes cross each GPU's link (Patarasuk & Yuan 2009),
+        at the engine's achieved fraction of it, plus a fixed latency per all-reduce. 0 at t = 1."""
+        t = self.tensor_parallel
+        if t == 1:
+            return 0.0
+        size = tokens * self.model.hidden * ACTIVATION_BYTES
+        one = self.engine.allreduce_latency + 2 * (t - 1) / t * size / (self.engine.link_fraction * self.link_bandwidth)
+        return 2 * self.model.layers * one
+
+
+@dataclass(frozen=True)
+class Prefill:
+    tokens: int                     # prompt tokens of one request
+    batch: int                      # prompts processed together
+    flops: float                    # per GPU
+    seconds: float                  # wall time of the forward pass
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens * self.batch / self.seconds
+
+
+@dataclass(frozen=True)
+class Step:
+    """One decode iteration: `batch` sequences generate one token each at `context` cached tokens.
+    Per-operator roofline: the linear layers take max(weights / bandwidth, their FLOPs / FLOP/s),
+    attention max(KV bytes / bandwidth, its FLOPs / FLOP/s); the two run one after the other."""
+
+    batch: int
+    context: int                    # tokens each sequence holds (mean)
+    bytes_read: int                 # per GPU: weights + KV of every sequence
+    flops: float                    # per GPU
+    linear_seconds: float
+    attention_seconds: float
+    seconds: float                  # linear + attention + the tensor-parallel all-reduces
+    bound: str                      # "memory" or "compute": what limits the linear layers
+
+    @property
+    def tokens_per_second(self) -> float:
+        """Output tokens per second of the iteration."""
+        return self.batch / self.seconds
+
+
+@dataclass(frozen=True)
+class BatchJob:
+    requests: int                   # of one replica
+    input_tokens: int
+    output_tokens: int
+    replicas: int
+    batch: int                      # sequences decoded at once per replica
+    prefill: Prefill                # one prompt (batch 1)
+    step: Step                      # a decode step at `batch` and the mean context
+    prefill_seconds: float          # all prompts of one replica
+    decode_seconds: float
+    runtime_seconds: float          # wall clock (replicas in parallel)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def output_tokens_per_second(self) -> float:
+        """All replicas together (CONTRACT: tokens_per_second of batch inference)."""
+        return self.requests * self.replicas * self.output_tokens / self.runtime_seconds
+
+    @property
+    def prefill_tokens_per_second(self) -> float:
+        """Prompt tokens per second of one replica while prefilling."""
+        return self.prefill.tokens_per_second
+
+    @property
+    def ttft_seconds(self) -> float:
+        return self.prefill.seconds
+
+    @property
+    def tpot_seconds(self) -> float:
+        return self.step.seconds
+
+
+# --------------------------------------------------------------------------
+# The replica: memory.
+# --------------------------------------------------------------------------
+
+
+def default_kv_precision(precision: str) -> str:
+    """The KV cache's width when none is given: fp8 beside fp8 weights (TensorRT-LLM's FP8
+    checkpoints quantize the KV cache too), else the 16-bit activation width (fp32 for fp32)."""
+    if precision == "fp8":
+        return "fp8"
+    return "fp32" if precision == "fp32" else ("fp16" if precision == "fp16" else "bf16")
+
+
+def kv_bytes_per_token_per_gpu(model: ModelSpec, kv_precision: str, tensor_parallel: int) -> int:
+    """KV cache of one token, all layers, on one tensor-parallel rank: L × 2·(kv ÷ t)·d × bytes
+    (kv heads at least one per rank; MLA's latent kept whole on every rank) (estimate/shapes.py)."""
+    per_layer = kv_values_per_token_per_layer(model, kv_heads_per_gpu(model, tensor_parallel))
+    return math.ceil(model.layers * per_layer * bytes_per_element(kv_precision))
+
+
+def replica(model: ModelSpec, gpu, *, tensor_parallel: int = 1, precision: str = "bf16",
+            engine: str | Engine | None = "vllm", kv_precision: str | None = None) -> Replica:
+    """The memory side of one replica: weights, workspace and KV pool per GPU, under the engine's rule."""
+    require_architecture(model, "the inference speed model")
+    check_choice(precision, INFERENCE_PRECISIONS, "precision")
+    kv_precision = kv_precision or default_kv_precision(precision)
+    check_choice(kv_precision, KV_PRECISIONS, "kv_precision")
+    if tensor_parallel < 1:
+        raise ValueError(f"tensor_parallel must be positive, got {tensor_parallel}")
+    e = engine_named(engine)
+    t = tensor_parallel
+    notes: list[str] = []
+    weights = math.ceil(weight_bytes(model, precision) / t)
+    activations = inference_activation_bytes(
+        model, InferenceSetup(context=e.prefill_chunk, batch=1, precision=precision,
+                              kv_precision=kv_precision, tensor_parallel=t, prefill_tokens=e.prefill_chunk))
+    workspace = activations + CUDA_CONTEXT_BYTES
+    device = gpu.usable_memory_bytes
+    fraction = engine_memory_fraction(e, t)
+    if e.fraction_of == "device":
+        pool = fraction * device - weights - workspace
+        notes.append(f"{e.name} takes {fraction:g} of the GPU's {device / 2**30:.1f} GiB for weights, "
+                     f"workspace and KV cache ({e.memory_source})")
+    elif e.fraction_of == "free":
+        pool = fraction * (device - weights - workspace)
+        notes.append(f"{e.name} gives {fraction:g} of the memory free after weights and workspace to "
+                     f"the KV cache ({e.memory_source})")
+    else:
+        pool = device / (1 + ALLOCATOR_RESERVE) - weights - workspace
+        notes.append(f"{e.name} allocates as it goes: the caching allocator holds back "
+                     f"{ALLOCATOR_RESERVE:.0%} of what is allocated")
+    if pool <= 0:
+        need = weights + workspace
+        raise InferenceError(
+            f"{model.id} at {precision} on {t} × {gpu.id}: weights {weights / 1e9:.2f} GB + workspace "
+            f"{workspace / 1e9:.2f} GB per GPU leave no room for a KV cache under {e.name}'s memory rule; "
+            f"use more tensor-parallel GPUs (at least {math.ceil(t * need / (fraction * device))}), "
+            "a smaller precision or a larger GPU")
+    compute_precision = "fp8" if precision in EIGHT_BIT_COMPUTE and gpu.peak_fp8_flops else "16-bit"
+    if compute_precision == "fp8":
+        peak, cf = gpu.peak_fp8_flops, e.compute_fraction_8bit
+    else:
+        peak, cf = gpu.peak_16bit_flops, e.compute_fraction_16bit
+        if precision in ("fp8", "int8", "int4"):
+            notes.append(f"{precision} weights are dequantized to 16-bit for the matrix multiplies on "
+                         f"{gpu.id} (weight-only quantization): compute at the 16-bit peak")
+    return Replica(model=model, gpu=gpu, tensor_parallel=t, precision=precision, kv_precision=kv_precision,
+                   engine=e, weights_bytes=weights, workspace_bytes=workspace, kv_pool_bytes=int(pool),
+                   kv_bytes_per_token=kv_bytes_per_token_per_gpu(model, kv_precision, t),
+                   peak_flops=peak, compute_fraction=cf, compute_precision=compute_precision,
+                   notes=tuple(notes))
+
+
+# --------------------------------------------------------------------------
+# Prefill and decode.
+# --------------------------------------------------------------------------
+
+
+def attention_width(model: ModelSpec) -> Fraction | int:
+    """a·d of the attention products QKᵀ and AV (MLA: the mean of the query-key and value widths)."""
+    return model.heads * attention_head_size(model)
+
+
+def prefill_flops_per_sequence(model: ModelSpec, tokens: int) -> float:
+    """Forward FLOPs of a prompt of `tokens`: 2·P_matmul·s + causal attention 2·L·s²·a·d
+    (QKᵀ and AV over the lower triangle of the s × s scores)."""
+    return 2 * matmul_params(model) * tokens + 2 * model.layers * tokens * tokens * attention_width(model)
+
+
+def decode_flops_per_token(model: ModelSpec, context: int) -> float:
+    """Forward FLOPs of one generated token at `context` cached tokens: 2·P_matmul + 4·L·c·a·d."""
+    return 2 * matmul_params(model) + 4 * model.layers * context * attention_width(model)
+
+
+def prefill(rep: Replica, input_tokens: int, batch: int = 1) -> Prefill:
+    """The forward pass over `batch` prompts of `input_tokens`: compute bound, per GPU ÷ t."""
+    _check_context(rep, input_tokens)
+    flops = batch * prefill_flops_per_sequence(rep.model, input_tokens) / rep.tensor_parallel
+    seconds = flops / rep.achieved_flops + rep.allreduce_seconds(batch * input_tokens)
+    return Prefill(tokens=input_tokens, batch=batch, flops=flops, seconds=seconds)
+
+
+def decode_step(rep: Replica, batch: int, context: int) -> Step:
+    """One decode iteration: `batch` sequences holding `context` tokens each generate one token.
+    Per GPU, each operator on its own roofline (see Step)."""
+    if batch < 1:
+        raise ValueError(f"batch must be positive, got {batch}")
+    m, t = rep.model, rep.tensor_parallel
+    kv_bytes = batch * context * rep.kv_bytes_per_token
+    linear_flops = 2 * matmul_params(m) * batch / t
+    attention_flops = batch * 4 * m.layers * context * attention_width(m) / t
+    linear_memory = rep.weights_bytes / rep.achieved_bandwidth
+    linear_compute = linear_flops / rep.achieved_flops
+    linear = max(linear_memory, linear_compute)
+    attention = max(kv_bytes / rep.achieved_bandwidth, attention_flops / rep.achieved_flops)
+    return Step(batch=batch, context=context, bytes_read=rep.weights_bytes + kv_bytes,
+                flops=linear_flops + attention_flops, linear_seconds=linear, attention_seconds=attention,
+                seconds=linear + attention + rep.allreduce_seconds(batch),
+                bound="memory" if linear_memory >= linear_compute else "compute")
+
+
+def _check_context(rep: Replica, tokens: int) -> None:
+    if tokens < 1:
+        raise ValueError(f"token counts must be positive, got {tokens}")
+    most = rep.model.max_context
+    if most is not None and tokens > most:
+        raise InferenceError(f"{tokens:,} tokens per sequence exceed {rep.model.id}'s maximum context "
+                             f"of {most:,}", achievable=most)
+
+
+def _batch_for(rep: Replica, input_tokens: int, output_tokens: int) -> int:
+    _check_context(rep, input_tokens + output_tokens)
+    most = rep.max_concurrency(input_tokens, output_tokens)
+    if most < 1:
+        raise InferenceError(
+            f"one sequence of {input_tokens + output_tokens:,} tokens needs "
+            f"{(input_tokens + output_tokens) * rep.kv_bytes_per_token / 1e9:.2f} GB of KV cache per GPU; "
+            f"{rep.engine.name} leaves {rep.kv_pool_bytes / 1e9:.2f} GB on {rep.tensor_parallel} × {rep.gpu.id} "
+            f"({rep.kv_tokens:,} tokens): use more tensor-parallel GPUs or a larger GPU",
+            achievable=rep.kv_tokens)
+    return most
+
+
+def mean_context(input_tokens: int, output_tokens: int) -> int:
+    """Tokens the average sequence holds while decoding: input + output/2 (rounded up)."""
+    return input_tokens + (output_tokens + 1) // 2
+
+
+def batch_job(rep: Replica, requests: int, input_tokens: int, output_tokens: int, replicas: int = 1,
+              batch: int | None = None) -> BatchJob:
+    """`requests` prompts of `input_tokens`, each generating `output_tokens`, split over `replicas`.
+
+    batch: at most this many sequences at once (None: what the KV pool and the engine allow).
+    The GPU's time is the prefill of every prompt plus the decode steps: runtime =
+    requests × prefill(input) + requests × output / batch × step(batch, input + output/2).
+    Engines overlap part of the prefill with decode steps (chunked prefill, in-flight batching),
+    but against TensorRT-LLM's measurements the sum fits better than a model in which prompt
+    tokens ride free in memory-bound steps (benchmarks/calibrate_inference.py, both compared)."""
+    if requests < 1 or replicas < 1:
+        raise ValueError("requests and replicas must be positive")
+    per_replica = math.ceil(requests / replicas)
+    most = _batch_for(rep, input_tokens, output_tokens)
+    if batch is not None and batch > most:
+        raise InferenceError(f"batch {batch}: {rep.engine.name} holds at most {most} sequences of "
+                             f"{input_tokens + output_tokens:,} tokens on {rep.tensor_parallel} × {rep.gpu.id}",
+                             achievable=most)
+    batch = min(batch or most, per_replica)
+    one = prefill(rep, input_tokens)
+    step = decode_step(rep, batch, mean_context(input_tokens, output_tokens))
+    prefill_seconds = per_replica * one.seconds
+    decode_seconds = per_replica * output_tokens / batch * step.seconds
+    notes = (f"batch {batch}: the KV pool holds {rep.kv_tokens:,} tokens = "
+             f"{rep.kv_tokens // (input_tokens + output_tokens):,} sequences of "
+             f"{input_tokens:,} + {output_tokens:,} tokens"
+             + (f", {rep.engine.name}'s max batch {rep.max_batch}" if rep.max_batch is not None else ""),)
+    return BatchJob(requests=per_replica, input_tokens=input_tokens, output_tokens=output_tokens,
+                    replicas=replicas, batch=batch, prefill=one, step=step, prefill_seconds=prefill_seconds,
+                    decode_seconds=decode_seconds, runtime_seconds=prefill_seconds + decode_seconds,
+                    notes=rep.notes + notes)
+
+
+from .serving import Service, service  # noqa: E402  (the API's last part; serving imports from here)

@@ -1,0 +1,70 @@
+"""The inference validation table (benchmarks/validation_inference.py) meets issue 13's targets,
+and the calibrated constants in proposalkit/estimate/engines.py are the fit's."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from proposalkit.estimate import engines
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _load(name: str):
+    """A script of benchmarks/ as a module (they import each other by name)."""
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    return importlib.import_module(name)
+
+
+validation = _load("validation_inference")
+
+# Rows beyond ±35%, each with its diagnosis (a new one fails the test).
+KNOWN_OUTLIERS = {
+    # TensorRT-LLM v0.5 (2023) fp8 prefill on an H100: 36 ms for 2,048 tokens is 39% of the fp8
+    # peak; today's trtllm-bench rows, which the fraction is fitted on, reach more.
+    "TRT05-LLAMA7B-H100-PREFILL-2048",
+}
+
+
+@pytest.fixture(scope="module")
+def results():
+    return validation.results()
+
+
+def test_every_reference_row_is_in_the_table(results):
+    import json
+    reference = Path("/work/shared/reference/inference.json")
+    ids = {r.id for r in results}
+    if reference.exists():
+        assert {row["id"] for row in json.loads(reference.read_text())} <= ids
+    assert len(ids) == len(results)
+
+
+def test_median_error_within_15_percent(results):
+    done = [r for r in results if r.error is not None]
+    held = [r for r in done if r.role == "validate"]
+    assert validation.median_abs(done) <= validation.MEDIAN_TARGET
+    assert validation.median_abs(held) <= validation.MEDIAN_TARGET
+
+
+def test_every_row_within_35_percent_but_the_known_outliers(results):
+    beyond = {r.id for r in results if r.error is not None and abs(r.error) > validation.ROW_TARGET}
+    assert beyond <= KNOWN_OUTLIERS
+
+
+def test_render_names_the_calibration(results):
+    text = validation.render(results)
+    assert "### Calibration" in text and "TensorRT-LLM" in text
+    assert text.count("| calibrate |") == sum(r.role == "calibrate" for r in results)
+
+
+def test_constants_are_the_fit():
+    calibrate = _load("calibrate_inference")
+    fitted = calibrate.fit()
+    for name in calibrate.PARAMETERS:
+        assert getattr(fitted, name) == pytest.approx(getattr(engines.TRT_LLM, name)), name
