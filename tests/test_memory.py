@@ -287,10 +287,13 @@ def test_checkpointing_and_flash_attention_reduce_activations():
     ckpt, _ = training_activation_bytes(LLAMA2_7B, TrainingSetup(**{**base.__dict__, "flash_attention": True,
                                                                    "activation_checkpointing": True}))
     assert plain > flash > ckpt > 0
-    # checkpointed: L layer inputs (2·s·b·h each) + one layer + output layer (2·2·sbh + 4·s·b·v)
+    # checkpointed: L layer inputs (2·s·b·h each) + the last norm's and the head's inputs (2·2·sbh), then
+    # the larger of the loss's peak (12 B per fp32-upcast logit, estimate/loss.py), at the end of the
+    # forward, and the layer recomputed later in the backward: phases, not a sum.
     s, b, h, v = 4096, 2, 4096, 32000
     one_layer = activation_bytes_per_layer(LLAMA2_7B, s, b, flash_attention=True)
-    assert ckpt == 32 * 2 * s * b * h + one_layer + 4 * s * b * h + 4 * s * b * v
+    assert 12 * s * b * v > one_layer
+    assert ckpt == 32 * 2 * s * b * h + 4 * s * b * h + 12 * s * b * v
 
 
 def test_params_only_model_has_no_activation_estimate_and_says_so():

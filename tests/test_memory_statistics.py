@@ -69,16 +69,17 @@ def test_a_7b_model_served_in_bf16_by_hand():
 
 def test_the_example_lora_sweep_through_the_cli(capsys):
     # workloads/code-models.yaml, lora-sweep (Llama 3.1 8B LoRA on one a100-40gb): its five
-    # components sum to 26,965,712,896 bytes allocated (a regression pin: the same sum as the
-    # plan of commit 2cca5cc, before the three statistics existed; the relations below are the test);
-    # reserved = 26,965,712,896 + ⌈2,696,571,289.6⌉ = 29,662,284,186;
-    # device = 29,662,284,186 + 1,073,741,824 = 30,736,026,010 (= per_gpu_bytes).
+    # components sum to 26,965,712,896 bytes allocated in the plan of commit 2cca5cc (a regression
+    # pin; the relations below are the test), plus the loss counted at 12 B per logit instead of 4
+    # (estimate/loss.py: cross_entropy on fp32-upcast logits): 8 × 2,048 tokens × 128,256 = 2,101,346,304,
+    # so 29,067,059,200; reserved = 29,067,059,200 + ⌈2,906,705,920⌉ = 31,973,765,120;
+    # device = 31,973,765,120 + 1,073,741,824 = 33,047,506,944 (= per_gpu_bytes).
     w = next(w for w in _plan_json(EXAMPLE, capsys)["workloads"] if w["name"] == "lora-sweep")
     memory = w["memory"]
     allocated = sum(memory["components"][k] for k in COMPONENTS)
-    assert memory["allocated_bytes"] == allocated == 26_965_712_896
-    assert memory["reserved_bytes"] == allocated + math.ceil(allocated * RESERVE) == 29_662_284_186
-    assert memory["device_bytes"] == memory["reserved_bytes"] + CONTEXT == 30_736_026_010
+    assert memory["allocated_bytes"] == allocated == 26_965_712_896 + 8 * 2_048 * 128_256 == 29_067_059_200
+    assert memory["reserved_bytes"] == allocated + math.ceil(allocated * RESERVE) == 31_973_765_120
+    assert memory["device_bytes"] == memory["reserved_bytes"] + CONTEXT == 33_047_506_944
     assert memory["device_bytes"] == memory["per_gpu_bytes"]
     assert memory["components"]["overhead"] == memory["device_bytes"] - memory["allocated_bytes"]
 
@@ -117,8 +118,10 @@ def test_the_report_line_names_the_three_statistics(tmp_path):
     plan = proposalkit.plan(proposalkit.load_files([str(GOLDEN)]))
     proposalkit.write_reports(plan, tmp_path, ["md"])
     lines = [x for x in (tmp_path / "report.md").read_text(encoding="utf-8").splitlines() if x.startswith("- **Which memory:**")]
-    assert lines[0] == (r"- **Which memory:** allocated 24.69 GiB (torch.cuda.max\_memory\_allocated) · "
-                        r"reserved 27.15 GiB (torch.cuda.max\_memory\_reserved) · device 28.15 GiB (nvidia-smi), per GPU")
+    # 24.69 GiB allocated before the loss was counted at 12 B per logit, not 4 (estimate/loss.py):
+    # + 8 × 2,048 tokens × 128,256 = 1.96 GiB; reserved = allocated × 1.1, device = reserved + 1 GiB.
+    assert lines[0] == (r"- **Which memory:** allocated 26.64 GiB (torch.cuda.max\_memory\_allocated) · "
+                        r"reserved 29.31 GiB (torch.cuda.max\_memory\_reserved) · device 30.31 GiB (nvidia-smi), per GPU")
     assert len(lines) == len(plan.workloads)
 
 

@@ -153,19 +153,22 @@ def test_korthikanti_first_pipeline_stage_holds_L_layers():
 
 def test_korthikanti_full_recomputation_keeps_layer_inputs():
     # Table 2, full recomputation: 2sbh per layer (÷ t with sequence parallelism),
-    # plus one layer's activations while it is recomputed and (p = 1) the output
-    # layer: 4sbh/t·(1 + v/h) (§4.3).
+    # plus (p = 1) the output layer's inputs 4sbh/t (§4.3), then the larger of the
+    # layer recomputed in the backward and the loss's peak at the end of the forward:
+    # the paper counts fp32 logits, 4sbv/t; PyTorch's cross_entropy on fp32-upcast
+    # logits keeps 12 B per logit at its backward peak (estimate/loss.py).
     L = 96
     inputs = L * 2 * Fraction(SBH, T)
     one_layer = SBH * (34 + FIVE_AS_H) / T
-    output = 4 * Fraction(SBH, T) * (1 + Fraction(50257, H))
+    loss = 12 * Fraction(S * B * 50257, T)
+    output = 4 * Fraction(SBH, T) + max(one_layer, loss)
     embedding_mask = Fraction(SBH, T)
     setup = TrainingSetup(
         method="full", seq_len=S, micro_batch=B, tensor_parallel=T, flash_attention=False,
         activation_checkpointing=True,
     )
     got, _ = training_activation_bytes(GPT3_175B, setup)
-    assert got == inputs + one_layer + output + embedding_mask
+    assert got == inputs + output + embedding_mask
 
 
 # --- LoRA adapter counts (Hu et al. 2021)

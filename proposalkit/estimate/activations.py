@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from .arith import ceil, check_positive, exact, memo
 from .lora import default_lora, lora_activation_bytes_per_layer
+from .loss import loss_note, loss_peak_bytes
 from .shapes import (
     ModelSpec, expert_ffn_hidden, is_mla, is_moe, largest_linear_params, mlp_matrices, moe_layer_count,
     projection_widths, require_architecture, routed_experts, shared_expert_ffn_hidden,
@@ -31,8 +32,8 @@ if TYPE_CHECKING:
 
 # A dropout mask is stored as 1 byte per element (Korthikanti et al. 2022 §4.1).
 MASK_BYTES = 1
-# Logits for the cross-entropy loss are kept in fp32: 4·s·b·v bytes
-# (Korthikanti et al. 2022 §4.3).
+# Logits of the sampled positions at inference are fp32 (vLLM's sampler
+# upcasts the logits to float32 before sampling).
 LOGIT_BYTES = 4
 # FlashAttention keeps the softmax log-sum-exp statistics, one fp32 value per
 # query row per head, instead of the s x s probabilities (Dao et al. 2022, Alg. 1-2).
@@ -192,8 +193,11 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     Pipeline parallelism with 1F1B: the first stage holds p microbatches of its
     L/p layers, "p × L/p = L layers worth of activations" whatever p is
     (Korthikanti §4.2.3). The embedding dropout mask adds s·b·h·p/t; the last
-    norm (e·sbh/t), the output projection input (e·sbh/t) and the fp32 logits
-    (4·s·b·v/t) sit on the last stage (Korthikanti §4.3). The embedding output
+    norm (e·sbh/t) and the output projection input (e·sbh/t) sit on the last
+    stage (Korthikanti §4.3), with the loss's peak (loss.py: 12 B per logit
+    for cross_entropy on fp32-upcast logits, where the paper counts 4),
+    compared with the recomputed layer: the loss peaks at the end of the
+    forward, the recompute comes later in the backward. The embedding output
     is not counted apart: it is the first layer's input, already counted.
     LoRA adds each adapter's rank-r product x·A (e·s·b·r); QLoRA adds the one
     block matrix that bitsandbytes dequantizes to 16 bits for each matmul.
@@ -229,28 +233,35 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     in_flight = p                     # 1F1B: the first stage holds p microbatches
 
     def stage(microbatches: int) -> Fraction:
+        """What the stage's layers keep for the backward (the recomputed layer apart)."""
         if setup.activation_checkpointing:
-            return microbatches * layers_per_stage * layer_input + layer
+            return microbatches * layers_per_stage * layer_input
         return microbatches * layers_per_stage * layer
 
     embedding_masks = MASK_BYTES * s * b * h * in_flight * replicated if model.dropout else 0
-    output_layer = 2 * e * s * b * h * replicated + LOGIT_BYTES * s * b * v * split
+    # The last stage keeps the final norm's input and (unless the loss is fused) the LM head's input
+    # (Korthikanti §4.3: 2·e·sbh/t), then the loss peaks while every saved activation is still live; a
+    # checkpointed layer is recomputed later, in the backward, after the loss's buffers are freed, so
+    # the two transients are compared, not added (the larger of the phases).
+    head_inputs = (1 if setup.loss == "fused" else 2) * e * s * b * h * replicated
+    loss = loss_peak_bytes(setup.loss, s * b, h, v, e, t)
+    recompute = layer if setup.activation_checkpointing else 0
     if p == 1:
-        total = stage(1) + embedding_masks + output_layer
+        total = stage(1) + embedding_masks + head_inputs + max(loss, recompute)
     else:
-        first = stage(in_flight) + embedding_masks
-        last = stage(1) + output_layer
+        first = stage(in_flight) + embedding_masks + recompute
+        last = stage(1) + head_inputs + max(loss, recompute)
         total = max(first, last)
     total += dequantized
 
     notes = _training_notes(model, setup.method, e, setup.activation_checkpointing, setup.flash_attention,
-                            p, t, sp, layers_per_stage, len(kinds) > 1)
+                            p, t, sp, layers_per_stage, len(kinds) > 1, setup.loss)
     return ceil(total), notes
 
 
 @memo
 def _training_notes(model: ModelSpec, method: str, e: int, checkpointing: bool, flash_attention: bool, p: int,
-                    t: int, sp: bool, layers_per_stage: int, mixed_kinds: bool) -> tuple[str, ...]:
+                    t: int, sp: bool, layers_per_stage: int, mixed_kinds: bool, loss: str) -> tuple[str, ...]:
     """training_activation_bytes()'s notes: the same for every GPU count and ZeRO stage tried."""
     notes = []
     if is_moe(model):
@@ -271,9 +282,10 @@ def _training_notes(model: ModelSpec, method: str, e: int, checkpointing: bool, 
     attention = "FlashAttention (no s×s scores stored)" if flash_attention else "attention scores stored (no FlashAttention)"
     notes.append(
         f"activations: {attention}, {e}-byte values, "
-        f"{'full activation checkpointing (layer inputs + one layer recomputed)' if checkpointing else 'no activation checkpointing'}, "
-        f"fp32 logits 4·s·b·v (Korthikanti et al. 2022 eq. 1, §4.3)"
+        f"{'full activation checkpointing (layer inputs + one layer recomputed)' if checkpointing else 'no activation checkpointing'} "
+        f"(Korthikanti et al. 2022 eq. 1, §4.3)"
     )
+    notes.append(loss_note(loss, e))
     if p > 1:
         notes.append(f"pipeline parallel {p} with 1F1B: the first stage holds {p} microbatches × {layers_per_stage} layers (Korthikanti §4.2.3)")
     if t > 1:

@@ -43,6 +43,7 @@ from .breakdown import (  # noqa: F401  (re-exported: the memory API)
     ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES, DEFAULT_OVERHEAD, MemoryBreakdown, Overhead, overhead_bytes, overhead_note,
 )
 from .lora import LoraSpec, default_lora, lora_trainable_params
+from .loss import DEFAULT_LOSS, LOSSES
 from .precision import (
     ADAPTER_PRECISIONS, FP32_BYTES, INFERENCE_PRECISIONS, KV_PRECISIONS, NF4_BITS, OPTIMIZERS,
     TRAINING_METHODS, TRAINING_PRECISIONS, check_choice, optimizer_state_bytes, quantized_weight_bits,
@@ -81,6 +82,7 @@ class TrainingSetup:
     # model and optimizer parameter"; "we don't support mixed-precision training",
     # torchtune docs/source/tutorials/memory_optimizations.rst).
     master_weights: bool = True
+    loss: str = DEFAULT_LOSS     # standard | chunked | fused (estimate/loss.py)
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,7 @@ def _validate_training(model: ModelSpec, setup: TrainingSetup) -> None:
     if setup.expert_parallel > 1 and (setup.data_parallel % setup.expert_parallel or model.experts % setup.expert_parallel):
         raise ValueError(f"expert_parallel: expected a divisor of the data-parallel GPUs ({setup.data_parallel}) "
                          f"and of the experts ({model.experts}), got {setup.expert_parallel}")
+    check_choice(setup.loss, LOSSES, "loss")
     if setup.zero_stage not in (0, 1, 2, 3):
         raise ValueError(f"zero_stage: expected 0, 1, 2 or 3, got {setup.zero_stage!r}")
     if setup.lora is not None:

@@ -120,7 +120,7 @@ def _check(workload: Workload, model: ModelSpec | None, index: int, source: Sour
     if workload.resource is not None and resource_ids is not None and workload.resource not in resource_ids:
         add(("resource",), unknown_resource(workload.resource, resource_ids))
     if workload.kind == "inference":
-        for name in ("method", "optimizer", "zero_stage", "lora", "data"):
+        for name in ("method", "optimizer", "zero_stage", "lora", "data", "loss"):
             if getattr(workload, name) is not None:
                 add((name,), f"not used by inference (got {name}, expected it only on finetune or pretrain)")
         if workload.hours is None and workload.tokens is None:

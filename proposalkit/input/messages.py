@@ -9,6 +9,7 @@ import difflib
 from typing import TYPE_CHECKING
 
 from ..errors import Problem
+from ..estimate.loss import LOSSES
 from .schema import (
     ACCESS_TIERS, KINDS, LORA_TARGETS, METHODS, OPTIMIZERS, PRECISIONS, TRACKS, UNION_TAGS,
     Data, Lora, ModelShape, Proposal, Storage, Throughput, Workload, WorkloadFields, WorkloadFile, describe,
@@ -77,7 +78,8 @@ _FIELDS_BY_PARENT = {
 }
 
 _CHOICES = {"kind": KINDS, "method": METHODS, "precision": PRECISIONS, "optimizer": OPTIMIZERS,
-            "track": TRACKS, "access_tier": ACCESS_TIERS, "targets": LORA_TARGETS, "mlp": ("gated", "plain")}
+            "track": TRACKS, "access_tier": ACCESS_TIERS, "targets": LORA_TARGETS, "mlp": ("gated", "plain"),
+            "loss": LOSSES}
 
 
 def _parent_kind(path: Path) -> str:

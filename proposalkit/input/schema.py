@@ -16,6 +16,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Dis
 from pydantic_core import PydanticCustomError
 
 from ..estimate.lora import LORA_TARGETS, LoraSpec
+from ..estimate.loss import LOSSES
 from ..estimate.precision import OPTIMIZERS, PRECISIONS, TRAINING_METHODS as METHODS  # one home: the estimates
 from ..units import parse_count
 from .bounds import BOUNDS
@@ -331,6 +332,10 @@ class WorkloadFields(_Strict):
     activation_checkpointing: Bool | None = None
     flash_attention: Bool | None = None
     optimizer: Literal[OPTIMIZERS] | None = None
+    loss: Literal[LOSSES] | None = Field(
+        None, description="Training loss on the logits: standard (cross_entropy on fp32-upcast logits, as "
+                          "Hugging Face transformers and torchtitan), chunked (torchtune CEWithChunkedOutputLoss), "
+                          "fused (fused linear + cross-entropy: Liger, Cut Cross-Entropy). Default: standard.")
     lora: Lora | None = None
     mfu: Mfu | None = Field(None, description="Model-FLOPs utilization when no pilot is given.")
     context: Sequence | None = Field(None, description="Inference: tokens per sequence.")

@@ -13,6 +13,7 @@ from ..errors import InfeasibleError, InputError, Problem
 from ..estimate import storage as storage_model
 from ..estimate.cross_checks import cross_checks
 from ..estimate.lora import FAMILY_MODULES, LoraSpec, default_targets, lora_trainable_params
+from ..estimate.loss import DEFAULT_LOSS, LOSS_SOURCES
 from ..estimate.shapes import ModelSpec, is_mla
 from ..input.loading import LoadedFile, LoadedWorkload
 from . import charges, infeasible, resources, search
@@ -75,6 +76,9 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
         notes.append("contingency buffer 30% (default; NAIRR community guide: 20–30% for retries, sweeps, profiling)")
     if w.storage is None and w.kind != "inference":
         notes.append("3 checkpoints kept on scratch per run (planner default; set storage: {checkpoints_retained})")
+    if w.loss is None and w.kind != "inference":
+        notes.append(f"loss: standard, {LOSS_SOURCES[DEFAULT_LOSS]} (planner default; set loss: chunked or fused "
+                     "where the trainer chunks the loss or fuses it with the LM head)")
     flash = True if w.flash_attention is None else w.flash_attention
     if w.flash_attention is None and w.kind != "inference":
         notes.append("FlashAttention on (current training recipes; Dao et al. 2022): no s² attention activations")
@@ -96,6 +100,7 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
         batch=w.batch or 1,
         concurrency=w.concurrency or 1,
         checkpoints_retained=w.storage.checkpoints_retained if w.storage else 3,
+        loss=w.loss or DEFAULT_LOSS,
     )
 
 

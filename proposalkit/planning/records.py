@@ -40,6 +40,7 @@ class Settings:
     concurrency: int
     checkpoints_retained: int
     expert_parallel: int = 1
+    loss: str = "standard"          # training: standard | chunked | fused (estimate/loss.py)
 
 
 class Candidate(NamedTuple):

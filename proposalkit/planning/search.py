@@ -51,7 +51,8 @@ def memory_of(model: ModelSpec, w, s: Settings, count: int, zero_stage: int | No
                           optimizer=s.optimizer, data_parallel=count // model_parallel, zero_stage=zero_stage,
                           tensor_parallel=s.tensor_parallel, pipeline_parallel=s.pipeline_parallel,
                           expert_parallel=s.expert_parallel,
-                          activation_checkpointing=checkpointing, flash_attention=s.flash_attention, lora=s.lora)
+                          activation_checkpointing=checkpointing, flash_attention=s.flash_attention, lora=s.lora,
+                          loss=s.loss)
     return training_memory(model, setup, DEFAULT_OVERHEAD)
 
 

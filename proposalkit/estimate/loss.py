@@ -1,0 +1,101 @@
+"""The loss on the logits: what the cross-entropy keeps on the GPU at its peak, in bytes.
+
+The loss is the one moment a training step holds a tensor of s·b·v values
+(v the vocabulary, 128,256 for Llama 3), so how the framework computes it
+decides gigabytes at 8k-32k tokens. Three ways, each read from the code that
+runs it:
+
+- standard: PyTorch's cross_entropy on logits upcast to fp32, as Hugging Face
+  transformers computes every causal-LM loss (huggingface/transformers @
+  d0fed636 src/transformers/loss/loss_utils.py, ForCausalLMLoss:
+  ``logits = logits.float()`` then ``nn.functional.cross_entropy``) and
+  torchtitan's ``cross_entropy(pred.flatten(0, 1).float(), labels)``.
+  What autograd keeps, per logit: cross_entropy is log_softmax + nll_loss;
+  log_softmax saves its fp32 output for its backward, nll_loss only the
+  targets; the upcast (to_copy) saves nothing.
+    forward, as log_softmax writes its output: the 16-bit logits (e) + their
+      fp32 copy (4) + the log-softmax output (4) = e + 8 = 10 B (the fp32 copy
+      is freed when the loss returns: nothing saved it);
+    backward, as log_softmax's backward writes the input gradient: the saved
+      log-softmax (4) + its gradient from nll_loss (4, dense) + the input
+      gradient (4) = 12 B (the 16-bit logits are gone: the trainer drops the
+      model outputs before backward and the upcast saved nothing).
+  The peak is the larger, 12 B per logit (fp32 training: 4 + 4 = 8 forward,
+  12 backward). Both phases come when every layer's saved activations are
+  live (end of forward, start of backward), so they add to them.
+- chunked: torchtune's CEWithChunkedOutputLoss (pytorch/torchtune @ ce5433b0
+  torchtune/modules/loss/ce_chunked_output_loss.py, num_output_chunks = 8):
+  the output projection writes 16-bit logits in n chunks, and each chunk is
+  upcast and put through cross_entropy in turn. Every chunk's log-softmax
+  output stays saved for backward (4 B per logit, all chunks); the fp32 copy
+  exists for one chunk at a time. Forward peak (last chunk): e + 4 + 4/n =
+  6.5 B per logit at n = 8; backward: 4 + (4 + 4 + e)/n = 5.25 B.
+- fused: fused linear + cross-entropy (Liger Kernel, linkedin/Liger-Kernel @
+  e11c2d6c src/liger_kernel/ops/fused_linear_cross_entropy.py; Cut
+  Cross-Entropy keeps less): the logits are never materialised. The forward
+  computes the gradient of the LM head's input for all tokens (e·s·b·h,
+  saved for backward) and a fp32 loss per token (4·s·b), going through the
+  tokens in chunks of c = next_pow2(⌈s·b / ⌈v/h⌉⌉) rows, whose logits live as
+  16-bit and fp32 copies at once ((e + 4)·c·v). The LM head's weight
+  gradient it writes is the gradient buffer counted with the model states.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from .arith import exact
+
+LOSSES = ("standard", "chunked", "fused")
+DEFAULT_LOSS = "standard"
+FP32_BYTES = 4
+# torchtune CEWithChunkedOutputLoss(num_output_chunks: int = 8) (@ ce5433b0).
+CHUNKED_LOSS_CHUNKS = 8
+
+LOSS_SOURCES = {
+    "standard": "cross_entropy on fp32-upcast logits, as Hugging Face transformers (loss_utils.ForCausalLMLoss "
+                "@ d0fed636) and torchtitan compute it",
+    "chunked": f"torchtune CEWithChunkedOutputLoss, {CHUNKED_LOSS_CHUNKS} chunks upcast one at a time (@ ce5433b0)",
+    "fused": "fused linear + cross-entropy (Liger Kernel @ e11c2d6c): logits never materialised",
+}
+
+
+def loss_bytes_per_logit(loss: str, e: int) -> tuple[Fraction | int, Fraction | int]:
+    """(forward, backward) peak bytes per logit of a materialising loss; e bytes per 16-bit value."""
+    upcast = FP32_BYTES if e < FP32_BYTES else 0          # .float() on fp32 logits returns them, no copy
+    if loss == "standard":
+        return e + upcast + FP32_BYTES, 3 * FP32_BYTES
+    if loss == "chunked":
+        n = CHUNKED_LOSS_CHUNKS
+        return e + FP32_BYTES + exact(upcast, n), FP32_BYTES + exact(2 * FP32_BYTES + e, n)
+    raise ValueError(f"loss: expected one of {', '.join(LOSSES)}, got {loss!r}")
+
+
+def loss_peak_bytes(loss: str, tokens: int, hidden: int, vocab: int, e: int, tensor_parallel: int = 1) -> Fraction | int:
+    """Bytes the loss holds at its peak for `tokens` = s·b tokens on one GPU.
+
+    standard and chunked: max(forward, backward) bytes per logit × s·b·v / t
+    (vocabulary-parallel logits, each tensor-parallel rank holds v/t of them).
+    fused: e·s·b·h (input gradient) + 4·s·b (per-token loss) + (e + 4)·c·v
+    (one chunk of c rows), ÷ t for the vocabulary-split part.
+    """
+    if loss == "fused":
+        inc = math.ceil(vocab / hidden)
+        rows = min(tokens, 1 << max(0, math.ceil(tokens / inc) - 1).bit_length())   # triton.next_power_of_2
+        return e * tokens * hidden + FP32_BYTES * tokens + exact((e + FP32_BYTES) * rows * vocab, tensor_parallel)
+    forward, backward = loss_bytes_per_logit(loss, e)
+    return max(forward, backward) * exact(tokens * vocab, tensor_parallel)
+
+
+def loss_note(loss: str, e: int) -> str:
+    if loss == "fused":
+        return f"loss: {LOSS_SOURCES[loss]}; the LM head's input gradient and one chunk of logits kept"
+    forward, backward = loss_bytes_per_logit(loss, e)
+    peak = max(forward, backward)
+    return (f"loss: {LOSS_SOURCES[loss]}: {_fmt(forward)} B/logit at the forward peak, {_fmt(backward)} at the "
+            f"backward peak; {_fmt(peak)}·s·b·v counted on top of the saved activations")
+
+
+def _fmt(x) -> str:
+    return f"{float(x):g}"

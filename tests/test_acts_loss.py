@@ -1,0 +1,90 @@
+"""The loss on the logits, through the workload file: standard, chunked and fused, computed by hand.
+
+A toy Llama-style model (2 layers, hidden 256, 4 heads, gated MLP 1024, vocabulary 32,000) at
+seq_len 1,024, micro_batch 1, bf16, FlashAttention, no checkpointing, no dropout. Per layer and
+token (Korthikanti et al. 2022 §4.1, generalised in estimate/activations.py): two norm inputs
+2·2·256 + QKV input 2·256 + q, k, v 2·768 + fp32 softmax statistics 4·4 + o_proj input 2·256 +
+MLP input 2·256 + gate, up, product 3·2·1024 = 10,256 B; × 1,024 tokens × 2 layers = 21,004,288 B.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from proposalkit.cli import main
+
+LAYERS = 10_256 * 1024 * 2
+TOKENS, HIDDEN, VOCAB = 1024, 256, 32_000
+
+WORKLOADS = """\
+defaults:
+  model: {name: toy, layers: 2, hidden: 256, heads: 4, kv_heads: 4, ffn_hidden: 1024, vocab: 32000, mlp: gated}
+  kind: pretrain
+  tokens: 1M
+  seq_len: 1024
+  gpu: h100-80gb
+  gpus: 1
+  activation_checkpointing: false
+workloads:
+  - {name: unset}
+  - {name: standard, loss: standard}
+  - {name: chunked, loss: chunked}
+  - {name: fused, loss: fused}
+"""
+
+
+def _activations(tmp_path, capsys) -> dict[str, int]:
+    path = tmp_path / "w.yaml"
+    path.write_text(WORKLOADS, encoding="utf-8")
+    assert main(["plan", str(path), "--format", "json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    return {w["name"]: (w["memory"]["components"]["activations"], w) for w in plan["workloads"]}
+
+
+def test_standard_cross_entropy_on_fp32_upcast_logits_keeps_12_bytes_per_logit(tmp_path, capsys):
+    # transformers @ d0fed636 loss_utils.ForCausalLMLoss: logits.float(), then cross_entropy
+    # (log_softmax saves its fp32 output). Forward peak: bf16 logits 2 + fp32 copy 4 + log-softmax 4
+    # = 10 B; backward peak: saved log-softmax 4 + its gradient 4 + the input gradient 4 = 12 B.
+    # Last norm's and LM head's inputs: 2 · 2 · 1,024 · 256 = 1,048,576.
+    got = _activations(tmp_path, capsys)
+    expected = LAYERS + 2 * 2 * TOKENS * HIDDEN + 12 * TOKENS * VOCAB
+    assert expected == 415_268_864
+    assert got["standard"][0] == got["unset"][0] == expected
+    assert got["unset"][1]["settings"]["loss"] == "standard"
+    assert any("loss: standard" in a and "planner default" in a for a in got["unset"][1]["assumptions"])
+
+
+def test_chunked_loss_upcasts_one_chunk_of_eight_at_a_time(tmp_path, capsys):
+    # torchtune @ ce5433b0 CEWithChunkedOutputLoss(num_output_chunks=8): all bf16 logit chunks 2 B +
+    # every chunk's saved fp32 log-softmax 4 B + one chunk's fp32 copy 4/8 B = 6.5 B per logit.
+    got = _activations(tmp_path, capsys)
+    expected = LAYERS + 2 * 2 * TOKENS * HIDDEN + 13 * TOKENS * VOCAB // 2
+    assert expected == 235_044_864
+    assert got["chunked"][0] == expected
+
+
+def test_fused_linear_cross_entropy_never_materialises_the_logits(tmp_path, capsys):
+    # Liger Kernel @ e11c2d6c fused_linear_cross_entropy.py: chunk rows = next_pow2(⌈1,024 / ⌈32,000 / 256⌉⌉)
+    # = next_pow2(⌈1,024 / 125⌉ = 9) = 16; one chunk's bf16 and fp32 logits (2 + 4) · 16 · 32,000 =
+    # 3,072,000; the LM head's input gradient 2 · 1,024 · 256 = 524,288 and a fp32 loss per token
+    # 4 · 1,024 are kept; the last norm's input 2 · 1,024 · 256 (the head's input is not saved).
+    got = _activations(tmp_path, capsys)
+    expected = LAYERS + 2 * TOKENS * HIDDEN + 2 * TOKENS * HIDDEN + 4 * TOKENS + 6 * 16 * VOCAB
+    assert expected == 25_128_960
+    assert got["fused"][0] == expected
+
+
+@pytest.mark.parametrize("line, message", [
+    ("loss: chunky", "loss: unknown loss (got 'chunky', expected standard, chunked or fused; did you mean 'chunked'?)"),
+    ("loss: standard", "workloads[0].loss: not used by inference"),
+])
+def test_loss_input_errors(tmp_path, capsys, line, message):
+    kind = "inference, context: 2048, hours: 10" if "standard" in line else "pretrain, tokens: 1M"
+    path = tmp_path / "w.yaml"
+    path.write_text(f"workloads:\n  - {{name: a, kind: {kind}, model: llama-3.1-8b, {line}}}\n", encoding="utf-8")
+    assert main(["plan", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
