@@ -28,7 +28,8 @@ def test_8bit_adam_state_is_two_bytes_plus_absmax_per_block():
 def test_memory_and_checkpoint_count_the_same_optimizer_state(optimizer):
     model = ModelSpec(id="p", name="p", params_override=PARAMS)
     setup = TrainingSetup(method="full", seq_len=1, precision="bf16", optimizer=optimizer)
-    on_gpu = training_memory(model, setup, NO_OVERHEAD).optimizer          # fp32 master + states
+    memory = training_memory(model, setup, NO_OVERHEAD)
+    on_gpu = memory.optimizer + memory.paged_bytes   # fp32 master + states (a paged optimizer's in unified memory)
     on_disk = storage.full_checkpoint_bytes(PARAMS, "bf16", optimizer)      # bf16 weights + master + states
     assert on_gpu == PARAMS * (4 + precision.optimizer_state_bytes(optimizer))
     assert on_disk == PARAMS * 2 + on_gpu
@@ -47,7 +48,7 @@ def test_schema_offers_the_estimates_option_lists():
 
 
 def test_unknown_optimizer_is_refused_the_same_way_everywhere():
-    message = "optimizer: expected one of adamw, adamw-8bit, sgd, got 'lion'"
+    message = "optimizer: expected one of adamw, adamw-8bit, paged-adamw, paged-adamw-8bit, sgd, got 'lion'"
     with pytest.raises(ValueError, match=message):
         storage.full_checkpoint_bytes(10, "bf16", "lion")
     with pytest.raises(ValueError, match=message):

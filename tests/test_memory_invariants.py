@@ -142,7 +142,8 @@ def test_components_are_non_negative_integers_that_sum_to_total(model, setup):
     assert all(isinstance(v, int) and v >= 0 for v in values)
     assert m.total == sum(values)
     if setup.method != "full" and setup.zero_stage < 2:
-        # frozen base: the only gradients are the adapters' (fp32 by default), split by t·p
+        # frozen base: the only gradients are the adapters' (fp32 by default), split by t, and the
+        # fullest pipeline stage holds ⌈L/p⌉ of the L layers' adapters
         adapters = lora_trainable_params(model, setup.lora)
-        split = setup.tensor_parallel * setup.pipeline_parallel
-        assert m.gradients == -(-adapters * 4 // split)
+        stage_layers = -(-model.layers // setup.pipeline_parallel)
+        assert m.gradients == -(-adapters * 4 * stage_layers // (model.layers * setup.tensor_parallel))

@@ -58,6 +58,8 @@ class MemoryBreakdown:
       device_bytes     the whole device as nvidia-smi shows it: reserved + the CUDA
                        context and library workspaces (outside PyTorch's statistics);
                        equal to `total`.
+    Beside them, not in `total`: paged_bytes (paged optimizer states in CUDA unified
+    memory, evictable to the host) and host_bytes (offloaded to CPU memory).
     """
 
     weights: int
@@ -68,6 +70,11 @@ class MemoryBreakdown:
     allocator_reserve: int       # reserved − allocated: cached blocks and fragmentation
     cuda_context: int            # device − reserved: CUDA context, cuBLAS/NCCL workspaces
     notes: tuple[str, ...] = ()
+    # Outside the figure that must fit (not in `total`): paged optimizer states in CUDA unified
+    # memory, evicted to host memory under pressure (bitsandbytes paged optimizers), and the bytes
+    # offloaded to host memory (ZeRO-Offload, FSDP CPUOffload), per GPU.
+    paged_bytes: int = 0
+    host_bytes: int = 0
 
     @property
     def overhead(self) -> int:
@@ -101,8 +108,14 @@ class MemoryBreakdown:
 
     def statistics(self) -> dict[str, int]:
         """The three measured statistics, keyed as in the plan JSON's `memory`."""
-        return {"allocated_bytes": self.allocated_bytes, "reserved_bytes": self.reserved_bytes,
-                "device_bytes": self.device_bytes}
+        stats = {"allocated_bytes": self.allocated_bytes, "reserved_bytes": self.reserved_bytes,
+                 "device_bytes": self.device_bytes}
+        # Only where they apply, so plans without them keep their keys.
+        if self.paged_bytes:
+            stats["paged_optimizer_bytes"] = self.paged_bytes
+        if self.host_bytes:
+            stats["host_bytes"] = self.host_bytes
+        return stats
 
 
 def overhead_bytes(allocated: int, overhead: Overhead) -> tuple[int, int]:

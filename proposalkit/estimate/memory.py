@@ -42,8 +42,11 @@ from .arith import ceil, check_positive, exact, fmt_bytes_per_param, memo
 from .breakdown import (  # noqa: F401  (re-exported: the memory API)
     ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES, DEFAULT_OVERHEAD, MemoryBreakdown, Overhead, overhead_bytes, overhead_note,
 )
-from .lora import LoraSpec, default_lora, lora_trainable_params
+from .lora import LoraSpec
 from .loss import DEFAULT_LOSS, LOSSES
+from .model_states import (  # noqa: F401  (re-exported: the memory API)
+    OPTIMIZER_IMPLS, model_states, worst_stage_fraction, zero3_gathered_bytes,
+)
 from .precision import (
     ADAPTER_PRECISIONS, FP32_BYTES, INFERENCE_PRECISIONS, KV_PRECISIONS, NF4_BITS, OPTIMIZERS,
     TRAINING_METHODS, TRAINING_PRECISIONS, check_choice, optimizer_state_bytes, quantized_weight_bits,
@@ -66,7 +69,7 @@ class TrainingSetup:
     seq_len: int
     micro_batch: int = 1
     precision: str = "bf16"      # fp32 | bf16 | fp16 (mixed precision when 16-bit)
-    optimizer: str = "adamw"     # adamw | adamw-8bit | sgd
+    optimizer: str = "adamw"     # adamw | adamw-8bit | paged-adamw | paged-adamw-8bit | sgd
     data_parallel: int = 1       # GPUs over which ZeRO shards
     zero_stage: int = 0          # 0..3 (FSDP full-shard = 3)
     tensor_parallel: int = 1
@@ -83,6 +86,16 @@ class TrainingSetup:
     # torchtune docs/source/tutorials/memory_optimizations.rst).
     master_weights: bool = True
     loss: str = DEFAULT_LOSS     # standard | chunked | fused (estimate/loss.py)
+    # torchtune optimizer_in_bwd: each parameter's step runs in its gradient hook (model_states.py).
+    optimizer_in_backward: bool = False
+    # CPU offload (ZeRO-Offload / ZeRO-Infinity, FSDP CPUOffload): optimizer states (and the fp32
+    # master) in host memory; parameter and gradient shards in host memory (stage 3 only).
+    offload_optimizer: bool = False
+    offload_params: bool = False
+    # Which optimizer implementation holds the states (model_states.OPTIMIZER_IMPLS): "torch", or a
+    # framework's own ("deepspeed-bf16": BF16_Optimizer's fp32 gradient buffer; "megatron": fp32
+    # main gradients). A framework preset sets it.
+    optimizer_impl: str = "torch"
 
 
 @dataclass(frozen=True)
@@ -170,6 +183,13 @@ def _validate_training(model: ModelSpec, setup: TrainingSetup) -> None:
     check_choice(setup.loss, LOSSES, "loss")
     if setup.zero_stage not in (0, 1, 2, 3):
         raise ValueError(f"zero_stage: expected 0, 1, 2 or 3, got {setup.zero_stage!r}")
+    check_choice(setup.optimizer_impl, OPTIMIZER_IMPLS, "optimizer_impl")
+    if setup.offload_params and setup.zero_stage != 3:
+        raise ValueError(f"offload.params: the parameters are offloaded only with full sharding (zero_stage 3), "
+                         f"got zero_stage {setup.zero_stage}")
+    if setup.optimizer_impl == "deepspeed-bf16" and setup.zero_stage >= 2:
+        raise ValueError("optimizer_impl: DeepSpeed's BF16_Optimizer runs at ZeRO stage 0 or 1 "
+                         f"(got zero_stage {setup.zero_stage})")
     if setup.lora is not None:
         check_positive(setup.lora.rank, "lora.rank")
         check_choice(setup.lora.adapter_precision, ADAPTER_PRECISIONS, "lora.adapter_precision")
@@ -202,74 +222,8 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
     """
     _validate_training(model, setup)
     t, p, n, stage = setup.tensor_parallel, setup.pipeline_parallel, setup.data_parallel, setup.zero_stage
-    model_split = exact(1, t * p)
-    weight_shard = exact(1, n) if stage >= 3 else 1
-    grad_shard = exact(1, n) if stage >= 2 else 1
-    opt_shard = exact(1, n) if stage >= 1 else 1
-    mixed = setup.precision != "fp32" and setup.master_weights
-    pure_16bit = setup.precision != "fp32" and not setup.master_weights
-    notes: list[str] = []
-
-    if setup.method == "full":
-        per_param_weight, per_param_grad, per_param_opt, note = _full_model_states(
-            setup.precision, setup.optimizer, mixed, pure_16bit)
-        weights = _params_per_gpu(model, setup, stage >= 3) * per_param_weight
-        gradients = _params_per_gpu(model, setup, stage >= 2) * per_param_grad
-        optimizer = _params_per_gpu(model, setup, stage >= 1) * per_param_opt
-        notes.append(note)
-    else:
-        lora = setup.lora or default_lora(model)
-        if setup.lora is None:
-            notes.append(f"LoRA defaults: rank {lora.rank} on {', '.join(lora.targets)}")
-        if setup.method == "qlora":
-            base = weight_bytes(model, "nf4", unquantized=setup.precision)
-            if model.has_architecture:
-                notes.append(
-                    "base weights: block matrices NF4 with double quantization, 4 + 8/64 + 32/(64·256) = 4.127 bits/param; "
-                    f"embeddings, LM head and norms at {setup.precision} (Dettmers et al. 2023 §3)"
-                )
-            else:
-                notes.append("base weights: all parameters counted at NF4 4.127 bits (the model gives only a parameter count)")
-        else:
-            base = model.params * bytes_per_element(setup.precision)
-            notes.append(f"base weights frozen at {setup.precision}: no gradients or optimizer states for them (Hu et al. 2021)")
-        if model.has_architecture:
-            adapters = lora_trainable_params(model, lora)
-        else:
-            adapters = 0
-            notes.append("LoRA adapters not counted: the model gives only a parameter count (adapters are usually < 1% of it)")
-        adapter_bytes = bytes_per_element(lora.adapter_precision)
-        adapter_moment = bytes_per_element(lora.adapter_precision) if pure_16bit else FP32_BYTES
-        adapter_opt = optimizer_state_bytes(setup.optimizer, moment_bytes=adapter_moment)
-        if setup.expert_parallel > 1:
-            # the routed experts' frozen weights are split over the expert-parallel GPUs
-            expert_bytes = expert_params(model) * (NF4_BITS / 8 if setup.method == "qlora"
-                                                   else bytes_per_element(setup.precision))
-            base -= expert_bytes * (1 - exact(1, setup.expert_parallel))
-        adapter_params = adapters * model_split
-        weights = (base * model_split + adapter_params * adapter_bytes) * weight_shard
-        gradients = adapter_params * adapter_bytes * grad_shard
-        optimizer = adapter_params * adapter_opt * opt_shard
-        if adapters:
-            notes.append(
-                f"LoRA adapters: {adapters:,} trainable parameters, {lora.adapter_precision} weights and gradients "
-                f"+ {fmt_bytes_per_param(adapter_opt)} bytes of "
-                f"{lora.adapter_precision if pure_16bit else 'fp32'} {setup.optimizer} states = "
-                f"{fmt_bytes_per_param(2 * adapter_bytes + adapter_opt)} bytes/parameter"
-                + (" (PEFT upcasts adapters to fp32 by default)" if lora.adapter_precision == "fp32" else "")
-            )
-
-    gathered_weights, gathered_grads = zero3_gathered_bytes(model, setup)
-    if gathered_weights:
-        weights += gathered_weights
-        gradients += gathered_grads
-        notes.append(
-            "ZeRO-3/FSDP working set: the largest unit (a layer, or the embeddings) all-gathered, "
-            "twice for the prefetched next unit, plus its unsharded gradients before the reduce-scatter "
-            "(PyTorch FSDP notes, prefetching)"
-        )
-    elif stage == 3 and n > 1 and not model.has_architecture:
-        notes.append("ZeRO-3/FSDP all-gathered working set not counted: the model gives only a parameter count")
+    states = model_states(model, setup)
+    notes: list[str] = list(states.notes)
     if stage and n > 1:
         sharded = {1: "optimizer states", 2: "optimizer states and gradients", 3: "weights, gradients and optimizer states"}[stage]
         notes.append(f"ZeRO stage {stage} over {n} data-parallel GPUs shards the {sharded} (Rajbhandari et al. 2020 §5)")
@@ -284,88 +238,20 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
         )
     if t * p > 1:
         notes.append(
-            f"tensor parallel {t} × pipeline parallel {p} divide the model states first "
-            "(evenly: embeddings and LM head on the first/last stage are not placed apart)"
+            f"tensor parallel {t} × pipeline parallel {p} divide the model states first"
+            + (f"; the fullest pipeline stage is counted: ⌈{model.layers}/{p}⌉ layers with the embeddings (first "
+               "stage) or the LM head (last stage), "
+               f"{float(worst_stage_fraction(model, p)):.1%} of the parameters"
+               if p > 1 and model.has_architecture else "")
         )
 
     activations, activation_notes = training_activation_bytes(model, setup)
     notes.extend(activation_notes)
 
-    parts = [ceil(weights), ceil(gradients), ceil(optimizer), activations, 0]
+    parts = [ceil(states.weights), ceil(states.gradients), ceil(states.optimizer), activations, 0]
     notes.append(overhead_note(overhead))
-    return MemoryBreakdown(*parts, *overhead_bytes(sum(parts), overhead), notes=tuple(notes))
-
-
-@memo
-def _full_model_states(precision: str, optimizer: str, mixed: bool, pure_16bit: bool) -> tuple:
-    """Bytes per parameter of full training's weights, gradients and optimizer states, and their note."""
-    per_param_weight = bytes_per_element(precision)
-    per_param_grad = bytes_per_element(precision)
-    per_param_opt = (FP32_BYTES if mixed else 0) + optimizer_state_bytes(
-        optimizer, moment_bytes=bytes_per_element(precision) if pure_16bit else FP32_BYTES,
-    )
-    total_per_param = per_param_weight + per_param_grad + per_param_opt
-    note = (
-        f"model states: {fmt_bytes_per_param(per_param_weight)} (weights) + "
-        f"{fmt_bytes_per_param(per_param_grad)} (gradients) + "
-        f"{fmt_bytes_per_param(per_param_opt)} ({optimizer} states"
-        f"{', fp32 master copy included' if mixed else ''}"
-        f"{', pure 16-bit: moments in ' + precision + ', no master copy' if pure_16bit else ''}) = "
-        f"{fmt_bytes_per_param(total_per_param)} bytes/parameter (Rajbhandari et al. 2020 §3.1)"
-    )
-    return per_param_weight, per_param_grad, per_param_opt, note
-
-
-def _params_per_gpu(model: ModelSpec, setup: TrainingSetup, zero_sharded: bool) -> Fraction:
-    """Parameters whose state one GPU holds: P/(t·p), ÷ N when ZeRO shards that state.
-
-    With expert parallelism k the routed experts (P_e) are split over k GPUs
-    of the data-parallel group, and ZeRO shards them over the N/k GPUs that
-    hold the same experts (Megatron-Core's expert-data-parallel group):
-    (P - P_e)/(t·p)·(1/N) + P_e/(t·p·k)·(k/N) when sharded, so under ZeRO-3
-    expert parallelism moves the experts rather than shrinking them.
-    """
-    t_p, n, k = setup.tensor_parallel * setup.pipeline_parallel, setup.data_parallel, setup.expert_parallel
-    if zero_sharded:   # (P - P_e)/(t·p·N) + P_e/(t·p·N): one division, in integers when whole
-        return exact(model.params, t_p * n)
-    experts = expert_params(model) if k > 1 else 0
-    return exact((model.params - experts) * k + experts, t_p * k)
-
-
-def zero3_gathered_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[Fraction, Fraction]:
-    """Transient (weights, gradients) bytes of ZeRO-3 / FSDP full sharding, per GPU.
-
-    Sharded parameters are all-gathered one unit at a time (a transformer
-    layer when each block is wrapped; the embeddings and the LM head are units
-    of their own), and the next unit's all-gather is issued while the current
-    one is in use, so two units are live (PyTorch FSDP notes, "FSDP Prefetch
-    Nuances"; DeepSpeed ZeRO-3 prefetches likewise). In the backward the
-    unit's full gradient exists before its reduce-scatter. Zero unless stage
-    3 over more than one GPU and the architecture is known. Tensor
-    parallelism divides a unit by t; expert parallelism k leaves a rank
-    only experts/k of an MoE layer to gather.
-    """
-    if setup.zero_stage < 3 or setup.data_parallel < 2 or not model.has_architecture:
-        return 0, 0
-    wb = bytes_per_element(setup.precision)
-    layer = layer_params(model)
-    # Expert parallelism: a rank gathers only its own experts of an MoE layer, experts/ep of them.
-    elsewhere = 0
-    if setup.expert_parallel > 1 and moe_layer_count(model) and layer == moe_layer_params(model):
-        elsewhere = model.experts * mlp_params_per_expert(model) * (1 - exact(1, setup.expert_parallel))
-    layer -= elsewhere
-    if setup.method == "qlora":
-        linear = linear_weight_params(model) // model.layers - elsewhere
-        layer_bytes = linear * NF4_BITS / 8 + (layer - linear) * wb
-    else:
-        layer_bytes = layer * wb
-    embedding = embedding_params(model)
-    head = lm_head_params(model)
-    unit_bytes = max(layer_bytes, embedding * wb, head * wb) / setup.tensor_parallel
-    unit_params = max(layer, embedding, head) / Fraction(setup.tensor_parallel)
-    gathered_weights = 2 * unit_bytes
-    gathered_grads = unit_params * wb if setup.method == "full" else 0
-    return gathered_weights, gathered_grads
+    return MemoryBreakdown(*parts, *overhead_bytes(sum(parts), overhead), notes=tuple(notes),
+                           paged_bytes=ceil(states.paged), host_bytes=ceil(states.host))
 
 
 # --------------------------------------------------------------------------

@@ -17,7 +17,10 @@ from ..units import PRECISION_BITS
 # Option lists (the workload schema offers these; the estimates refuse others).
 TRAINING_METHODS = ("full", "lora", "qlora")
 TRAINING_PRECISIONS = ("fp32", "bf16", "fp16")
-OPTIMIZERS = ("adamw", "adamw-8bit", "sgd")
+OPTIMIZERS = ("adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd")
+# bitsandbytes PagedAdamW (32-bit states) and PagedAdamW8bit: states in CUDA unified memory
+# (model_states.py says how they count).
+PAGED_OPTIMIZERS = ("paged-adamw", "paged-adamw-8bit")
 ADAPTER_PRECISIONS = ("fp32", "bf16", "fp16")
 INFERENCE_PRECISIONS = tuple(PRECISION_BITS)       # fp32 bf16 fp16 fp8 int8 int4
 KV_PRECISIONS = tuple(PRECISION_BITS)
@@ -120,10 +123,15 @@ def optimizer_state_bytes(optimizer: str, moment_bytes: Fraction | int = FP32_BY
     AdamW keeps two moments, SGD with momentum one, each `moment_bytes` wide
     (fp32 under mixed precision); 8-bit AdamW two 1-byte moments plus one fp32
     absmax per block of 2048 (ADAM8BIT_MOMENT_BYTES), whatever `moment_bytes`.
+    bitsandbytes' paged AdamW keeps two fp32 moments whatever the parameters'
+    dtype (optim/optimizer.py Optimizer2State.init_state: optim_bits 32 →
+    torch.float32), its 8-bit variant the 8-bit layout.
     """
     check_choice(optimizer, OPTIMIZERS, "optimizer")
     if optimizer == "adamw":
         return ADAM_MOMENTS * moment_bytes
-    if optimizer == "adamw-8bit":
+    if optimizer == "paged-adamw":
+        return ADAM_MOMENTS * FP32_BYTES
+    if optimizer in ("adamw-8bit", "paged-adamw-8bit"):
         return ADAM_MOMENTS * ADAM8BIT_MOMENT_BYTES
     return SGD_MOMENTS * moment_bytes

@@ -24,6 +24,7 @@ from .bounds import BOUNDS
 from .files import WORKLOAD_FILE, Refused, read_limited
 from .schema import UNION_TAGS, Proposal, Workload, WorkloadFile, describe
 from .yamlfile import Source, parse_yaml
+from .state_rules import state_rules
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,8 @@ def _check(workload: Workload, model: ModelSpec | None, index: int, source: Sour
         full = ("workloads", index) + path
         problems.append(Problem(source.path, source.line(full), field_name(full), message))
 
-    for path, message in _parallel(workload, model) + _pilot(workload) + _lora_modules(workload, model):
+    for path, message in (_parallel(workload, model) + _pilot(workload) + _lora_modules(workload, model)
+                          + state_rules(workload)):
         add(path, message)
 
     gpus = catalog.gpus()

@@ -12,7 +12,7 @@ from ..errors import Problem
 from ..estimate.loss import LOSSES
 from .schema import (
     ACCESS_TIERS, KINDS, LORA_TARGETS, METHODS, OPTIMIZERS, PRECISIONS, TRACKS, UNION_TAGS,
-    Data, Lora, ModelShape, Proposal, Storage, Throughput, Workload, WorkloadFields, WorkloadFile, describe,
+    Data, Lora, ModelShape, Offload, Proposal, Storage, Throughput, Workload, WorkloadFields, WorkloadFile, describe,
 )
 
 if TYPE_CHECKING:
@@ -75,6 +75,7 @@ _FIELDS_BY_PARENT = {
     "lora": Lora.model_fields,
     "model": ModelShape.model_fields,
     "storage": Storage.model_fields,
+    "offload": Offload.model_fields,
 }
 
 _CHOICES = {"kind": KINDS, "method": METHODS, "precision": PRECISIONS, "optimizer": OPTIMIZERS,
@@ -117,7 +118,8 @@ def translate(error: dict, source: Source) -> Problem:
             message += f" (expected one of: {', '.join(known)})"
     elif kind == "literal_error":
         label = path[-2] if isinstance(name, int) else name
-        choices = _CHOICES.get(str(label), ())
+        # offload.optimizer and offload.params name a device, not an optimizer
+        choices = ("cpu",) if len(path) > 1 and path[-2] == "offload" else _CHOICES.get(str(label), ())
         message = (f"unknown {label} (got {describe(value)}, expected {_nice_list(choices)}"
                    f"{did_you_mean(value, choices)})")
     elif kind == "missing":

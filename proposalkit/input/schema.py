@@ -301,6 +301,17 @@ class Lora(_Strict):
                           "v_proj, o_proj; GPT-2's c_attn).")
 
 
+class Offload(_Strict):
+    """What leaves the GPU for host memory (ZeRO-Offload / ZeRO-Infinity, FSDP CPUOffload)."""
+
+    optimizer: Literal["cpu"] | None = Field(
+        None, description="cpu: optimizer states and fp32 master weights in host memory, the step on the CPU "
+                          "(DeepSpeed offload_optimizer).")
+    params: Literal["cpu"] | None = Field(
+        None, description="cpu: parameter and gradient shards in host memory, gathered to the GPU a unit at a "
+                          "time (DeepSpeed offload_param, FSDP CPUOffload); needs zero_stage 3.")
+
+
 class Storage(_Strict):
     """Checkpointing policy (storage section of the report)."""
 
@@ -331,11 +342,20 @@ class WorkloadFields(_Strict):
         None, description="GPUs over which a mixture of experts' routed experts are split (training).")
     activation_checkpointing: Bool | None = None
     flash_attention: Bool | None = None
-    optimizer: Literal[OPTIMIZERS] | None = None
     loss: Literal[LOSSES] | None = Field(
         None, description="Training loss on the logits: standard (cross_entropy on fp32-upcast logits, as "
                           "Hugging Face transformers and torchtitan), chunked (torchtune CEWithChunkedOutputLoss), "
                           "fused (fused linear + cross-entropy: Liger, Cut Cross-Entropy). Default: standard.")
+    optimizer: Literal[OPTIMIZERS] | None = Field(
+        None, description="adamw, adamw-8bit, paged-adamw, paged-adamw-8bit (bitsandbytes paged: states evictable "
+                          "to host memory), sgd.")
+    mixed_precision: Bool | None = Field(
+        None, description="true (default): fp32 master weights beside 16-bit compute (AMP, FSDP mixed precision, "
+                          "DeepSpeed, Megatron); false: pure 16-bit training (torchtune), adapters in 16-bit.")
+    optimizer_in_backward: Bool | None = Field(
+        None, description="Optimizer step fused into the backward pass (torchtune optimizer_in_bwd): no full "
+                          "gradient buffer.")
+    offload: Offload | None = None
     lora: Lora | None = None
     mfu: Mfu | None = Field(None, description="Model-FLOPs utilization when no pilot is given.")
     context: Sequence | None = Field(None, description="Inference: tokens per sequence.")

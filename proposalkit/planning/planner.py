@@ -101,6 +101,10 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
         concurrency=w.concurrency or 1,
         checkpoints_retained=w.storage.checkpoints_retained if w.storage else 3,
         loss=w.loss or DEFAULT_LOSS,
+        mixed_precision=True if w.mixed_precision is None else w.mixed_precision,
+        optimizer_in_backward=bool(w.optimizer_in_backward),
+        offload_optimizer=w.offload is not None and w.offload.optimizer == "cpu",
+        offload_params=w.offload is not None and w.offload.params == "cpu",
     )
 
 

@@ -41,6 +41,11 @@ class Settings:
     checkpoints_retained: int
     expert_parallel: int = 1
     loss: str = "standard"          # training: standard | chunked | fused (estimate/loss.py)
+    mixed_precision: bool = True        # fp32 master weights (false: pure 16-bit training)
+    optimizer_in_backward: bool = False
+    offload_optimizer: bool = False
+    offload_params: bool = False
+    optimizer_impl: str = "torch"       # estimate/model_states.py OPTIMIZER_IMPLS (set by framework presets)
 
 
 class Candidate(NamedTuple):

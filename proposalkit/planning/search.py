@@ -7,6 +7,7 @@ configuration that fits; ``alternatives`` says why each losing type lost.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -46,13 +47,22 @@ def memory_of(model: ModelSpec, w, s: Settings, count: int, zero_stage: int | No
         return inference_memory(model, setup, DEFAULT_OVERHEAD)
     method = w.method or "full"
     model_parallel = s.tensor_parallel * s.pipeline_parallel
+    precision = "bf16" if method == "qlora" else s.precision
+    lora = s.lora
+    if lora is not None and not s.mixed_precision and precision != "fp32":
+        # Pure 16-bit training keeps the adapters in the compute dtype (torchtune; artidoro/qlora
+        # qlora.py casts each LoraLayer to bf16), not PEFT's fp32 upcast.
+        lora = dataclasses.replace(lora, adapter_precision=precision)
     setup = TrainingSetup(method=method, seq_len=s.seq_len, micro_batch=s.micro_batch,
-                          precision="bf16" if method == "qlora" else s.precision,
+                          precision=precision,
                           optimizer=s.optimizer, data_parallel=count // model_parallel, zero_stage=zero_stage,
                           tensor_parallel=s.tensor_parallel, pipeline_parallel=s.pipeline_parallel,
                           expert_parallel=s.expert_parallel,
-                          activation_checkpointing=checkpointing, flash_attention=s.flash_attention, lora=s.lora,
-                          loss=s.loss)
+                          activation_checkpointing=checkpointing, flash_attention=s.flash_attention, lora=lora,
+                          loss=s.loss,
+                          master_weights=s.mixed_precision, optimizer_in_backward=s.optimizer_in_backward,
+                          offload_optimizer=s.offload_optimizer, offload_params=s.offload_params,
+                          optimizer_impl=s.optimizer_impl)
     return training_memory(model, setup, DEFAULT_OVERHEAD)
 
 
@@ -86,6 +96,10 @@ def _fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict
     model_parallel = s.tensor_parallel * s.pipeline_parallel
     dp = count // model_parallel
     stages = [s.zero_stage] if s.zero_stage is not None else ([0, 1, 2, 3] if dp > 1 else [0])
+    if s.zero_stage is None and s.offload_params:
+        stages = [3]            # parameters are offloaded only under full sharding
+    elif s.zero_stage is None and s.optimizer_impl == "deepspeed-bf16":
+        stages = [0]            # BF16_Optimizer shards its optimizer states itself (ZeRO stages 0-1)
     ckpts = [s.activation_checkpointing] if s.activation_checkpointing is not None else [False, True]
     smallest = None
     for ckpt in ckpts:

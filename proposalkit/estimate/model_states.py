@@ -1,0 +1,359 @@
+"""Model states per GPU in training: weights, gradients and optimizer states, as frameworks hold them.
+
+Pure: no I/O. Called by memory.training_memory(); the mechanisms and their sources:
+- Mixed precision (Rajbhandari et al. 2020, ZeRO §3.1; Micikevicius et al. 2018 §3.1): 16-bit
+  weights and gradients + fp32 master, m and v = 16 B/param with AdamW. Pure 16-bit training
+  (torchtune, docs/source/tutorials/memory_optimizations.rst: "we don't support mixed-precision
+  training"): 2 + 2 + 4 (AdamW moments in the weights' dtype, torch.optim.AdamW zeros_like(p)).
+- Paged optimizers (bitsandbytes PagedAdamW / PagedAdamW8bit, Dettmers et al. 2023 §3 "Paged
+  Optimizers"): the states are allocated in CUDA unified memory (bitsandbytes
+  functional.get_paged → cudaMallocManaged), outside PyTorch's caching allocator, and are paged
+  to host memory when the GPU runs short; bitsandbytes' 32-bit optimizers keep fp32 states
+  whatever the parameters' dtype (optim/optimizer.py Optimizer2State.init_state,
+  optim_bits 32 → torch.float32).
+- Optimizer step in backward (torchtune optimizer_in_bwd, training/_optimizer_in_bwd /
+  register_optim_in_bwd_hooks: a post-accumulate-grad hook steps each parameter and frees its
+  gradient): only one parameter's gradient lives at a time, the largest bounding it.
+- CPU offload (Ren et al. 2021, "ZeRO-Offload" §4.1: fp16 parameters stay on the GPU, fp32
+  master weights and Adam states on the CPU; DeepSpeed offload_param for stage 3 and PyTorch
+  FSDP CPUOffload(offload_params=True): the parameter and gradient shards live on the CPU and are
+  brought in one unit at a time).
+- Framework optimizer implementations (OPTIMIZER_IMPLS): DeepSpeed's BF16_Optimizer and
+  Megatron-LM's fp32 main gradients.
+- Pipeline parallelism: the worst stage, not an even split; FSDP under pipeline parallelism
+  (torchtitan) keeps the stage's parameters gathered and its gradients unsharded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+from .arith import exact, fmt_bytes_per_param
+from .lora import default_lora, lora_matrices, lora_trainable_params
+from .precision import (
+    ADAM_MOMENTS, FP32_BYTES, NF4_BITS, PAGED_OPTIMIZERS, optimizer_state_bytes,
+)
+from .shapes import (
+    ModelSpec, embedding_params, expert_params, layer_params, linear_weight_params, linears, lm_head_params,
+    mlp_params_per_expert, moe_layer_count, moe_layer_params, parameter_count,
+)
+from ..units import bytes_per_element
+
+if TYPE_CHECKING:  # no import cycle at run time: memory.py imports this module
+    from .memory import TrainingSetup
+
+# Optimizer implementations a framework may run (TrainingSetup.optimizer_impl), beside the default
+# "torch" (torch.optim or bitsandbytes on the model's own parameters and gradients):
+#   "deepspeed-bf16": DeepSpeed BF16_Optimizer (microsoft/DeepSpeed @ 06e39a56,
+#       deepspeed/runtime/bf16_optimizer.py): bf16 parameters and their bf16 .grad, plus one flat
+#       fp32 gradient buffer of the whole replica (fp32_groups_gradients_flat = zeros_like(the
+#       flat bf16 params, float32), accumulated into after each backward and not partitioned),
+#       and the fp32 master partition and Adam states split over the data-parallel ranks
+#       (fp32_groups_flat_partition: its own ZeRO-1). The bf16 .grad is cleared only at the
+#       start of the next backward (clear_lp_grads), so both gradient copies coexist.
+#   "megatron": Megatron-LM's fp32 main gradients (NVIDIA/Megatron-LM docs/distrib_optimizer.md:
+#       bytes per parameter "bf16 param, fp32 grads: 18 non-distributed, 6 + 12/d distributed";
+#       "fp16 param, fp16 grads: 20, 4 + 16/d"): with bf16 weights the gradients accumulate in
+#       an fp32 main_grad buffer instead of a bf16 .grad; with fp16 weights fp32 main gradients
+#       are kept beside the fp16 ones and sharded with the optimizer. The distributed optimizer
+#       is zero_stage 1.
+OPTIMIZER_IMPLS = ("torch", "deepspeed-bf16", "megatron")
+
+
+@dataclass(frozen=True)
+class ModelStates:
+    """Exact bytes per GPU: on the device (weights, gradients, optimizer), in CUDA unified memory
+    (paged optimizer states), and offloaded to host memory; with the notes that explain them."""
+
+    weights: Fraction | int
+    gradients: Fraction | int
+    optimizer: Fraction | int
+    paged: Fraction | int
+    host: Fraction | int
+    notes: tuple[str, ...]
+
+
+# ----------------------------------------------------------------- shapes of a stage
+
+def worst_stage_fraction(model: ModelSpec, pipeline_parallel: int) -> Fraction | int:
+    """The share of the parameters on the fullest pipeline stage.
+
+    Stages hold ⌈L/p⌉ layers; the first also the input embeddings, the last the final norm and
+    the LM head (a copy of the embeddings when they are tied: Megatron-LM keeps the word
+    embeddings on the last stage for the output layer; torchtitan's Llama has an untied output).
+    Without a shape, or without pipeline parallelism: 1/p.
+    """
+    p = pipeline_parallel
+    if p == 1 or not model.has_architecture:
+        return exact(1, p)
+    per_stage = -(-model.layers // p) * layer_params(model)
+    head = lm_head_params(model) or model.vocab * model.hidden
+    worst = per_stage + max(embedding_params(model), head + model.hidden)
+    return min(Fraction(worst, parameter_count(model)), Fraction(1))
+
+
+def largest_parameter(model: ModelSpec) -> int:
+    """Elements of the model's largest single parameter tensor: the embeddings, the LM head or
+    the widest block matrix (an MLP projection h × f)."""
+    widest = max((x.d_in * x.d_out for x in linears(model)), default=0)
+    return max(embedding_params(model), lm_head_params(model), widest)
+
+
+# ----------------------------------------------------------------- full training
+
+def _per_param(setup: TrainingSetup, mixed: bool, pure: bool) -> tuple:
+    """(weight, gradient, master + fp32 main-gradient bytes, moment bytes) per parameter of full training."""
+    wb = bytes_per_element(setup.precision)
+    grad = wb
+    master = FP32_BYTES if mixed else 0
+    if setup.optimizer_impl == "megatron" and setup.precision != "fp32":
+        if setup.precision == "bf16":
+            grad = FP32_BYTES            # main_grad replaces the bf16 .grad
+        else:
+            master += FP32_BYTES         # fp16: fp32 main grads beside the fp16 ones, sharded with the optimizer
+    elif setup.optimizer_impl == "deepspeed-bf16":
+        grad = wb + FP32_BYTES           # bf16 .grad + the fp32 accumulation buffer
+    moment = bytes_per_element(setup.precision) if pure and setup.optimizer not in PAGED_OPTIMIZERS else FP32_BYTES
+    return wb, grad, master, optimizer_state_bytes(setup.optimizer, moment_bytes=moment)
+
+
+def _params_per_gpu(model: ModelSpec, setup: TrainingSetup, zero_sharded: bool) -> Fraction:
+    """Parameters whose state one GPU holds: the worst pipeline stage's share ÷ t, ÷ N when ZeRO shards it.
+
+    With expert parallelism k the routed experts (P_e) are split over k GPUs
+    of the data-parallel group, and ZeRO shards them over the N/k GPUs that
+    hold the same experts (Megatron-Core's expert-data-parallel group):
+    (P - P_e)/(t·p)·(1/N) + P_e/(t·p·k)·(k/N) when sharded, so under ZeRO-3
+    expert parallelism moves the experts rather than shrinking them.
+    """
+    t, n, k = setup.tensor_parallel, setup.data_parallel, setup.expert_parallel
+    stage = worst_stage_fraction(model, setup.pipeline_parallel)
+    if zero_sharded:   # (P - P_e)/(t·p·N) + P_e/(t·p·N): one division, in integers when whole
+        share = exact(model.params, t * n)
+    else:
+        experts = expert_params(model) if k > 1 else 0
+        share = exact((model.params - experts) * k + experts, t * k)
+    return share * stage
+
+
+def zero3_gathered_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[Fraction, Fraction]:
+    """Transient (weights, gradients) bytes of ZeRO-3 / FSDP full sharding, per GPU.
+
+    Sharded parameters are all-gathered one unit at a time (a transformer
+    layer when each block is wrapped; the embeddings and the LM head are units
+    of their own), and the next unit's all-gather is issued while the current
+    one is in use, so two units are live (PyTorch FSDP notes, "FSDP Prefetch
+    Nuances"; DeepSpeed ZeRO-3 prefetches likewise). In the backward the
+    unit's full gradient exists before its reduce-scatter. Zero unless stage
+    3 over more than one GPU (or with the parameters offloaded to the CPU,
+    gathered even on one GPU) and the architecture is known. Tensor
+    parallelism divides a unit by t; expert parallelism k leaves a rank
+    only experts/k of an MoE layer to gather.
+    """
+    if setup.zero_stage < 3 or not model.has_architecture or (setup.data_parallel < 2 and not setup.offload_params):
+        return 0, 0
+    wb = bytes_per_element(setup.precision)
+    layer = layer_params(model)
+    # Expert parallelism: a rank gathers only its own experts of an MoE layer, experts/ep of them.
+    elsewhere = 0
+    if setup.expert_parallel > 1 and moe_layer_count(model) and layer == moe_layer_params(model):
+        elsewhere = model.experts * mlp_params_per_expert(model) * (1 - exact(1, setup.expert_parallel))
+    layer -= elsewhere
+    if setup.method == "qlora":
+        linear = linear_weight_params(model) // model.layers - elsewhere
+        layer_bytes = linear * NF4_BITS / 8 + (layer - linear) * wb
+    else:
+        layer_bytes = layer * wb
+    embedding = embedding_params(model)
+    head = lm_head_params(model)
+    unit_bytes = max(layer_bytes, embedding * wb, head * wb) / setup.tensor_parallel
+    unit_params = max(layer, embedding, head) / Fraction(setup.tensor_parallel)
+    gathered_weights = 2 * unit_bytes
+    gathered_grads = unit_params * wb if setup.method == "full" else 0
+    return gathered_weights, gathered_grads
+
+
+def model_states(model: ModelSpec, setup: TrainingSetup) -> ModelStates:
+    """Weights, gradients and optimizer states per GPU (device, paged, host), with their notes."""
+    n, stage = setup.data_parallel, setup.zero_stage
+    mixed = setup.precision != "fp32" and setup.master_weights
+    pure = setup.precision != "fp32" and not setup.master_weights
+    paged_states = setup.optimizer in PAGED_OPTIMIZERS
+    fsdp_pp = stage == 3 and setup.pipeline_parallel > 1 and n > 1
+    notes: list[str] = []
+    if setup.method == "full":
+        weights, gradients, master, moments, note = _full(model, setup, mixed, pure, fsdp_pp)
+        notes.append(note)
+    else:
+        weights, gradients, master, moments = _lora(model, setup, pure, notes)
+
+    if setup.optimizer_in_backward:
+        gradients, note = _in_backward(model, setup, gradients)
+        notes.append(note)
+
+    gathered_weights, gathered_grads = (0, 0) if fsdp_pp else zero3_gathered_bytes(model, setup)
+    host = 0
+    if setup.offload_params:
+        host += weights + gradients
+        notes.append(
+            f"parameters offloaded to the CPU (ZeRO-Infinity offload_param; FSDP CPUOffload): the "
+            f"{fmt_gib(weights + gradients)} of weight and gradient shards live in host memory and only the "
+            "gathered working set below is on the GPU")
+        weights, gradients = 0, 0
+    if gathered_weights:
+        weights += gathered_weights
+        gradients += gathered_grads
+        notes.append(
+            "ZeRO-3/FSDP working set: the largest unit (a layer, or the embeddings) all-gathered, "
+            "twice for the prefetched next unit, plus its unsharded gradients before the reduce-scatter "
+            "(PyTorch FSDP notes, prefetching)"
+        )
+    elif stage == 3 and n > 1 and not model.has_architecture:
+        notes.append("ZeRO-3/FSDP all-gathered working set not counted: the model gives only a parameter count")
+
+    paged = 0
+    if setup.offload_optimizer:
+        host += master + moments
+        notes.append(
+            f"optimizer states offloaded to the CPU ({fmt_gib(master + moments)} per GPU in host memory: "
+            + ("fp32 master weights and " if master else "")
+            + "moments; the optimizer step runs on the CPU): ZeRO-Offload keeps the 16-bit weights and "
+            "gradients on the GPU (Ren et al. 2021 §4.1; DeepSpeed offload_optimizer)")
+        master = moments = 0
+    elif paged_states:
+        paged = moments
+        moments = 0
+        notes.append(
+            f"paged optimizer ({setup.optimizer}): its states ({fmt_gib(paged)} per GPU) are in CUDA unified "
+            "memory, outside PyTorch's allocator statistics, and are evicted to host memory when the GPU runs "
+            "short, so they are shown apart and not counted in the memory that must fit (bitsandbytes "
+            "paged optimizers; Dettmers et al. 2023 §3)")
+    return ModelStates(weights, gradients, master + moments, paged, host, tuple(notes))
+
+
+def fmt_gib(value) -> str:
+    return f"{float(value) / 2**30:.2f} GiB"
+
+
+def _full(model: ModelSpec, setup: TrainingSetup, mixed: bool, pure: bool, fsdp_pp: bool) -> tuple:
+    stage = setup.zero_stage
+    wb, grad, master, moments = _per_param(setup, mixed, pure)
+    opt_sharded = stage >= 1 or setup.optimizer_impl == "deepspeed-bf16"
+    if fsdp_pp:
+        # torchtitan (pytorch/torchtitan @ 9dec370, parallelize_llama.py apply_fsdp): with pipeline
+        # parallelism reshard_after_forward is False, so a stage's parameters stay gathered across
+        # its micro-batches, and the pipeline schedule accumulates unsharded gradients until the last
+        # micro-batch's reduce-scatter (FSDP2 keeps them in reduce_dtype fp32 under its
+        # MixedPrecisionPolicy); the fp32 sharded parameters (the master), moments and sharded
+        # gradients are divided over the data-parallel GPUs.
+        whole = _params_per_gpu(model, setup, False)
+        shard = _params_per_gpu(model, setup, True)
+        unsharded_grad = FP32_BYTES if mixed else wb
+        weights = whole * wb
+        gradients = whole * unsharded_grad + shard * (FP32_BYTES if mixed else wb)
+        optimizer_master, optimizer_moments = shard * master, shard * moments
+        note = (f"FSDP under pipeline parallelism (torchtitan): the stage's parameters stay gathered "
+                f"({fmt_bytes_per_param(wb)} B/param) and its gradients accumulate unsharded in "
+                f"{'fp32' if mixed else setup.precision} across micro-batches; master weights, moments and "
+                "gradient shards ÷ the data-parallel GPUs")
+        return weights, gradients, optimizer_master, optimizer_moments, note
+    weights = _params_per_gpu(model, setup, stage >= 3) * wb
+    grad_sharded = stage >= 2 and setup.optimizer_impl != "deepspeed-bf16"
+    gradients = _params_per_gpu(model, setup, grad_sharded) * grad
+    per_opt = _params_per_gpu(model, setup, opt_sharded)
+    total = wb + grad + master + moments
+    note = (
+        f"model states: {fmt_bytes_per_param(wb)} (weights) + {fmt_bytes_per_param(grad)} (gradients"
+        + {"megatron": ", Megatron fp32 main gradients" if setup.precision == "bf16" else "",
+           "deepspeed-bf16": ", DeepSpeed BF16_Optimizer: bf16 gradients + an fp32 accumulation buffer of the "
+                             "whole replica"}.get(setup.optimizer_impl, "")
+        + f") + {fmt_bytes_per_param(master + moments)} ({setup.optimizer} states"
+        + (", fp32 master copy included" if mixed else "")
+        + (", pure 16-bit: moments in " + setup.precision + ", no master copy"
+           if pure and setup.optimizer not in PAGED_OPTIMIZERS else "")
+        + (", pure 16-bit: no master copy" if pure and setup.optimizer in PAGED_OPTIMIZERS else "")
+        + f") = {fmt_bytes_per_param(total)} bytes/parameter (Rajbhandari et al. 2020 §3.1)"
+    )
+    return weights, gradients, per_opt * master, per_opt * moments, note
+
+
+def _lora(model: ModelSpec, setup: TrainingSetup, pure: bool, notes: list[str]) -> tuple:
+    from .memory import weight_bytes   # memory.py imports this module: the weight arithmetic stays there
+
+    stage, n = setup.zero_stage, setup.data_parallel
+    weight_shard = exact(1, n) if stage >= 3 else 1
+    grad_shard = exact(1, n) if stage >= 2 else 1
+    opt_shard = exact(1, n) if stage >= 1 else 1
+    model_split = Fraction(worst_stage_fraction(model, setup.pipeline_parallel)) / setup.tensor_parallel
+    lora = setup.lora or default_lora(model)
+    if setup.lora is None:
+        notes.append(f"LoRA defaults: rank {lora.rank} on {', '.join(lora.targets)}")
+    if setup.method == "qlora":
+        base = weight_bytes(model, "nf4", unquantized=setup.precision)
+        if model.has_architecture:
+            notes.append(
+                "base weights: block matrices NF4 with double quantization, 4 + 8/64 + 32/(64·256) = 4.127 bits/param; "
+                f"embeddings, LM head and norms at {setup.precision} (Dettmers et al. 2023 §3)"
+            )
+        else:
+            notes.append("base weights: all parameters counted at NF4 4.127 bits (the model gives only a parameter count)")
+    else:
+        base = model.params * bytes_per_element(setup.precision)
+        notes.append(f"base weights frozen at {setup.precision}: no gradients or optimizer states for them (Hu et al. 2021)")
+    if model.has_architecture:
+        adapters = lora_trainable_params(model, lora)
+    else:
+        adapters = 0
+        notes.append("LoRA adapters not counted: the model gives only a parameter count (adapters are usually < 1% of it)")
+    adapter_bytes = bytes_per_element(lora.adapter_precision)
+    paged = setup.optimizer in PAGED_OPTIMIZERS
+    moment_dtype = lora.adapter_precision if pure and not paged else "fp32"
+    adapter_opt = optimizer_state_bytes(setup.optimizer, moment_bytes=bytes_per_element(moment_dtype))
+    if setup.expert_parallel > 1:
+        # the routed experts' frozen weights are split over the expert-parallel GPUs
+        expert_bytes = expert_params(model) * (NF4_BITS / 8 if setup.method == "qlora"
+                                               else bytes_per_element(setup.precision))
+        base -= expert_bytes * (1 - exact(1, setup.expert_parallel))
+    # The adapters sit in the layers only: the fullest stage holds ⌈L/p⌉ of the L layers' adapters.
+    p = setup.pipeline_parallel
+    stage_layers, layers = (-(-model.layers // p), model.layers) if p > 1 and adapters else (1, 1)
+    adapter_params = exact(adapters * stage_layers, layers * setup.tensor_parallel)
+    weights = (base * model_split + adapter_params * adapter_bytes) * weight_shard
+    gradients = adapter_params * adapter_bytes * grad_shard
+    moments = adapter_params * adapter_opt * opt_shard
+    if adapters:
+        if lora.adapter_precision == "fp32":
+            why = " (PEFT upcasts adapters to fp32 by default)"
+        elif pure:
+            why = f" (pure 16-bit training: adapters in {lora.adapter_precision})"
+        else:
+            why = ""
+        notes.append(
+            f"LoRA adapters: {adapters:,} trainable parameters, {lora.adapter_precision} weights and gradients "
+            f"+ {fmt_bytes_per_param(adapter_opt)} bytes of {moment_dtype} {setup.optimizer} states = "
+            f"{fmt_bytes_per_param(2 * adapter_bytes + adapter_opt)} bytes/parameter" + why
+        )
+    return weights, gradients, 0, moments
+
+
+def _in_backward(model: ModelSpec, setup: TrainingSetup, gradients) -> tuple:
+    """Gradients under the optimizer step in backward: the largest one parameter's (torchtune optimizer_in_bwd)."""
+    if not model.has_architecture:
+        return gradients, ("optimizer step in backward: the full gradient is still counted (the model gives only "
+                           "a parameter count, so its largest parameter is unknown)")
+    if setup.method == "full":
+        largest = largest_parameter(model)
+        wb = bytes_per_element(setup.precision)
+        what = "parameter"
+    else:
+        lora = setup.lora or default_lora(model)
+        largest = max(lora.rank * max(x.d_in, x.d_out) for x in lora_matrices(model, lora))
+        wb = bytes_per_element(lora.adapter_precision)
+        what = "adapter matrix"
+    one = Fraction(largest * wb, setup.tensor_parallel)
+    return min(one, gradients), (
+        f"optimizer step in backward (torchtune optimizer_in_bwd): each gradient is applied and freed as it is "
+        f"produced, so only the largest {what}'s gradient ({largest:,} values × {fmt_bytes_per_param(wb)} B) is "
+        "counted, not a full gradient buffer")
