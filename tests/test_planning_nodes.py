@@ -7,11 +7,11 @@ By hand (estimate/flops.py training_flops_per_token, flops_throughput):
     N (matmul parameters) = 8,030,261,248 params − 128,256 × 4,096 input embedding = 7,504,924,672
     FLOPs/token (LoRA)    = 4·N + 12·L·H·Q·T = 4 × 7,504,924,672 + 12 × 32 × 32 × 128 × 2,048
                           = 30,019,698,688 + 3,221,225,472 = 33,240,924,160
-    tokens/s on g GPUs    = g × 312e12 (A100 dense bf16) × 0.40 (default MFU) ÷ 33,240,924,160
-                          = g × 3,754.408
-    hours on g GPUs       = 200e6 ÷ (g × 3,754.408) ÷ 3,600 = 14.7974 ÷ g
+    tokens/s on g GPUs    = g × 312e12 (A100 dense bf16) × 0.51 (default MFU, nothing recomputed) ÷ 33,240,924,160
+                          = g × 4,786.871
+    hours on g GPUs       = 200e6 ÷ (g × 4,786.871) ÷ 3,600 = 11.6058 ÷ g
     node-hours requested  = 1 node × hours × 1.3 (30% buffer):
-                            g=1: 19.2366   g=2: 9.6183   g=3: 6.4122   g=4: 4.8092
+                            g=1: 15.0876   g=2: 7.5438   g=3: 5.0292   g=4: 3.7719
 """
 
 from __future__ import annotations
@@ -38,18 +38,18 @@ def plan_json(tmp_path, capsys, resource, extra=""):
 def test_a_lora_run_on_polaris_fills_the_node(tmp_path, capsys):
     w = plan_json(tmp_path, capsys, "alcf-polaris")
     assert w["gpu"]["count"] == 4
-    assert w["resource"]["amount"] == pytest.approx(4.8092, abs=1e-4)       # g=4 above
-    assert w["resource"]["arithmetic"] == "⌈4 GPUs ÷ 4 per node⌉ = 1 node × 4.81 h × 1 = 4.81 node-hours"
+    assert w["resource"]["amount"] == pytest.approx(3.7719, abs=1e-4)       # g=4 above
+    assert w["resource"]["arithmetic"] == "⌈4 GPUs ÷ 4 per node⌉ = 1 node × 3.77 h × 1 = 3.77 node-hours"
     # Each count that lost to the idle GPUs of a whole node says so, with both amounts.
     assert [(a["count"], a["reason"]) for a in w["alternatives"]] == [
-        (1, "fits on 1× a100-40gb but costs 19.24 node-hours vs 4.81: a node is charged whole, "
+        (1, "fits on 1× a100-40gb but costs 15.09 node-hours vs 3.77: a node is charged whole, "
             "so 3 GPUs would sit idle"),
-        (2, "fits on 2× a100-40gb but costs 9.62 node-hours vs 4.81: a node is charged whole, "
+        (2, "fits on 2× a100-40gb but costs 7.54 node-hours vs 3.77: a node is charged whole, "
             "so 2 GPUs would sit idle"),
-        (3, "fits on 3× a100-40gb but costs 6.41 node-hours vs 4.81: a node is charged whole, "
+        (3, "fits on 3× a100-40gb but costs 5.03 node-hours vs 3.77: a node is charged whole, "
             "so 1 GPU would sit idle"),
     ]
-    assert [a["cost"] for a in w["alternatives"]] == pytest.approx([19.2366, 9.6183, 6.4122], abs=1e-4)
+    assert [a["cost"] for a in w["alternatives"]] == pytest.approx([15.0876, 7.5438, 5.0292], abs=1e-4)
     # The scaling assumption behind the choice is stated.
     assert ("4 GPUs rather than 1: alcf-polaris charges whole nodes, so fewer GPUs would pay for idle ones; "
             "the runtime is taken to scale linearly with the GPU count (data parallel at the same MFU; "
@@ -57,11 +57,11 @@ def test_a_lora_run_on_polaris_fills_the_node(tmp_path, capsys):
 
 
 def test_a_gpu_hour_resource_keeps_the_smallest_count(tmp_path, capsys):
-    # NCSA Delta gpuA100x4 charges GPU-hours (SUs, factor 1): 1 GPU × 14.7974 h × 1.3 = 19.2366 SUs,
-    # the same as 4 GPUs × 3.6994 h × 1.3; ties go to fewer GPUs, and the search stops there.
+    # NCSA Delta gpuA100x4 charges GPU-hours (SUs, factor 1): 1 GPU × 11.6058 h × 1.3 = 15.0876 SUs,
+    # the same as 4 GPUs × 2.9015 h × 1.3; ties go to fewer GPUs, and the search stops there.
     w = plan_json(tmp_path, capsys, "ncsa-delta-a100")
     assert w["gpu"]["count"] == 1
-    assert w["resource"]["amount"] == pytest.approx(19.2366, abs=1e-4)
+    assert w["resource"]["amount"] == pytest.approx(15.0876, abs=1e-4)
     assert w["alternatives"] == []
     assert not [a for a in w["assumptions"] if "rather than" in a]
 
@@ -69,7 +69,7 @@ def test_a_gpu_hour_resource_keeps_the_smallest_count(tmp_path, capsys):
 def test_a_pinned_count_is_kept_and_charged_whole(tmp_path, capsys):
     w = plan_json(tmp_path, capsys, "alcf-polaris", ", gpus: 1")
     assert w["gpu"]["count"] == 1
-    assert w["resource"]["arithmetic"] == "⌈1 GPU ÷ 4 per node⌉ = 1 node × 19.24 h × 1 = 19.24 node-hours"
+    assert w["resource"]["arithmetic"] == "⌈1 GPU ÷ 4 per node⌉ = 1 node × 15.09 h × 1 = 15.09 node-hours"
 
 
 def test_a_measured_pilot_on_one_gpu_is_kept_and_the_full_node_is_named(tmp_path, capsys):

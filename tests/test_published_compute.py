@@ -36,15 +36,13 @@ def test_published_llama2_pretraining_gpu_hours(model_id, published_gpu_hours):
     # Tensor parallelism 8 within a node (with sequence parallelism), as Megatron-style 70B
     # recipes on A100-80GB use, so no activation recompute is needed; Table 2 gives only the hours.
     p = plan(name="pt", kind="pretrain", model=model_id, tokens="2T", seq_len=4096,
-             gpu="a100-80gb", gpus=2048, buffer=0, tensor_parallel=8)
+             gpu="a100-80gb", gpus=2048, tensor_parallel=8)
     assert p.activation_checkpointing is False
-    ratio = p.gpu_hours / published_gpu_hours
-    # The default MFU (0.40) sits at the low end of published achieved MFU
-    # (Llama 3: 0.38-0.43; Llama 2's own hours imply 0.445-0.46 under our FLOPs
-    # count, see below), so the estimate must never fall below Meta's figure
-    # (an under-request) and stay within 20%: the spread of published MFU
-    # (0.38-0.46) around the default is about that wide.
-    assert 1.0 <= ratio <= 1.20, ratio
+    # The steady-state estimate (MFU 0.51, nothing recomputed) is faster than a whole run,
+    # whose hours include restarts and evaluation: below Meta's hours by less than the
+    # default 30% buffer, so the request with its buffer still covers the published run.
+    assert 0.80 <= p.gpu_hours / published_gpu_hours < 1.0
+    assert p.gpu_hours_requested >= published_gpu_hours
 
 
 @pytest.mark.parametrize("model_id, published_gpu_hours, implied_low, implied_high", [
@@ -55,7 +53,9 @@ def test_published_llama2_implied_mfu(model_id, published_gpu_hours, implied_low
     flops = training_flops_per_token(model, "full", 4096).model
     implied = 2.0e12 * flops / (published_gpu_hours * 3600 * 312e12)
     assert implied_low <= implied <= implied_high
-    assert DEFAULT_MFU <= implied  # the default is conservative against Llama 2
+    # Whether Meta recomputed is not published: the implied MFU lies between the default with
+    # full checkpointing (0.51 × 6/8 of the FLOPs = 0.3825) and the default with none (0.51).
+    assert DEFAULT_MFU * 0.75 <= implied <= DEFAULT_MFU
 
 
 def test_flops_per_token_by_hand_llama2_7b():

@@ -139,8 +139,8 @@ def test_report_content_follows_the_plan(golden_plan):
     body, appendix = md.split(pdf_mod.APPENDIX_MARKER)
     for w in golden_plan.workloads:
         assert f"### {w.name}:" in body
-    assert "**899.2**" in body          # total requested = 134.46 + 164.75 + 600.0
-    assert f"{golden_plan.gpu_hours_requested:,.1f}" == "899.2"
+    assert "**863.7**" in body          # total requested = 134.46 + 129.23 + 600.0
+    assert f"{golden_plan.gpu_hours_requested:,.1f}" == "863.7"
     # every number of the derivation substituted
     assert "204,800,000 tokens ÷ 5,500 tokens/s ÷ 3,600 s/h = 10.34 h per run" in body
     assert "10.34 h × 1 GPU × 10 runs = 103.43; × (1 + 30% buffer) = 134.46 requested" in body
@@ -203,8 +203,8 @@ def test_pdf_holds_each_workload_and_the_totals(pdf_build, golden_plan):
     text = "\n".join(page.extract_text() for page in PdfReader(str(path)).pages)
     for w in golden_plan.workloads:
         assert w.name in text
-    assert fmt.fmt_hours(golden_plan.gpu_hours_requested) in text      # 899.2
-    assert fmt.fmt_hours(golden_plan.gpu_hours) in text                # 730.2
+    assert fmt.fmt_hours(golden_plan.gpu_hours_requested) in text      # 863.7
+    assert fmt.fmt_hours(golden_plan.gpu_hours) in text                # 702.8
     assert "page 1 of" in text
 
 
@@ -283,7 +283,7 @@ def test_templates_may_not_print_a_bare_float(golden_plan):
     for kind in ("md", "html"):
         with pytest.raises(TypeError, match="format it with a filter"):
             report.environment(kind).from_string("{{ r.gpu_hours }}").render(r=context)
-        assert report.environment(kind).from_string("{{ r.gpu_hours|hours }}").render(r=context) == "730.2"
+        assert report.environment(kind).from_string("{{ r.gpu_hours|hours }}").render(r=context) == "702.8"
 
 
 @pytest.mark.parametrize("fn, value, expected", [

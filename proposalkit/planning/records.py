@@ -79,6 +79,7 @@ class Throughput:
     mfu: float | None = None
     mfu_source: str | None = None
     flops_per_token: FlopsPerToken | None = None
+    mfu_base: float | None = None   # MFU without recompute, when `mfu` charges activation checkpointing's recompute
 
 
 @dataclass(frozen=True)

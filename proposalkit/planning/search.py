@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..catalog import GPUSpec
 from ..estimate.flops import (
     DEFAULT_MFU, DEFAULT_MFU_SOURCE, QLORA_SPEED_FACTOR, QLORA_SPEED_SOURCE,
-    flops_throughput, runtime_hours, scale_pilot, training_flops_per_token,
+    flops_throughput, recompute_mfu, runtime_hours, scale_pilot, training_flops_per_token,
 )
 from ..estimate.memory import (
     DEFAULT_OVERHEAD, InferenceSetup, MemoryBreakdown, TrainingSetup, inference_memory, training_memory,
@@ -116,6 +116,9 @@ def _fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict
 
 def mfu(w, notes: list[str]) -> tuple[float, str]:
     if w.mfu is not None:
+        if w.activation_checkpointing is not None:
+            return w.mfu, (f"{w.mfu:.2f} given in the workload file, taken as measured with its activation "
+                           "checkpointing setting (a published MFU includes its recompute)")
         return w.mfu, f"{w.mfu:.2f} given in the workload file"
     if w.method == "qlora":
         mfu = DEFAULT_MFU * QLORA_SPEED_FACTOR
@@ -142,13 +145,19 @@ def throughput(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, check
                                  from_rate=source.peak_16bit_flops, to_gpu=gpu.id, to_count=count,
                                  to_rate=gpu.peak_16bit_flops, rate_name="dense 16-bit peak")
         return Throughput(scaled.tokens_per_second, "pilot-extrapolated", scaled.rule)
-    fpt = training_flops_per_token(model, w.method or "full", s.seq_len, bool(checkpointing))
-    tps = flops_throughput(fpt, count, gpu.peak_16bit_flops, mfu[0])
+    fpt = training_flops_per_token(model, w.method or "full", s.seq_len, checkpointing)
+    base, source = mfu
+    # The default MFU is that of a run recomputing nothing, so the recompute is charged on
+    # top of it; a workload's own MFU is taken as measured with its own checkpointing
+    # setting (published MFUs include their recompute), unless the planner turned
+    # checkpointing on to fit.
+    charged = bool(fpt.recompute) and (w.mfu is None or w.activation_checkpointing is None)
+    effective = recompute_mfu(base, fpt) if charged else base
+    tps = flops_throughput(fpt, count, gpu.peak_16bit_flops, effective)
     derivation = (f"{count} GPU{'s' if count > 1 else ''} × {gpu.peak_16bit_flops / 1e12:,.0f} TFLOP/s × "
-                  f"MFU {mfu[0]:.3f} ÷ "
-                  f"{fpt.hardware / 1e9:,.2f} GFLOP/token = {tps:,.0f} tokens/s")
-    return Throughput(tps, "flops", derivation, mfu[0], mfu[1], fpt)
-
+                  f"MFU {effective:.3f} ÷ "
+                  f"{fpt.model / 1e9:,.2f} GFLOP/token = {tps:,.0f} tokens/s")
+    return Throughput(tps, "flops", derivation, effective, source, fpt, mfu_base=base if charged else None)
 
 
 # ----------------------------------------------------------------- choice

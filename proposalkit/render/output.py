@@ -58,10 +58,10 @@ def workload_dict(w: WorkloadPlan) -> dict:
             "concurrency": s.concurrency,
         },
         "trainable_params": w.trainable_params,
-        "mfu": _round(tp.mfu), "mfu_source": tp.mfu_source,
+        "mfu": _round(tp.mfu), "mfu_source": tp.mfu_source, "mfu_without_recompute": _round(tp.mfu_base),
         "flops_per_token": None if tp.flops_per_token is None else {
             "model": tp.flops_per_token.model, "hardware": tp.flops_per_token.hardware,
-            "formula": tp.flops_per_token.formula},
+            "recompute": tp.flops_per_token.recompute, "formula": tp.flops_per_token.formula},
         "alternatives": [_candidate(c) for c in w.alternatives],
         "cross_checks": [{"name": c.name, "bytes": c.bytes, "formula": c.formula, "source": c.source}
                          for c in w.cross_checks],

@@ -20,6 +20,9 @@ class Reference:
 # and this report use. A reference is listed only when its key (a regular
 # expression) appears in the report's text.
 PAPERS: tuple[tuple[str, str, str], ...] = (
+    ("BigScience Workshop 2022", r"BLOOM",
+     ("BigScience Workshop. BLOOM: A 176B-Parameter Open-Access Multilingual Language Model. "
+      "arXiv:2211.05100, 2022 (156 TFLOP/s per A100, hardware FLOPs with recompute, as GENCI reports it).")),
     ("Chowdhery et al. 2022", r"Chowdhery et al\.? 2022|PaLM",
      ("A. Chowdhery, S. Narang, J. Devlin, et al. PaLM: Scaling Language Modeling with Pathways. "
       "arXiv:2204.02311, 2022; JMLR 24(240), 2023. (Appendix B: model FLOPs per token, MFU.)")),
@@ -61,18 +64,27 @@ PAPERS: tuple[tuple[str, str, str], ...] = (
      ("J. Lin, J. Tang, H. Tang, S. Yang, W.-M. Chen, W.-C. Wang, G. Xiao, X. Dang, C. Gan, S. Han. AWQ: "
       "Activation-aware Weight Quantization for LLM Compression and Acceleration. MLSys 2024; "
       "arXiv:2306.00978.")),
+    ("llm-foundry", r"llm-foundry",
+     ("mosaicml/llm-foundry, scripts/train/benchmarking/README.md at commit 8c8dd48f: MFU and HFU of MPT "
+      "training with and without activation checkpointing.")),
     ("Micikevicius et al. 2018", r"Micikevicius et al\.? 2018|fp32 master",
      ("P. Micikevicius, S. Narang, J. Alben, G. Diamos, E. Elsen, D. Garcia, B. Ginsburg, M. Houston, "
       "O. Kuchaiev, G. Venkatesh, H. Wu. Mixed Precision Training. ICLR 2018; arXiv:1710.03740.")),
     ("NAIRR community guide", r"NAIRR community guide",
      ("NAIRR Pilot community documentation (nairr.readthedocs.io): \"GPU Estimate\" and \"Generalized "
       "Resource Estimation\".")),
+    ("Narayanan et al. 2021", r"Narayanan et al\.? 2021",
+     ("D. Narayanan, M. Shoeybi, J. Casper, et al. Efficient Large-Scale Language Model Training on GPU "
+      "Clusters Using Megatron-LM. SC21; arXiv:2104.04473, 2021.")),
     ("Rajbhandari et al. 2020", r"Rajbhandari et al\.? 2020|ZeRO",
      ("S. Rajbhandari, J. Rasley, O. Ruwase, Y. He. ZeRO: Memory Optimizations Toward Training Trillion "
       "Parameter Models. SC20, 2020; arXiv:1910.02054.")),
     ("torchtune", r"torchtune",
      ("pytorch/torchtune, README at commit 30b8519e: memory and throughput table (Llama 3.1 8B LoRA and "
       "QLoRA on one RTX 4090).")),
+    ("torchtitan", r"torchtitan",
+     ("pytorch/torchtitan, torchtitan/models/llama/parallelize_llama.py at commit 82010c79: op-level "
+      "selective activation checkpointing (every second matmul recomputed).")),
     ("Touvron et al. 2023", r"Touvron et al\.? 2023",
      ("H. Touvron, L. Martin, K. Stone, et al. Llama 2: Open Foundation and Fine-Tuned Chat Models. "
       "arXiv:2307.09288, 2023.")),

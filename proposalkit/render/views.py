@@ -141,14 +141,21 @@ def _throughput_steps(w: WorkloadPlan, appendix: str) -> tuple[list[Step], list[
             layers, heads, head_size, seq_len = fpt.attention_shape
             terms.append(f"12 × {layers} × {heads} × {head_size} × {fmt_count(seq_len)}")
         text = f"{fpt.model_formula} = {' + '.join(terms)} = {fpt.model / 1e9:,.2f} GFLOP"
-        if fpt.recompute:
-            text += (f"; + {fpt.recompute / 1e9:,.2f} GFLOP recomputed (activation checkpointing) "
-                     f"= {fpt.hardware / 1e9:,.2f} GFLOP on the hardware")
         text += f" ({fpt.dense_source}; attention: {fpt.attention_source})"
         steps.append(Step("FLOPs per token", text))
+        if fpt.recompute:
+            steps.append(Step("Recomputed", f"{fpt.checkpointing} activation checkpointing reruns {fpt.recompute_formula} "
+                                            f"= {fpt.recompute / 1e9:,.2f} GFLOP per token on the GPUs, not model "
+                                            f"FLOPs ({fpt.recompute_source})"))
+    if fpt is not None and tp.mfu_base is not None:
+        steps.append(Step("MFU", f"{_mfu(tp.mfu_base)} with nothing recomputed ({appendix}) × "
+                                 f"{fpt.model / 1e9:,.2f} ÷ ({fpt.model / 1e9:,.2f} + {fpt.recompute / 1e9:,.2f}) "
+                                 f"GFLOP = {_mfu(tp.mfu)} (the GPUs keep their rate and spend part of it on the rerun, "
+                                 "as llm-foundry's MFU and HFU columns show)"))
     if fpt is not None and tp.mfu is not None:
-        steps.append(Step("Throughput", f"{_gpus(w.gpu_count)} × {w.gpu.peak_16bit_flops / 1e12:,.0f} TFLOP/s × MFU {_mfu(tp.mfu)} "
-                                        f"({appendix}) ÷ {fpt.hardware / 1e9:,.2f} GFLOP = "
+        where = "" if tp.mfu_base is not None else f" ({appendix})"
+        steps.append(Step("Throughput", f"{_gpus(w.gpu_count)} × {w.gpu.peak_16bit_flops / 1e12:,.0f} TFLOP/s × MFU "
+                                        f"{_mfu(tp.mfu)}{where} ÷ {fpt.model / 1e9:,.2f} GFLOP (model FLOPs) = "
                                         f"{fmt_rate(tp.tokens_per_second)} tokens/s"))
     else:
         steps.append(Step("Throughput", tp.derivation))

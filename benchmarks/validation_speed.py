@@ -1,0 +1,210 @@
+"""Published training speed beside proposalkit's plan of the same run: the speed section of docs/validation.md.
+
+    python benchmarks/validation_speed.py     # print the section (Markdown)
+
+benchmarks/validation/speed/index.yaml lists every published speed figure of the
+project's reference measurements (whole runs in GPU-hours, published MFU, measured
+steady-state throughput), each with its source. A row that is validated is an ordinary
+workload file beside the index, planned through the command line a user runs
+(`proposalkit plan FILE --format json`); the published figure is set against the plan's
+tokens/s, GPU-hours or MFU as the index says, and the ratio is planned ÷ measured speed
+(above 1: the plan expects a faster run than was measured, so it requests fewer GPU-hours
+than the run took). Rows marked `calibrate` set the default MFU and are never compared;
+rows marked `excluded` name the mechanism the planner would need. Nothing is tuned here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEED = ROOT / "benchmarks" / "validation" / "speed"
+INDEX = SPEED / "index.yaml"
+COMPARES = ("tokens_per_second_per_gpu", "tokens_per_second", "gpu_hours", "mfu")
+ROLES = ("validate", "calibrate", "excluded")
+
+
+def load(path: Path = INDEX) -> list[dict]:
+    with open(path, encoding="utf-8") as fh:
+        rows = yaml.safe_load(fh)["rows"]
+    for row in rows:
+        if row["role"] not in ROLES:
+            raise ValueError(f"{row['id']}: role must be one of {', '.join(ROLES)}, got {row['role']!r}")
+        if row["role"] == "validate" and row.get("compare") not in COMPARES:
+            raise ValueError(f"{row['id']}: compare must be one of {', '.join(COMPARES)}, got {row.get('compare')!r}")
+        if row["role"] == "excluded" and not row.get("needs"):
+            raise ValueError(f"{row['id']}: an excluded row names the mechanism it needs")
+    return rows
+
+
+def plan_file(path: Path) -> dict:
+    """The workload file's plan, as `proposalkit plan FILE --format json` prints it."""
+    from proposalkit.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["plan", str(path), "--format", "json"])
+    if code != 0:
+        raise RuntimeError(f"proposalkit plan {path} exited {code}: {err.getvalue().strip()}")
+    return json.loads(out.getvalue())
+
+
+@dataclass(frozen=True)
+class Result:
+    row: dict
+    workload: dict          # the plan JSON's one workload
+
+    @property
+    def id(self) -> str:
+        return self.row["id"]
+
+    @property
+    def measured(self) -> float:
+        return float(self.row["value"])
+
+    @property
+    def planned(self) -> float:
+        w, compare = self.workload, self.row["compare"]
+        if compare == "tokens_per_second_per_gpu":
+            return w["tokens_per_second"] / w["gpu"]["count"]
+        if compare == "tokens_per_second":
+            return w["tokens_per_second"]
+        if compare == "gpu_hours":
+            return w["gpu_hours"]
+        return w["mfu"]
+
+    @property
+    def ratio(self) -> float:
+        """Planned ÷ measured speed (for GPU-hours, the inverse of the hours' ratio)."""
+        if self.row["compare"] == "gpu_hours":
+            return self.measured / self.planned
+        return self.planned / self.measured
+
+
+def results(rows: list[dict] | None = None) -> list[Result]:
+    rows = rows if rows is not None else load()
+    out = []
+    for row in rows:
+        if row["role"] != "validate":
+            continue
+        plan = plan_file(SPEED / row["file"])
+        if len(plan["workloads"]) != 1:
+            raise ValueError(f"{row['id']}: {row['file']} must hold one workload")
+        out.append(Result(row, plan["workloads"][0]))
+    return out
+
+
+@dataclass(frozen=True)
+class Spread:
+    count: int
+    median: float
+    low: float
+    high: float
+    q1: float
+    q3: float
+
+
+def spread(ratios: list[float]) -> Spread:
+    """Median, minimum, maximum and quartiles (statistics.quantiles, inclusive method)."""
+    q1, _, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
+    return Spread(len(ratios), statistics.median(ratios), min(ratios), max(ratios), q1, q3)
+
+
+def throughput_spread(res: list[Result]) -> Spread:
+    """The headline: planned ÷ measured speed over the measured steady-state throughput rows (D)."""
+    return spread([r.ratio for r in res if r.row["section"] == "D"])
+
+
+def _num(x: float) -> str:
+    if x >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.3g}" if x < 1 else f"{x:,.1f}"
+
+
+def _setting(r: Result) -> str:
+    w = r.workload
+    ckpt = w["settings"]["activation_checkpointing"]
+    ckpt = {True: "full", False: "none", None: "none"}.get(ckpt, ckpt)
+    return f"{w['gpu']['count']}× {w['gpu']['type']}, checkpointing {ckpt}, MFU {w['mfu']:.3f}"
+
+
+def section(res: list[Result] | None = None, rows: list[dict] | None = None) -> str:
+    """The speed section of docs/validation.md, in Markdown."""
+    rows = rows if rows is not None else load()
+    res = res if res is not None else results(rows)
+    from proposalkit.estimate.flops import DEFAULT_MFU
+
+    d = throughput_spread(res)
+    lines = [
+        "## Speed: planned against published training speed",
+        "",
+        "Generated by `benchmarks/validation_speed.py` from `benchmarks/validation/speed/` (one ordinary",
+        "workload file per published row, planned with `proposalkit plan FILE --format json`; the index",
+        "gives each figure's source, unit and what it counts). The runtime model: tokens/s = GPUs × dense",
+        f"16-bit peak × MFU ÷ model FLOPs per token (6·N + 12·L·H·Q·T; 4·N for LoRA), MFU {DEFAULT_MFU:.2f} when",
+        "nothing is recomputed, and with activation checkpointing that MFU × model ÷ (model + recomputed)",
+        "FLOPs (0.75 of it for full recompute). Ratio = planned ÷ measured speed: above 1 the plan",
+        "expects a faster run than was measured.",
+        "",
+        f"**Measured steady-state throughput (section D): median ratio {d.median:.3f} over {d.count} rows;**",
+        f"**spread {d.low:.3f} to {d.high:.3f}, interquartile {d.q1:.3f} to {d.q3:.3f}.**",
+        "",
+        "| row | run | planned as | measured | planned | planned ÷ measured |",
+        "| --- | --- | --- | ---: | ---: | ---: |",
+    ]
+    for r in res:
+        if r.row["section"] != "D":
+            continue
+        note = f" ({r.row['note']})" if r.row.get("note") else ""
+        lines.append(f"| {r.id} | {r.row['source']}{note} | {_setting(r)} | {_num(r.measured)} {r.row['unit']} "
+                     f"| {_num(r.planned)} | {r.ratio:.3f} |")
+    c = [r for r in res if r.row["section"] == "C"]
+    cs = spread([r.ratio for r in c])
+    lines += [
+        "",
+        f"Whole runs and published MFU (section C): median ratio {cs.median:.3f} over {cs.count} rows, "
+        f"{cs.low:.3f} to {cs.high:.3f}. A whole run's GPU-hours include what steady-state speed leaves "
+        "out (restarts, evaluation, long-context stages, idle time), so these plans come out faster than "
+        "the published hours; the request's buffer is there for it.",
+        "",
+        "| row | what it counts | planned as | published | planned | planned ÷ measured speed |",
+        "| --- | --- | --- | ---: | ---: | ---: |",
+    ]
+    for r in c:
+        lines.append(f"| {r.id} | {r.row['counts']} ({r.row['source']}) | {_setting(r)} | "
+                     f"{_num(r.measured)} {r.row['unit']} | {_num(r.planned)} | {r.ratio:.3f} |")
+    calib = [row for row in rows if row["role"] == "calibrate"]
+    lines += [
+        "",
+        f"Calibration (never compared): the default MFU {DEFAULT_MFU:.2f} with nothing recomputed is the median "
+        "hardware-FLOPs utilization of these published A100 runs (without recompute, model FLOPs are "
+        "hardware FLOPs).",
+        "",
+        "| row | published | what it counts | source |",
+        "| --- | ---: | --- | --- |",
+    ]
+    for row in calib:
+        lines.append(f"| {row['id']} | {row['value']:.3f} {row['unit']} | {row['counts']} | {row['source']} |")
+    excluded = [row for row in rows if row["role"] == "excluded"]
+    lines += [
+        "",
+        "Not expressed (each names the mechanism the planner would need):",
+        "",
+        "| row | published | needs | source |",
+        "| --- | ---: | --- | --- |",
+    ]
+    for row in excluded:
+        lines.append(f"| {row['id']} | {_num(float(row['value']))} {row['unit']} | {row['needs']} | {row['source']} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(section())

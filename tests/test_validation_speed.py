@@ -1,0 +1,117 @@
+"""The speed section of docs/validation.md: published training speed beside the plan of the same run.
+
+benchmarks/validation_speed.py plans every workload file of benchmarks/validation/speed/
+through the CLI (`proposalkit plan FILE --format json`) and sets the plan against the
+published figure its index names. These tests pin the headline the README states and keep
+the calibration rows (which set DEFAULT_MFU) apart from the rows it is validated on.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import statistics
+import sys
+from pathlib import Path
+
+import pytest
+
+from proposalkit.estimate.flops import DEFAULT_MFU
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "validation_speed.py"
+
+# The reference measurements hold 33 rows of section C (whole runs, published utilization)
+# and 23 of section D (measured throughput); the index lists every one.
+SECTION_ROWS = {"C": 33, "D": 23}
+# Measured when the table was written: median 0.903 over 14 throughput rows (before this
+# model, with MFU 0.40 charged on recompute FLOPs too: 0.708). The issue's bound: 0.9 to 1.1.
+MEDIAN_LOW, MEDIAN_HIGH = 0.9, 1.1
+THROUGHPUT_ROWS_MIN = 14
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("validation_speed", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def speed():
+    return _load_script()
+
+
+@pytest.fixture(scope="module")
+def rows(speed):
+    return speed.load()
+
+
+@pytest.fixture(scope="module")
+def results(speed, rows):
+    return speed.results(rows)
+
+
+def test_the_index_lists_every_row_of_sections_c_and_d_once(rows):
+    ids = [r["id"] for r in rows]
+    assert len(ids) == len(set(ids))
+    for section, count in SECTION_ROWS.items():
+        assert sum(r["section"] == section for r in rows) == count
+        assert all(r["id"].startswith(section + "-") for r in rows if r["section"] == section)
+
+
+def test_each_validated_row_is_an_ordinary_workload_file_with_its_source(speed, rows):
+    files = sorted(p.name for p in speed.SPEED.glob("*.yaml") if p.name != "index.yaml")
+    validated = sorted(r["file"] for r in rows if r["role"] == "validate")
+    # Every workload file is a row; a file for a row not yet validated may wait for its mechanism.
+    assert set(validated) <= set(files)
+    for row in rows:
+        if row["role"] != "validate":
+            continue
+        head = (speed.SPEED / row["file"]).read_text(encoding="utf-8").split("workloads:")[0]
+        assert head.startswith(f"# {row['id']}:"), row["id"]
+        assert "# Source:" in head and "# Quote:" in head, row["id"]
+
+
+def test_the_default_mfu_is_the_median_of_its_calibration_rows_and_none_of_them_is_validated(rows):
+    calibrate = [r for r in rows if r["role"] == "calibrate"]
+    assert sorted(r["id"] for r in calibrate) == ["C-BLOOM-1", "C-KORT-1", "C-KORT-2", "C-KORT-3", "C-KORT-4",
+                                                  "C-MEG-1", "C-MEG-2", "C-MEG-3"]
+    assert not any(r.get("file") for r in calibrate)
+    assert statistics.median(r["value"] for r in calibrate) == pytest.approx(DEFAULT_MFU)
+
+
+def test_every_row_left_out_names_what_it_needs(rows):
+    for row in rows:
+        if row["role"] == "excluded":
+            assert len(row["needs"]) > 10, row["id"]
+
+
+def test_the_throughput_median_is_within_ten_percent(speed, results):
+    d = speed.throughput_spread(results)
+    assert d.count >= THROUGHPUT_ROWS_MIN
+    assert MEDIAN_LOW <= d.median <= MEDIAN_HIGH, d
+    assert d.low <= d.q1 <= d.median <= d.q3 <= d.high
+
+
+def test_the_ratio_is_planned_over_measured_speed(speed, results):
+    by_id = {r.id: r for r in results}
+    # D-FOUNDRY-2: MPT-7B at 8k with full checkpointing on 8× H100 (llm-foundry: 6,935 tokens/s per GPU).
+    # Model FLOPs/token 6·N + 12·L·H·Q·T, MFU 0.51 × 3/4 (one forward recomputed).
+    r = by_id["D-FOUNDRY-2"]
+    n = r.workload["flops_per_token"]["model"]
+    assert r.workload["mfu"] == pytest.approx(DEFAULT_MFU * 0.75)
+    assert r.planned == pytest.approx(989e12 * DEFAULT_MFU * 0.75 / n)
+    assert r.ratio == pytest.approx(r.planned / 6935)
+    # C-LLAMA2-1: a whole run's GPU-hours; the speed ratio is published ÷ planned hours.
+    r = by_id["C-LLAMA2-1"]
+    assert r.ratio == pytest.approx(184_320 / r.workload["gpu_hours"])
+
+
+def test_the_section_states_the_headline_and_every_row(speed, rows, results):
+    text = speed.section(results, rows)
+    d = speed.throughput_spread(results)
+    assert f"median ratio {d.median:.3f} over {d.count} rows" in text
+    assert f"spread {d.low:.3f} to {d.high:.3f}, interquartile {d.q1:.3f} to {d.q3:.3f}" in text
+    for row in rows:
+        assert f"| {row['id']} |" in text, row["id"]
