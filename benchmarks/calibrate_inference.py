@@ -3,15 +3,16 @@
     python benchmarks/calibrate_inference.py          # print the fit beside the constants in engines.py
 
 The fitted values are the constants TRT_BANDWIDTH_FRACTION, TRT_COMPUTE_FRACTION_8BIT,
-TRT_COMPUTE_FRACTION_16BIT and TRT_TP_EFFICIENCY in proposalkit/estimate/engines.py, rounded to
-two decimals (tests/test_inference_validation.py holds them equal to this fit).
+TRT_COMPUTE_FRACTION_16BIT, TRT_ALLREDUCE_LATENCY and TRT_LINK_FRACTION in
+proposalkit/estimate/engines.py (tests/test_inference_validation.py holds them equal to this fit).
 
-Rows: `role: calibrate` (every H100 row of TensorRT-LLM's perf overview: Llama-3.1-8B on one
-H100 and Llama-3.3-70B on two, ten input/output pairs each, and the one 16-bit compute-bound row,
-TensorRT-LLM v0.5's Llama-7B first-token latency on an A100). Held out: every H200 row, the
-other first-token row, the fixed-batch A100 rows and MLPerf. Objective: the sum over the rows of
-squared log(estimate / published), minimised by coordinate descent on a 0.01 grid, all four
-fractions at once (one fit for all rows, never one row at a time).
+Rows: `role: calibrate`: every H100 row of TensorRT-LLM's performance overview (Llama-3.1-8B on
+one H100, Llama-3.3-70B on two, Llama-3.1-405B on eight; ten input/output pairs each) and the one
+16-bit compute-bound row, TensorRT-LLM v0.5's Llama-7B first-token latency on an A100. Held out:
+every H200 row, the other first-token row, the fixed-batch A100 rows, the vLLM row (MLPerf rows are
+not computable). Objective: the sum over the rows of squared log(estimate / published), minimised
+by coordinate descent on a grid (0.01 for fractions, 1 µs for the all-reduce latency), all five
+parameters at once (one fit for all rows, never one row at a time).
 """
 
 from __future__ import annotations
