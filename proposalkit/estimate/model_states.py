@@ -62,6 +62,16 @@ if TYPE_CHECKING:  # no import cycle at run time: memory.py imports this module
 OPTIMIZER_IMPLS = ("torch", "deepspeed-bf16", "megatron")
 
 
+# torch.autocast with fp32 parameters (Hugging Face Trainer's bf16/fp16 AMP) holds the same 16 bytes split
+# 4 (fp32 weights) + 4 (fp32 gradients) + 8 (moments). Autocast also caches the 16-bit copy of each weight
+# it casts and matmul saves it for backward (PyTorch autocast docs, cache_enabled), 2 B/param at the end
+# of a forward without checkpointing; the fp32 gradients then exist only under gradient accumulation
+# (zero_grad sets them to None), so the 16 bytes bound the step without accumulation: stated, not added.
+AMP_NOTE = ("; with fp32 parameters under autocast (Hugging Face Trainer AMP) the same 16 bytes are 4 + 4 + 8, "
+            "and autocast's 16-bit weight copies saved for backward (2 bytes/parameter without checkpointing) "
+            "are not counted: they coincide with the fp32 gradients only under gradient accumulation")
+
+
 @dataclass(frozen=True)
 class ModelStates:
     """Exact bytes per GPU: on the device (weights, gradients, optimizer), in CUDA unified memory
@@ -275,6 +285,7 @@ def _full(model: ModelSpec, setup: TrainingSetup, mixed: bool, pure: bool, fsdp_
            if pure and setup.optimizer not in PAGED_OPTIMIZERS else "")
         + (", pure 16-bit: no master copy" if pure and setup.optimizer in PAGED_OPTIMIZERS else "")
         + f") = {fmt_bytes_per_param(total)} bytes/parameter (Rajbhandari et al. 2020 §3.1)"
+        + (AMP_NOTE if mixed and setup.optimizer_impl == "torch" else "")
     )
     return weights, gradients, per_opt * master, per_opt * moments, note
 
