@@ -100,7 +100,8 @@ def worst_stage_fraction(model: ModelSpec, pipeline_parallel: int) -> Fraction |
         return exact(1, p)
     per_stage = -(-model.layers // p) * layer_params(model)
     head = lm_head_params(model) or model.vocab * model.hidden
-    worst = per_stage + max(embedding_params(model), head + model.hidden)
+    # a vision-language model's vision tower runs before the first layer: on the first stage
+    worst = per_stage + max(embedding_params(model) + model.vision_params, head + model.hidden)
     return min(Fraction(worst, parameter_count(model)), Fraction(1))
 
 
@@ -205,7 +206,10 @@ def model_states(model: ModelSpec, setup: TrainingSetup) -> ModelStates:
 
     gathered_weights, gathered_grads = (0, 0) if fsdp_pp else zero3_gathered_bytes(model, setup)
     host = 0
-    if setup.offload_params:
+    if setup.offload_params and not model.has_architecture:
+        notes.append("parameter offload not applied: the model gives only a parameter count, so the working set "
+                     "gathered to the GPU is unknown; the weight and gradient shards are counted on the GPU")
+    elif setup.offload_params:
         host += weights + gradients
         notes.append(
             f"parameters offloaded to the CPU (ZeRO-Infinity offload_param; FSDP CPUOffload): the "
