@@ -21,7 +21,10 @@ from typing import TYPE_CHECKING
 
 from .arith import ceil, check_positive, exact, memo
 from .lora import default_lora, lora_activation_bytes_per_layer
-from .loss import loss_note, loss_peak_bytes
+from .checkpointing import (
+    OFFLOAD_STASH_TENSORS, POLICY_SOURCES, attention_core_bytes, offloaded_stash_bytes, op_policy_saved_bytes,
+)
+from .loss import FP32_BYTES, loss_note, loss_peak_bytes
 from .shapes import (
     ModelSpec, expert_ffn_hidden, is_mla, is_moe, largest_linear_params, mlp_matrices, moe_layer_count,
     projection_widths, require_architecture, routed_experts, shared_expert_ffn_hidden,
@@ -208,35 +211,64 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
             "give layers, hidden, heads and vocab to include them",
         )
     e = 4 if setup.precision == "fp32" else 2
-    s, b, h, v = setup.seq_len, setup.micro_batch, model.hidden, model.vocab
+    cp = setup.context_parallel
+    # Context parallelism (torchtitan, ring attention) gives each GPU s/cp of the sequence's tokens:
+    # every per-token activation, and the loss, divided by cp (input/loading.py requires FlashAttention).
+    s, b, h, v = exact(setup.seq_len, cp), setup.micro_batch, model.hidden, model.vocab
     t, p = setup.tensor_parallel, setup.pipeline_parallel
     sp = setup.sequence_parallel or t == 1
     split = exact(1, t)
     replicated = split if sp else 1
+    ckpt = setup.activation_checkpointing
+    layer_input = e * s * b * h * replicated
+    lora = (lora_activation_bytes_per_layer(model, setup.lora or default_lora(model), s * b, e, t)
+            if setup.method in ("lora", "qlora") else 0)
+
+    def layer_kinds(moe_layer: bool) -> tuple:
+        """(kept for backward, transient while recomputed, largest saved tensor) of one layer of this kind."""
+        terms = _terms(model, s, b, setup.flash_attention, t, sp, e, moe_layer)
+        full = sum(terms.values()) + lora
+        widest = max(projection_widths(model)[0], model.ffn_hidden, expert_ffn_hidden(model) if moe_layer else 0)
+        largest = max(layer_input, e * s * b * widest * split)
+        if ckpt is True:
+            return layer_input, full, layer_input
+        if ckpt == "selective" and setup.selective_policy == "attention":
+            core = attention_core_bytes(terms)
+            return full - core, core, largest
+        if ckpt == "selective":
+            return op_policy_saved_bytes(model, s * b, e, t, setup.flash_attention, layer_input, moe_layer) + lora, \
+                full, largest
+        return full, 0, largest
 
     # A model with dense and MoE layers (DeepSeek's first_k_dense_replace) counts every layer at the larger kind.
     moe_layers = moe_layer_count(model)
     kinds = [moe_layer for moe_layer, present in ((True, moe_layers > 0), (False, moe_layers < model.layers))
              if present]
-    layer = max(sum(_terms(model, s, b, setup.flash_attention, t, sp, e, moe_layer).values())
-                for moe_layer in kinds)
-    if setup.method in ("lora", "qlora"):
-        layer += lora_activation_bytes_per_layer(model, setup.lora or default_lora(model), s * b, e, t)
+    per_kind = [layer_kinds(moe_layer) for moe_layer in kinds]
+    kept, recompute, largest = (max(x[i] for x in per_kind) for i in range(3))
     dequantized = 0
     if setup.method == "qlora":
         # bitsandbytes dequantizes one NF4 matrix at a time to the compute dtype for
         # each matmul (MatMul4Bit); the largest block matrix bounds that buffer.
         dequantized = exact(e * largest_linear_params(model), t)
-    layer_input = e * s * b * h * replicated
 
     layers_per_stage = math.ceil(model.layers / p)
     in_flight = p                     # 1F1B: the first stage holds p microbatches
 
     def stage(microbatches: int) -> Fraction:
         """What the stage's layers keep for the backward (the recomputed layer apart)."""
-        if setup.activation_checkpointing:
-            return microbatches * layers_per_stage * layer_input
-        return microbatches * layers_per_stage * layer
+        if setup.activation_offload:
+            return offloaded_stash_bytes(kept, largest, microbatches * layers_per_stage)
+        return microbatches * layers_per_stage * kept
+
+    if setup.activation_offload:
+        recompute += largest          # the backward brings a layer's saved tensors back before it recomputes
+    if cp > 1:
+        # Ring attention: the next K/V block arrives while the current one is used (two K and V
+        # buffers) and the partial outputs are merged in fp32 (torch.distributed.tensor.experimental
+        # context_parallel, _templated_ring_attention).
+        q_width, k_width, v_width, _ = projection_widths(model)
+        recompute += 2 * e * s * b * (k_width + v_width) * split + FP32_BYTES * s * b * q_width * split
 
     embedding_masks = MASK_BYTES * s * b * h * in_flight * replicated if model.dropout else 0
     # The last stage keeps the final norm's input and (unless the loss is fused) the LM head's input
@@ -245,7 +277,6 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     # the two transients are compared, not added (the larger of the phases).
     head_inputs = (1 if setup.loss == "fused" else 2) * e * s * b * h * replicated
     loss = loss_peak_bytes(setup.loss, s * b, h, v, e, t)
-    recompute = layer if setup.activation_checkpointing else 0
     if p == 1:
         total = stage(1) + embedding_masks + head_inputs + max(loss, recompute)
     else:
@@ -254,9 +285,34 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
         total = max(first, last)
     total += dequantized
 
-    notes = _training_notes(model, setup.method, e, setup.activation_checkpointing, setup.flash_attention,
+    notes = _training_notes(model, setup.method, e, ckpt, setup.flash_attention,
                             p, t, sp, layers_per_stage, len(kinds) > 1, setup.loss)
+    notes += _mechanism_notes(model, ckpt, setup.selective_policy, setup.activation_offload, cp, e, s * b)
     return ceil(total), notes
+
+
+_CHECKPOINTING = {False: "no activation checkpointing",
+                  True: "full activation checkpointing (layer inputs + one layer recomputed)",
+                  "selective": "selective activation checkpointing"}
+
+
+@memo
+def _mechanism_notes(model: ModelSpec, checkpointing, policy: str, offload: bool, cp: int, e: int,
+                     tokens) -> tuple[str, ...]:
+    """Notes on selective checkpointing, activation offloading and context parallelism, where used."""
+    notes = []
+    if checkpointing == "selective":
+        notes.append(f"selective checkpointing policy: {POLICY_SOURCES[policy]}")
+    if offload:
+        notes.append(f"activation offloading (torchtune OffloadActivations @ e511d5a2): saved activations copied to "
+                     f"CPU in the forward; the last {OFFLOAD_STASH_TENSORS} saved tensors stay on the GPU until "
+                     "their copies finish, and each layer's come back in the backward; the output layer and the loss "
+                     "stay on the GPU")
+    if cp > 1:
+        notes.append(f"context parallel {cp} (torchtitan, ring attention): each GPU holds {tokens:,} of the sequence's "
+                     "tokens, every activation and the loss ÷ "
+                     f"{cp}; two K/V blocks in flight and the fp32 merged attention output counted while a layer runs")
+    return tuple(notes)
 
 
 @memo
@@ -282,7 +338,7 @@ def _training_notes(model: ModelSpec, method: str, e: int, checkpointing: bool, 
     attention = "FlashAttention (no s×s scores stored)" if flash_attention else "attention scores stored (no FlashAttention)"
     notes.append(
         f"activations: {attention}, {e}-byte values, "
-        f"{'full activation checkpointing (layer inputs + one layer recomputed)' if checkpointing else 'no activation checkpointing'} "
+        f"{_CHECKPOINTING[checkpointing]} "
         f"(Korthikanti et al. 2022 eq. 1, §4.3)"
     )
     notes.append(loss_note(loss, e))

@@ -43,6 +43,7 @@ from .breakdown import (  # noqa: F401  (re-exported: the memory API)
     ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES, DEFAULT_OVERHEAD, MemoryBreakdown, Overhead, overhead_bytes, overhead_note,
 )
 from .lora import LoraSpec
+from .checkpointing import DEFAULT_SELECTIVE_POLICY, SELECTIVE_POLICIES
 from .loss import DEFAULT_LOSS, LOSSES
 from .model_states import (  # noqa: F401  (re-exported: the memory API)
     OPTIMIZER_IMPLS, model_states, worst_stage_fraction, zero3_gathered_bytes,
@@ -96,6 +97,11 @@ class TrainingSetup:
     # framework's own ("deepspeed-bf16": BF16_Optimizer's fp32 gradient buffer; "megatron": fp32
     # main gradients). A framework preset sets it.
     optimizer_impl: str = "torch"
+    # activation_checkpointing may also be "selective", kept by `selective_policy` (estimate/checkpointing.py:
+    # "attention", Megatron-LM's; "op", torchtitan's); a framework preset sets the policy.
+    selective_policy: str = DEFAULT_SELECTIVE_POLICY
+    activation_offload: bool = False   # torchtune OffloadActivations (estimate/checkpointing.py)
+    context_parallel: int = 1          # torchtitan ring attention: the sequence split over cp GPUs
 
 
 @dataclass(frozen=True)
@@ -181,6 +187,14 @@ def _validate_training(model: ModelSpec, setup: TrainingSetup) -> None:
         raise ValueError(f"expert_parallel: expected a divisor of the data-parallel GPUs ({setup.data_parallel}) "
                          f"and of the experts ({model.experts}), got {setup.expert_parallel}")
     check_choice(setup.loss, LOSSES, "loss")
+    check_choice(setup.selective_policy, SELECTIVE_POLICIES, "selective_policy")
+    if setup.activation_checkpointing not in (False, True, "selective"):
+        raise ValueError(f"activation_checkpointing: expected false, true or 'selective', got "
+                         f"{setup.activation_checkpointing!r}")
+    check_positive(setup.context_parallel, "context_parallel")
+    if setup.seq_len % setup.context_parallel:
+        raise ValueError(f"context_parallel: expected a divisor of seq_len ({setup.seq_len}), "
+                         f"got {setup.context_parallel}")
     if setup.zero_stage not in (0, 1, 2, 3):
         raise ValueError(f"zero_stage: expected 0, 1, 2 or 3, got {setup.zero_stage!r}")
     check_choice(setup.optimizer_impl, OPTIMIZER_IMPLS, "optimizer_impl")

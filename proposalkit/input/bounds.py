@@ -81,6 +81,10 @@ BOUNDS = {
     # DeepSeek-V3 trained with 64-way expert parallelism (DeepSeek-V3 technical report §3.2).
     "expert_parallel": Bound(1, 10**4, "at most 10,000: each expert-parallel rank holds at least one routed "
                                        "expert (DeepSeek-V3 trained with 64-way expert parallelism)"),
+    # Llama 3 405B trained its 128k-token stage with 16-way context parallelism (Dubey et al. 2024
+    # §3.3.2); each rank holds at least one token.
+    "context_parallel": Bound(1, 1024, "at most 1,024, 64× the 16-way context parallelism Llama 3 trained its "
+                                       "128k-token stage with (Dubey et al. 2024)"),
     # DeepSpeed ZeRO has stages 1 to 3 (Rajbhandari et al. 2020); 0 is plain data parallelism.
     "zero_stage": Bound(0, 3, "an integer from 0 to 3, the stages of DeepSpeed ZeRO (0: none)"),
     # Model-FLOPs utilization is a fraction of peak, so at most 1. Llama 3 measured 0.38–0.43 on

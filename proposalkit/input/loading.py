@@ -122,7 +122,8 @@ def _check(workload: Workload, model: ModelSpec | None, index: int, source: Sour
     if workload.resource is not None and resource_ids is not None and workload.resource not in resource_ids:
         add(("resource",), unknown_resource(workload.resource, resource_ids))
     if workload.kind == "inference":
-        for name in ("method", "optimizer", "zero_stage", "lora", "data", "loss"):
+        for name in ("method", "optimizer", "zero_stage", "lora", "data", "loss", "activation_offload",
+                     "context_parallel"):
             if getattr(workload, name) is not None:
                 add((name,), f"not used by inference (got {name}, expected it only on finetune or pretrain)")
         if workload.hours is None and workload.tokens is None:
@@ -208,12 +209,26 @@ def _parallel(workload: Workload, model: ModelSpec | None) -> list[tuple[Path, s
         if pp > model.layers:
             out.append((("pipeline_parallel",), f"more stages than the model has layers (got {pp}, expected at most "
                                                 f"{model.layers}: each pipeline stage holds at least one layer)"))
-    per_copy = tp * pp * ep
+    cp = workload.context_parallel or 1
+    if cp > 1:
+        # torchtitan's context parallelism runs ring attention on the fused SDPA kernels
+        # (torch.distributed.tensor.experimental.context_parallel): no eager s×s attention.
+        if workload.flash_attention is False:
+            out.append((("context_parallel",), f"ring attention needs a fused attention kernel (got context_parallel "
+                                               f"{cp} with flash_attention: false; expected flash_attention: true "
+                                               "or nothing)"))
+        seq_len = workload.seq_len or (workload.data.seq_len if workload.data is not None else None)
+        if seq_len is not None and seq_len % cp:
+            out.append((("context_parallel",), f"does not divide the sequence length (got {cp} for seq_len "
+                                               f"{seq_len:,}; expected a divisor: each GPU holds the same number "
+                                               "of the sequence's tokens)"))
+    per_copy = tp * pp * ep * cp
     if workload.gpus is not None and workload.gpus % per_copy:
         given = " × ".join(f"{name} {value}" for name, value in
                            (("tensor_parallel", workload.tensor_parallel),
                             ("pipeline_parallel", workload.pipeline_parallel),
-                            ("expert_parallel", workload.expert_parallel)) if value)
+                            ("expert_parallel", workload.expert_parallel),
+                            ("context_parallel", workload.context_parallel)) if value)
         what = "fewer GPUs than one model copy takes" if workload.gpus < per_copy else "not a whole number of model copies"
         out.append((("gpus",), f"{what} (got {workload.gpus}; {given} puts one copy on {per_copy} GPUs, expected a "
                                f"multiple of {per_copy}, e.g. {per_copy} or {2 * per_copy})"))

@@ -122,6 +122,13 @@ def _count_or_zero(value: object) -> int:
     return int(number)
 
 
+def _checkpointing(value: object) -> bool | str:
+    """Activation checkpointing: true (full), false, or 'selective' (estimate/checkpointing.py)."""
+    if isinstance(value, bool) or value == "selective":
+        return value
+    raise _fail("not a checkpointing setting", value, "true (full), false or selective")
+
+
 def _dropout(value: object) -> bool:
     """Dropout on or off: a boolean, or the probability as Hugging Face configs give it (0 is off)."""
     if isinstance(value, bool):
@@ -183,6 +190,7 @@ LoraRank = _bounded_int("lora_rank")
 TensorParallel = _bounded_int("tensor_parallel")
 PipelineParallel = _bounded_int("pipeline_parallel")
 ExpertParallel = _bounded_int("expert_parallel")
+ContextParallel = _bounded_int("context_parallel")
 Dimension = _bounded_int("dimension")
 TokensPerSecond = Annotated[float, _within(_positive_float, "tokens_per_second"),
                             WithJsonSchema({"anyOf": [{"type": "number", "minimum": BOUNDS["tokens_per_second"].low},
@@ -340,7 +348,16 @@ class WorkloadFields(_Strict):
     pipeline_parallel: PipelineParallel | None = None
     expert_parallel: ExpertParallel | None = Field(
         None, description="GPUs over which a mixture of experts' routed experts are split (training).")
-    activation_checkpointing: Bool | None = None
+    context_parallel: ContextParallel | None = Field(
+        None, description="Training: GPUs over which each sequence is split (torchtitan context parallelism, ring "
+                          "attention); a model copy spans tensor × pipeline × context parallel GPUs.")
+    activation_checkpointing: Annotated[Union[bool, str], BeforeValidator(_checkpointing), WithJsonSchema(
+        {"anyOf": [{"type": "boolean"}, {"const": "selective"}]})] | None = Field(
+        None, description="true (full: each layer's input kept, the layer recomputed), false, or selective "
+                          "(Megatron-LM's attention-core recomputation; torchtitan's op-level policy with its preset).")
+    activation_offload: Bool | None = Field(
+        None, description="Training: saved activations copied to CPU memory in the forward and brought back in the "
+                          "backward (torchtune enable_activation_offloading).")
     flash_attention: Bool | None = None
     loss: Literal[LOSSES] | None = Field(
         None, description="Training loss on the logits: standard (cross_entropy on fp32-upcast logits, as "

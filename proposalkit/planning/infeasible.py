@@ -105,7 +105,7 @@ def _training_hint(lw, s: Settings, closest: Candidate, memory) -> str:
         for_states.append(f"zero_stage: 3 (now {w.zero_stage})")
     if w.gpus is not None:
         for_states.append(f"more GPUs (gpus: now {w.gpus:,})")
-    if w.activation_checkpointing is False:
+    if w.activation_checkpointing is False or w.activation_checkpointing == "selective":
         for_activations.append("activation_checkpointing: true")
     if s.micro_batch > 1:
         for_activations.append(f"a smaller micro_batch (now {s.micro_batch:,})")

@@ -105,6 +105,8 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
         optimizer_in_backward=bool(w.optimizer_in_backward),
         offload_optimizer=w.offload is not None and w.offload.optimizer == "cpu",
         offload_params=w.offload is not None and w.offload.params == "cpu",
+        activation_offload=bool(w.activation_offload),
+        context_parallel=w.context_parallel or 1,
     )
 
 
@@ -165,6 +167,10 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
                                   f"an inference replica runs on tensor_parallel GPUs (got {w.tensor_parallel}, and "
                                   f"gpus: {w.gpus}; expected the same number, or only one of them)")])
     s = _settings(w, model, notes)
+    if w.kind != "inference" and s.seq_len % s.context_parallel:
+        raise InputError([Problem(lw.path, lw.line, f"workloads[{lw.index}].context_parallel",
+                                  f"does not divide the sequence length (got {s.context_parallel} for the default "
+                                  f"seq_len {s.seq_len:,}; expected a divisor, or set seq_len)")])
     tokens, tokens_derivation = _tokens(w)
     mfu = search.mfu(w, notes) if w.kind != "inference" else (None, None)
     candidates, best = search.choose(model, w, s, target, gpus, tokens, mfu)

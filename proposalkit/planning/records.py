@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..catalog import GPUSpec
+from ..estimate.checkpointing import DEFAULT_SELECTIVE_POLICY
 from ..estimate.flops import FlopsPerToken
 from ..estimate.lora import LoraSpec
 from ..estimate.memory import MemoryBreakdown
@@ -32,7 +33,7 @@ class Settings:
     tensor_parallel: int
     pipeline_parallel: int
     zero_stage: int | None
-    activation_checkpointing: bool | None
+    activation_checkpointing: bool | str | None     # False, True (full), "selective", None: the planner chooses
     flash_attention: bool
     lora: LoraSpec | None
     context: int | None
@@ -46,6 +47,10 @@ class Settings:
     offload_optimizer: bool = False
     offload_params: bool = False
     optimizer_impl: str = "torch"       # estimate/model_states.py OPTIMIZER_IMPLS (set by framework presets)
+    # Which selective-checkpointing policy (estimate/checkpointing.py); a framework preset may set "op".
+    selective_policy: str = DEFAULT_SELECTIVE_POLICY
+    activation_offload: bool = False
+    context_parallel: int = 1
 
 
 class Candidate(NamedTuple):
@@ -63,7 +68,7 @@ class Candidate(NamedTuple):
     usable_bytes: int
     gpu_hours_requested: float | None
     zero_stage: int | None
-    activation_checkpointing: bool | None
+    activation_checkpointing: bool | str | None
     extrapolated: bool
     reason: str = ""
     cost: float | None = None       # what the choice compared: the target resource's unit, else requested GPU-hours

@@ -62,7 +62,8 @@ def memory_of(model: ModelSpec, w, s: Settings, count: int, zero_stage: int | No
                           loss=s.loss,
                           master_weights=s.mixed_precision, optimizer_in_backward=s.optimizer_in_backward,
                           offload_optimizer=s.offload_optimizer, offload_params=s.offload_params,
-                          optimizer_impl=s.optimizer_impl)
+                          optimizer_impl=s.optimizer_impl, selective_policy=s.selective_policy,
+                          activation_offload=s.activation_offload, context_parallel=s.context_parallel)
     return training_memory(model, setup, DEFAULT_OVERHEAD)
 
 
@@ -91,7 +92,7 @@ def _fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict
     if pilot_sized(model, w):
         # LoRA on a parameter count: the adapters and activations are unknown, so the memory is taken
         # as fitting where the pilot ran (input/mapping.py allows it only with a pilot), and nowhere else.
-        stage, ckpt = s.zero_stage or 0, bool(s.activation_checkpointing)
+        stage, ckpt = s.zero_stage or 0, s.activation_checkpointing or False
         return (gpu.id, count) == (w.throughput.gpu, w.throughput.gpus), memory(stage, ckpt), stage, ckpt
     model_parallel = s.tensor_parallel * s.pipeline_parallel
     dp = count // model_parallel
@@ -225,8 +226,10 @@ def _candidate_counts(w, s: Settings, gpu: GPUSpec, target: Target | None, model
         return (pinned,) if allowed else ()
     first = w.throughput.gpus if w.throughput is not None and w.throughput.gpu == gpu.id else None
     # Training: a model copy spans t·p GPUs, and expert parallelism splits the routed experts
-    # over whole copies, so the count is a multiple of t·p·ep.
-    model_parallel = 1 if w.kind == "inference" else s.tensor_parallel * s.pipeline_parallel * s.expert_parallel
+    # over whole copies, so the count is a multiple of t·p·ep (and of the context-parallel degree).
+    # Context parallelism splits each sequence over cp GPUs of a copy (torchtitan: dp × tp × pp × cp GPUs).
+    model_parallel = 1 if w.kind == "inference" else (s.tensor_parallel * s.pipeline_parallel * s.expert_parallel
+                                                      * s.context_parallel)
     return _counts(first, model_parallel, gpu.id, target, most)
 
 

@@ -51,6 +51,8 @@ def workload_dict(w: WorkloadPlan) -> dict:
             "precision": s.precision, "seq_len": s.seq_len, "micro_batch": s.micro_batch,
             "optimizer": s.optimizer if w.kind != "inference" else None,
             "loss": s.loss if w.kind != "inference" else None,
+            "activation_offload": s.activation_offload if w.kind != "inference" else None,
+            "context_parallel": s.context_parallel if w.kind != "inference" else None,
             "zero_stage": w.zero_stage, "activation_checkpointing": w.activation_checkpointing,
             "flash_attention": s.flash_attention, "tensor_parallel": s.tensor_parallel,
             "pipeline_parallel": s.pipeline_parallel, "context": s.context, "batch": s.batch,

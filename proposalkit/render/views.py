@@ -101,13 +101,17 @@ def _gpus(n: int) -> str:
     return f"{n} GPU" if n == 1 else f"{n} GPUs"
 
 
+def checkpointing_label(value) -> str:
+    """on (full), selective, or off."""
+    return "selective" if value == "selective" else ("on" if value else "off")
+
+
 def _memory_step(w: WorkloadPlan) -> Step:
     parts = [f"{fmt_gib(b, 2, unit=False)} {_COMPONENT_NAMES[k]}"
              for k, b in w.memory.components().items() if b]
     used = w.memory.total / w.gpu.usable_memory_bytes
     if w.kind != "inference":
-        how = (f"ZeRO stage {w.zero_stage}, activation checkpointing "
-               + ("on" if w.activation_checkpointing else "off"))
+        how = f"ZeRO stage {w.zero_stage}, activation checkpointing {checkpointing_label(w.activation_checkpointing)}"
     else:
         how = "KV cache: Kwon et al. 2023"
     text = (f"{' + '.join(parts)} = {fmt_gib(w.memory.total, 2)} of {fmt_gib(w.gpu.usable_memory_bytes, 2)} "
@@ -221,7 +225,7 @@ def _settings(w: WorkloadPlan) -> tuple[Setting, ...]:
                 Setting("micro-batch", fmt_count(s.micro_batch)),
                 Setting("optimizer", s.optimizer),
                 Setting("ZeRO stage", str(w.zero_stage)),
-                Setting("activation checkpointing", "on" if w.activation_checkpointing else "off"),
+                Setting("activation checkpointing", checkpointing_label(w.activation_checkpointing)),
                 Setting("FlashAttention", "on" if s.flash_attention else "off")]
         if s.tensor_parallel > 1 or s.pipeline_parallel > 1:
             out.append(Setting("tensor × pipeline parallel", f"{s.tensor_parallel} × {s.pipeline_parallel}"))
