@@ -81,10 +81,12 @@ def test_the_default_mfu_is_the_median_of_its_calibration_rows_and_none_of_them_
     assert statistics.median(r["value"] for r in calibrate) == pytest.approx(DEFAULT_MFU)
 
 
-def test_every_row_left_out_names_what_it_needs(rows):
+def test_every_row_left_out_names_what_it_needs_and_keeps_its_source_words(rows):
     for row in rows:
         if row["role"] == "excluded":
             assert len(row["needs"]) > 10, row["id"]
+        if not row.get("file"):
+            assert row["source"] and row["quote"], row["id"]
 
 
 def test_the_throughput_median_is_within_ten_percent(speed, results):
@@ -115,3 +117,13 @@ def test_the_section_states_the_headline_and_every_row(speed, rows, results):
     assert f"spread {d.low:.3f} to {d.high:.3f}, interquartile {d.q1:.3f} to {d.q3:.3f}" in text
     for row in rows:
         assert f"| {row['id']} |" in text, row["id"]
+
+
+def test_the_readme_states_the_figures_as_measured(speed, results):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    d = speed.throughput_spread(results)
+    assert f"torchtune; {d.count} rows) the plan's speed is **{d.median:.3f}×**" in readme
+    assert f"the spread is\n{d.low:.3f}×" in readme or f"the spread is {d.low:.3f}×" in readme
+    assert f"{d.high:.3f}×" in readme and f"{d.q1:.3f}–{d.q3:.3f}×" in readme
+    c = speed.spread([r.ratio for r in results if r.row["section"] == "C"])
+    assert f"MFU ({c.count} rows) the plan is {c.median:.3f}× faster at the median" in readme
