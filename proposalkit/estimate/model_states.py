@@ -72,6 +72,11 @@ AMP_NOTE = ("; with fp32 parameters under autocast (Hugging Face Trainer AMP) th
             "are not counted: they coincide with the fp32 gradients only under gradient accumulation")
 
 
+# DeepSpeed's default reduce_bucket_size, in elements (microsoft/DeepSpeed runtime/zero/config.py:
+# reduce_bucket_size = Field(pp_int(5e8)), "Number of elements reduced/allreduced at a time").
+DEEPSPEED_REDUCE_BUCKET = 500_000_000
+
+
 @dataclass(frozen=True)
 class ModelStates:
     """Exact bytes per GPU: on the device (weights, gradients, optimizer), in CUDA unified memory
@@ -230,11 +235,22 @@ def model_states(model: ModelSpec, setup: TrainingSetup) -> ModelStates:
     paged = 0
     if setup.offload_optimizer:
         host += master + moments
+        if not setup.offload_params and gradients:
+            # DeepSpeed ZeRO-Offload streams each gradient to the host's fp32 gradient partition as the
+            # backward produces it and frees it on the GPU (runtime/zero/stage_1_and_2.py,
+            # async_inplace_copy_grad_to_fp32_buffer_from_gpu: "param.grad = None  #offload only"); what
+            # stays is the reduce bucket of reduce_bucket_size elements (runtime/zero/config.py default 5e8).
+            width = bytes_per_element(setup.precision if setup.method == "full"
+                                      else (setup.lora or default_lora(model)).adapter_precision)
+            elements = gradients / width
+            host += elements * FP32_BYTES
+            gradients = min(gradients, DEEPSPEED_REDUCE_BUCKET * width)
         notes.append(
-            f"optimizer states offloaded to the CPU ({fmt_gib(master + moments)} per GPU in host memory: "
-            + ("fp32 master weights and " if master else "")
-            + "moments; the optimizer step runs on the CPU): ZeRO-Offload keeps the 16-bit weights and "
-            "gradients on the GPU (Ren et al. 2021 §4.1; DeepSpeed offload_optimizer)")
+            f"optimizer states offloaded to the CPU ({fmt_gib(host)} per GPU in host memory: "
+            + ("fp32 master weights, " if master else "")
+            + "moments and fp32 gradients; the optimizer step runs on the CPU): ZeRO-Offload keeps the 16-bit "
+            "weights on the GPU and streams the gradients to the host through one reduce bucket of "
+            f"{DEEPSPEED_REDUCE_BUCKET:.0e} values (Ren et al. 2021 §3-4; DeepSpeed offload_optimizer)")
         master = moments = 0
     elif paged_states:
         paged = moments

@@ -313,8 +313,8 @@ class Offload(_Strict):
     """What leaves the GPU for host memory (ZeRO-Offload / ZeRO-Infinity, FSDP CPUOffload)."""
 
     optimizer: Literal["cpu"] | None = Field(
-        None, description="cpu: optimizer states and fp32 master weights in host memory, the step on the CPU "
-                          "(DeepSpeed offload_optimizer).")
+        None, description="cpu: optimizer states, fp32 master weights and gradients in host memory, the step on "
+                          "the CPU (DeepSpeed offload_optimizer).")
     params: Literal["cpu"] | None = Field(
         None, description="cpu: parameter and gradient shards in host memory, gathered to the GPU a unit at a "
                           "time (DeepSpeed offload_param, FSDP CPUOffload); needs zero_stage 3.")
