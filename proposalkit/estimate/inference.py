@@ -56,7 +56,7 @@ from ..units import bytes_per_element
 from .activations import inference_activation_bytes
 from .breakdown import ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES
 from .engines import Engine, engine as engine_named, engine_max_batch, engine_memory_fraction
-from .memory import InferenceSetup, kv_heads_per_gpu, weight_bytes
+from .memory import InferenceSetup, kv_heads_per_gpu, kv_layer_tokens, weight_bytes
 from .precision import INFERENCE_PRECISIONS, KV_PRECISIONS, check_choice
 from .shapes import ModelSpec, attention_head_size, is_mla, kv_values_per_token_per_layer, matmul_params, require_architecture
 
@@ -117,11 +117,17 @@ class Replica:
     def max_batch(self) -> int | None:
         return engine_max_batch(self.engine, self.gpu.id, self.gpu.usable_memory_bytes)
 
+    def kv_bytes_per_sequence(self, context: int) -> int:
+        """KV cache of one sequence of `context` tokens per GPU: kv_bytes_per_token × context, except that
+        sliding-window layers keep only the window (memory.kv_layer_tokens)."""
+        if self.model.sliding_window is None:
+            return self.kv_bytes_per_token * context
+        return math.ceil(Fraction(self.kv_bytes_per_token, self.model.layers) * kv_layer_tokens(self.model, context))
+
     def max_concurrency(self, input_tokens: int, output_tokens: int) -> int:
-        """Sequences of input + output tokens held at once: the KV pool ÷ (input + output), capped by
-        the engine's max batch. 0 when not even one fits."""
-        tokens = input_tokens + output_tokens
-        fits = self.kv_tokens // tokens
+        """Sequences of input + output tokens held at once: the KV pool ÷ one sequence's KV cache, capped
+        by the engine's max batch. 0 when not even one fits."""
+        fits = self.kv_pool_bytes // self.kv_bytes_per_sequence(input_tokens + output_tokens)
         cap = self.max_batch
         return min(fits, cap) if cap is not None else fits
 
@@ -301,15 +307,25 @@ def attention_width(model: ModelSpec) -> Fraction | int:
     return model.heads * attention_head_size(model)
 
 
+def causal_key_pairs(model: ModelSpec, tokens: int) -> float:
+    """Query-key pairs causal attention computes over a prompt, all layers: L·s²/2 (the lower triangle);
+    a sliding-window layer of window w < s: w·s − w²/2."""
+    s = tokens
+    n = model.sliding_window_layers if model.sliding_window is not None else 0
+    w = min(model.sliding_window or s, s)
+    return (model.layers - n) * s * s / 2 + n * (w * s - w * w / 2)
+
+
 def prefill_flops_per_sequence(model: ModelSpec, tokens: int) -> float:
-    """Forward FLOPs of a prompt of `tokens`: 2·P_matmul·s + causal attention 2·L·s²·a·d
-    (QKᵀ and AV over the lower triangle of the s × s scores)."""
-    return 2 * matmul_params(model) * tokens + 2 * model.layers * tokens * tokens * attention_width(model)
+    """Forward FLOPs of a prompt of `tokens`: 2·P_matmul·s + causal attention 4·a·d per query-key pair
+    (QKᵀ and AV), 2·L·s²·a·d over the lower triangle of the s × s scores (causal_key_pairs)."""
+    return 2 * matmul_params(model) * tokens + 4 * causal_key_pairs(model, tokens) * attention_width(model)
 
 
 def decode_flops_per_token(model: ModelSpec, context: int) -> float:
-    """Forward FLOPs of one generated token at `context` cached tokens: 2·P_matmul + 4·L·c·a·d."""
-    return 2 * matmul_params(model) + 4 * model.layers * context * attention_width(model)
+    """Forward FLOPs of one generated token at `context` cached tokens: 2·P_matmul + 4·L·c·a·d
+    (windowed layers: the window's tokens, memory.kv_layer_tokens)."""
+    return 2 * matmul_params(model) + 4 * kv_layer_tokens(model, context) * attention_width(model)
 
 
 def prefill(rep: Replica, input_tokens: int, batch: int = 1) -> Prefill:
@@ -326,9 +342,9 @@ def decode_step(rep: Replica, batch: int, context: int) -> Step:
     if batch < 1:
         raise ValueError(f"batch must be positive, got {batch}")
     m, t = rep.model, rep.tensor_parallel
-    kv_bytes = batch * context * rep.kv_bytes_per_token
+    kv_bytes = batch * rep.kv_bytes_per_sequence(context)
     linear_flops = 2 * matmul_params(m) * batch / t
-    attention_flops = batch * 4 * m.layers * context * attention_width(m) / t
+    attention_flops = batch * 4 * kv_layer_tokens(m, context) * attention_width(m) / t
     linear_memory = rep.weights_bytes / rep.achieved_bandwidth
     linear_compute = linear_flops / rep.achieved_flops
     linear = max(linear_memory, linear_compute)
@@ -354,7 +370,7 @@ def _batch_for(rep: Replica, input_tokens: int, output_tokens: int) -> int:
     if most < 1:
         raise InferenceError(
             f"one sequence of {input_tokens + output_tokens:,} tokens needs "
-            f"{(input_tokens + output_tokens) * rep.kv_bytes_per_token / 1e9:.2f} GB of KV cache per GPU; "
+            f"{rep.kv_bytes_per_sequence(input_tokens + output_tokens) / 1e9:.2f} GB of KV cache per GPU; "
             f"{rep.engine.name} leaves {rep.kv_pool_bytes / 1e9:.2f} GB on {rep.tensor_parallel} × {rep.gpu.id} "
             f"({rep.kv_tokens:,} tokens): use more tensor-parallel GPUs or a larger GPU",
             achievable=rep.kv_tokens)

@@ -155,6 +155,14 @@ def kv_cache_bytes_per_token(model: ModelSpec, kv_precision: str = "bf16") -> in
     return ceil(model.layers * kv_values_per_token_per_layer(model) * bytes_per_element(kv_precision))
 
 
+def kv_layer_tokens(m: ModelSpec, context: int) -> int:
+    """Layer × token entries one sequence of `context` tokens keeps in its KV cache: L·c, except that the
+    sliding_window_layers keep only the last sliding_window tokens (Beltagy et al. 2020; Mistral 7B §2):
+    (L − n)·c + n·min(c, w). Multiply by kv_values_per_token_per_layer for the values."""
+    n = m.sliding_window_layers if m.sliding_window is not None else 0
+    return (m.layers - n) * context + n * min(context, m.sliding_window or context)
+
+
 def kv_heads_per_gpu(model: ModelSpec, tensor_parallel: int) -> Fraction:
     """KV heads each tensor-parallel rank holds: kv / t, at least 1.
 
@@ -307,8 +315,9 @@ def inference_memory(model: ModelSpec, setup: InferenceSetup, overhead: Overhead
         )
 
     if model.has_architecture:
-        per_token = model.layers * kv_values_per_token_per_layer(model, kv_heads_per_gpu(model, t))
-        kv_cache = per_token * bytes_per_element(setup.kv_precision) * setup.context * setup.batch
+        per_layer_token = kv_values_per_token_per_layer(model, kv_heads_per_gpu(model, t))
+        kv_cache = (per_layer_token * kv_layer_tokens(model, setup.context)
+                    * bytes_per_element(setup.kv_precision) * setup.batch)
         if is_mla(model):
             notes.append(
                 f"KV cache: multi-head latent attention caches the latent, ({model.kv_lora_rank} + "
@@ -323,6 +332,9 @@ def inference_memory(model: ModelSpec, setup: InferenceSetup, overhead: Overhead
                 f"{fmt_bytes_per_param(bytes_per_element(setup.kv_precision))} bytes × {setup.context:,} tokens × {setup.batch} sequences"
                 + (f" ÷ {t} GPUs" if t > 1 else "") + " (Kwon et al. 2023)"
             )
+        if kv_layer_tokens(model, setup.context) < model.layers * setup.context:
+            notes.append(f"sliding window: {model.sliding_window_layers} of {model.layers} layers keep only the last "
+                         f"{model.sliding_window:,} tokens (config.json sliding_window)")
         if t > model.kv_head_count and not is_mla(model):
             notes.append(f"tensor parallel {t} exceeds {model.kv_head_count} kv heads: each GPU keeps one replicated kv head")
     else:

@@ -35,6 +35,8 @@ class ModelSpec:
     vocab: int | None = None
     max_context: int | None = None
     tied_embeddings: bool = False
+    sliding_window: int | None = None   # tokens a windowed layer attends to (config.json sliding_window)
+    sliding_window_layers: int = 0      # layers that attend within it (Mistral v0.1: all; Gemma 2: half)
     # --- dense architecture: where the config.json families differ (input/configs/ reads them)
     mlp: str = "gated"                  # "gated": gate, up, down (SwiGLU, GeGLU); "plain": up, down (GELU, ReLU)
     norm: str = "rmsnorm"               # "rmsnorm" (weight) or "layernorm" (weight, and a bias if norm_bias)

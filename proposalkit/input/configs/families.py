@@ -50,6 +50,28 @@ def decoder(k: Keys, names: dict = HF_NAMES, *, tied: bool, ffn_factor: int | No
     return out
 
 
+def sliding_window(k: Keys, layers: int, global_every: int | None = None) -> dict:
+    """sliding_window and the layers that attend within it: those layer_types names "sliding_attention"
+    where the config lists them (transformers >= 4.53), else every layer (Mistral, Phi-3, StarCoder2:
+    one window for all), or all but one in `global_every` (Gemma 2: 2, alternating; Gemma 3:
+    sliding_window_pattern, 6). No window, or null: none."""
+    window = k.count("sliding_window", default=None, bound="sequence")
+    if window is None:
+        return {}
+    types = k.config.get("layer_types")
+    if isinstance(types, list) and len(types) == layers:
+        windowed = sum(kind == "sliding_attention" for kind in types)
+    else:
+        windowed = layers if global_every is None else layers - layers // global_every
+    return {"sliding_window": window, "sliding_window_layers": windowed}
+
+
+def windowed(k: Keys, spec: dict, global_every: int | None = None) -> dict:
+    """spec with its sliding window (sliding_window above) added."""
+    spec.update(sliding_window(k, spec["layers"], global_every))
+    return spec
+
+
 def llama(k: Keys) -> dict:
     """LlamaConfig: attention_bias puts biases on q, k, v and o_proj; mlp_bias on gate, up and down."""
     bias = k.flag("attention_bias", False)
@@ -57,8 +79,9 @@ def llama(k: Keys) -> dict:
 
 
 def mistral(k: Keys) -> dict:
-    """MistralConfig: no biases; head_dim may differ from hidden / heads (Mistral Nemo)."""
-    return decoder(k, tied=False)
+    """MistralConfig: no biases; head_dim may differ from hidden / heads (Mistral Nemo); sliding_window
+    on every layer (v0.1: 4096; null from v0.2)."""
+    return windowed(k, decoder(k, tied=False))
 
 
 def qwen2(k: Keys) -> dict:
@@ -78,15 +101,16 @@ def gemma(k: Keys) -> dict:
 
 
 def gemma2(k: Keys) -> dict:
-    """Gemma2Config: as Gemma, with four norms per layer (before and after attention and MLP)."""
-    return decoder(k, tied=True, head_dim=256, norms_per_layer=4)
+    """Gemma2Config: as Gemma, with four norms per layer (before and after attention and MLP); every other
+    layer attends within sliding_window (modeling_gemma2.py: layers 0, 2, 4, ... sliding)."""
+    return windowed(k, decoder(k, tied=True, head_dim=256, norms_per_layer=4), global_every=2)
 
 
 # Gemma3TextConfig's defaults, which the multimodal Gemma 3 configs rely on (their text_config
 # states only what differs): transformers models/gemma3/configuration_gemma3.py.
 GEMMA3_TEXT_DEFAULTS = {"vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216,
                         "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
-                        "max_position_embeddings": 131_072}
+                        "max_position_embeddings": 131_072, "sliding_window": 4096, "sliding_window_pattern": 6}
 # LlamaConfig's defaults (the Llama-2-7B shape), which LLaVA's text_config relies on:
 # transformers models/llama/configuration_llama.py.
 LLAMA_DEFAULTS = {"vocab_size": 32_000, "hidden_size": 4096, "intermediate_size": 11_008, "num_hidden_layers": 32,
@@ -94,8 +118,10 @@ LLAMA_DEFAULTS = {"vocab_size": 32_000, "hidden_size": 4096, "intermediate_size"
 
 
 def gemma3_text(k: Keys) -> dict:
-    """Gemma3TextConfig: four norms per layer and RMSNorm over head_dim on q and k; tied by default."""
-    return decoder(k, tied=True, head_dim=256, norms_per_layer=4, qk_norm="head")
+    """Gemma3TextConfig: four norms per layer and RMSNorm over head_dim on q and k; tied by default; one
+    layer in sliding_window_pattern (6) attends globally, the others within sliding_window."""
+    spec = decoder(k, tied=True, head_dim=256, norms_per_layer=4, qk_norm="head")
+    return windowed(k, spec, global_every=k.count("sliding_window_pattern", default=6, bound="sequence"))
 
 
 def phi(k: Keys) -> dict:
@@ -107,8 +133,10 @@ def phi(k: Keys) -> dict:
 
 
 def phi3(k: Keys) -> dict:
-    """Phi3Config: fused qkv_proj and gate_up_proj (the same weights as q, k, v and gate, up); no biases."""
-    return decoder(k, tied=False, rotary_fraction=k.fraction("partial_rotary_factor", 1.0, "rotary share"))
+    """Phi3Config: fused qkv_proj and gate_up_proj (the same weights as q, k, v and gate, up); no biases;
+    sliding_window on every layer (Phi-3-mini-4k: 2047)."""
+    rotary = k.fraction("partial_rotary_factor", 1.0, "rotary share")
+    return windowed(k, decoder(k, tied=False, rotary_fraction=rotary))
 
 
 def gpt2(k: Keys) -> dict:
@@ -181,8 +209,9 @@ def starcoder2(k: Keys) -> dict:
     """Starcoder2Config: LayerNorm with bias, use_bias (default true) on every linear, plain MLP
     c_fc/c_proj; tied by default."""
     bias = k.flag("use_bias", True)
-    return decoder(k, tied=True, mlp="plain", norm="layernorm", attention_bias=bias, attention_out_bias=bias,
+    spec = decoder(k, tied=True, mlp="plain", norm="layernorm", attention_bias=bias, attention_out_bias=bias,
                    mlp_bias=bias)
+    return windowed(k, spec)   # sliding_window on every layer (StarCoder2: 4096)
 
 
 def stablelm(k: Keys) -> dict:
