@@ -82,13 +82,27 @@ def test_checkpointing_the_planner_turns_on_is_charged_on_a_workload_mfu(tmp_pat
     assert w["mfu"] == pytest.approx(0.45 * fpt["model"] / fpt["hardware"])
 
 
-def test_selective_checkpointing_reruns_every_second_matmul():
+def test_selective_checkpointing_of_the_attention_core_reruns_qk_and_av(tmp_path, capsys):
+    """Megatron-LM's selective recompute (Korthikanti et al. 2022 §4.2), the default policy:
+    the attention core's forward, 4·L·H·Q·T = 4 × 32 × 32 × 128 × 4,096 = 2,147,483,648."""
+    w = plan(tmp_path, capsys, ", activation_checkpointing: selective")
+    assert w["flops_per_token"]["recompute"] == 2_147_483_648
+    assert w["mfu"] == pytest.approx(0.51 * MODEL / (MODEL + 2_147_483_648))
+
+
+def test_op_level_selective_checkpointing_reruns_every_second_matmul():
     """torchtitan's op-level policy (pytorch/torchtitan @82010c79 parallelize_llama.py: "Saves output
-    of all compute ops, except every second mm"): about half the forward's 2·N, and no attention."""
-    fpt = training_flops_per_token(models()["llama-3.1-8b"], "full", 4096, activation_checkpointing="selective")
-    assert (fpt.checkpointing, fpt.recompute, fpt.recompute_formula) == ("selective", N, "N")
+    of all compute ops, except every second mm"): a Llama block runs wq, wk, wv, wo, w1, w3, w2, so
+    wk (4,096 × 1,024), wo (4,096 × 4,096) and w3 (4,096 × 14,336) are rerun, no attention:
+    2 × 32 × (4,194,304 + 16,777,216 + 58,720,256) = 5,100,273,664 FLOPs per token."""
+    fpt = training_flops_per_token(models()["llama-3.1-8b"], "full", 4096, activation_checkpointing="selective",
+                                   selective_policy="op")
+    assert (fpt.checkpointing, fpt.recompute) == ("op", 5_100_273_664)
+    assert fpt.recompute_formula == "2 × 32 × (4,096 × 1,024 + 4,096 × 4,096 + 4,096 × 14,336)"
     assert fpt.model == MODEL
-    assert fpt.formula == "6·N + 12·L·H·Q·T (+ N recomputed)"
+    # A mixture of experts' routed experts are grouped matmuls the policy does not keep: a whole forward.
+    moe = training_flops_per_token(models()["mixtral-8x7b"], "full", 4096, "selective", selective_policy="op")
+    assert moe.recompute == 2 * moe.matmul_params
 
 
 def test_the_report_writes_the_recompute_out(tmp_path, capsys):

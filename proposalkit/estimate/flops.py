@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .shapes import ModelSpec, attention_head_size, matmul_params
+from .shapes import ModelSpec, attention_head_size, is_mla, is_moe, matmul_params, projection_widths
 from ..units import SECONDS_PER_HOUR
 
 # Default model-FLOPs utilization for training when no pilot is measured, for a run that
@@ -49,23 +49,42 @@ ATTENTION_SOURCE = "Chowdhery et al. 2022, App. B"   # 12·L·H·Q·T (PaLM)
 #     MFU columns of llm-foundry's benchmark table differ by exactly this factor, e.g.
 #     49.52% HFU vs 37.14% MFU for MPT-7B at 8k, mosaicml/llm-foundry @8c8dd48f
 #     scripts/train/benchmarking/README.md).
-#   selective: torchtitan's op-level policy keeps the outputs of every op it lists
-#     (attention included) "except every second mm" (pytorch/torchtitan @82010c79
-#     torchtitan/models/llama/parallelize_llama.py), so about half of the forward's
-#     matrix multiplies are rerun: N (for a Llama block the rerun ones are wk, wo and w3,
-#     37% of its weights in Llama 3.1 8B, so half leans toward more time, not less).
+#   selective, policy "attention" (Megatron-LM's --recompute-granularity selective,
+#     Korthikanti et al. 2022 §4.2): the attention core's forward, QKᵀ and AV, 4·L·H·Q·T.
+#   selective, policy "op": torchtitan's op-level policy keeps the outputs of every op it
+#     lists (the attention kernel's included) "except every second mm" (pytorch/torchtitan
+#     @82010c79 torchtitan/models/llama/parallelize_llama.py), so the 2nd, 4th, 6th matmul
+#     of each block in forward order are rerun: for a Llama block (wq, wk, wv, wo, w1, w3,
+#     w2) wk, wo and w3; for a plain MLP (q, k, v, o, up, down) k, o and down. A mixture
+#     of experts runs its routed experts as grouped matmuls, which the policy does not
+#     keep, and MLA has more projections: for those a whole forward of the matmuls, 2·N
+#     (an upper bound: more time, never less).
 RECOMPUTE_SOURCES = {
     "full": "Korthikanti et al. 2022 §5: full checkpointing reruns the forward pass",
-    "selective": "pytorch/torchtitan @82010c79 parallelize_llama.py: op-level selective checkpointing reruns "
-                 "every second matmul",
+    "attention": "Korthikanti et al. 2022 §4.2: selective checkpointing reruns the attention core",
+    "op": "torchtitan @82010c79 parallelize_llama.py: op-level selective checkpointing reruns every second "
+          "matmul of a block",
 }
+CHECKPOINTING_NAMES = {"full": "full", "attention": "selective (attention core)", "op": "selective (op-level)"}
 
 
-def checkpointing_mode(activation_checkpointing) -> str | None:
-    """'full', 'selective' or None from the workload's value (true/false/'selective')."""
+def checkpointing_mode(activation_checkpointing, selective_policy: str = "attention") -> str | None:
+    """'full', 'attention' or 'op' (the selective policies), or None, from the workload's value."""
     if activation_checkpointing == "selective":
-        return "selective"
+        return selective_policy
     return "full" if activation_checkpointing else None
+
+
+def _op_policy_recompute(model: ModelSpec, n: int) -> tuple[float, str]:
+    """FLOPs per token rerun by torchtitan's op-level policy: every second matmul of each block."""
+    if is_moe(model) or is_mla(model) or not model.has_architecture:
+        return float(2 * n), "2·N"
+    q, k, v, o_input = projection_widths(model)
+    h, f = model.hidden, model.ffn_hidden
+    mlp = [(h, f), (h, f), (f, h)] if model.mlp == "gated" else [(h, f), (f, h)]
+    rerun = ([(h, q), (h, k), (h, v), (o_input, h)] + mlp)[1::2]
+    flops = 2 * model.layers * sum(a * b for a, b in rerun)
+    return float(flops), f"2 × {model.layers} × ({' + '.join(f'{a:,} × {b:,}' for a, b in rerun)})"
 
 
 @dataclass(frozen=True)
@@ -85,8 +104,8 @@ class FlopsPerToken:
     attention_shape: tuple[int, int, int, int] | None    # (L, H, Q, T); None without an architecture
     model_formula: str    # "6·N + 12·L·H·Q·T": the model FLOPs alone
     attention_source: str = ATTENTION_SOURCE
-    checkpointing: str | None = None     # None, "full" or "selective"
-    recompute_formula: str = ""          # "2·N + 4·L·H·Q·T" for full, "N" for selective
+    checkpointing: str | None = None     # None, "full", or the selective policy: "attention" or "op"
+    recompute_formula: str = ""          # "2·N + 4·L·H·Q·T" for full, "4·L·H·Q·T" for the attention core
 
     @property
     def model(self) -> float:
@@ -100,9 +119,13 @@ class FlopsPerToken:
     def recompute_source(self) -> str:
         return RECOMPUTE_SOURCES.get(self.checkpointing or "", "")
 
+    @property
+    def checkpointing_name(self) -> str:
+        return CHECKPOINTING_NAMES.get(self.checkpointing or "", "no")
+
 
 def training_flops_per_token(model: ModelSpec, method: str, seq_len: int,
-                             activation_checkpointing=False) -> FlopsPerToken:
+                             activation_checkpointing=False, selective_policy: str = "attention") -> FlopsPerToken:
     """Training FLOPs per token.
 
     Full training: 6·N (forward 2N, backward 4N; Kaplan et al. 2020) plus
@@ -113,9 +136,10 @@ def training_flops_per_token(model: ModelSpec, method: str, seq_len: int,
     no weight-gradient GEMMs, so the dense part is 4·N (forward 2N + input
     gradients 2N; Hu et al. 2021 report the saving as ~25% of training
     throughput); attention still needs all its gradients (12·L·H·Q·T).
-    Activation checkpointing (True/'full' or 'selective') reruns part of the
-    forward pass: full + 2N + 4·L·H·Q·T, selective + N (RECOMPUTE_SOURCES);
-    these are hardware FLOPs, not counted in MFU.
+    Activation checkpointing (True or 'selective' under a policy) reruns part
+    of the forward pass: full + 2N + 4·L·H·Q·T; selective, the attention core
+    (+ 4·L·H·Q·T) or every second matmul (op policy); these are hardware
+    FLOPs, not counted in MFU (RECOMPUTE_SOURCES).
     """
     n = matmul_params(model)
     full = method == "full"
@@ -126,12 +150,14 @@ def training_flops_per_token(model: ModelSpec, method: str, seq_len: int,
     if model.has_architecture:
         shape = (model.layers, model.heads, attention_head_size(model), seq_len)
         attention = 12 * model.layers * model.heads * attention_head_size(model) * seq_len
-    mode = checkpointing_mode(activation_checkpointing)
+    mode = checkpointing_mode(activation_checkpointing, selective_policy)
     if mode == "full":
         recompute = 2 * n + attention / 3
         recompute_formula = "2·N" + (" + 4·L·H·Q·T" if attention else "")
-    elif mode == "selective":
-        recompute, recompute_formula = float(n), "N"
+    elif mode == "attention":
+        recompute, recompute_formula = attention / 3, "4·L·H·Q·T"
+    elif mode == "op":
+        recompute, recompute_formula = _op_policy_recompute(model, n)
     else:
         recompute, recompute_formula = 0.0, ""
     model_formula = f"{dense_factor}·N" + (" + 12·L·H·Q·T" if attention else "")

@@ -146,7 +146,7 @@ def throughput(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, check
                                  from_rate=source.peak_16bit_flops, to_gpu=gpu.id, to_count=count,
                                  to_rate=gpu.peak_16bit_flops, rate_name="dense 16-bit peak")
         return Throughput(scaled.tokens_per_second, "pilot-extrapolated", scaled.rule)
-    fpt = training_flops_per_token(model, w.method or "full", s.seq_len, checkpointing)
+    fpt = training_flops_per_token(model, w.method or "full", s.seq_len, checkpointing, s.selective_policy)
     base, source = mfu
     # The default MFU is that of a run recomputing nothing, so the recompute is charged on
     # top of it; a workload's own MFU is taken as measured with its own checkpointing

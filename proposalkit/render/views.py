@@ -148,7 +148,7 @@ def _throughput_steps(w: WorkloadPlan, appendix: str) -> tuple[list[Step], list[
         text += f" ({fpt.dense_source}; attention: {fpt.attention_source})"
         steps.append(Step("FLOPs per token", text))
         if fpt.recompute:
-            steps.append(Step("Recomputed", f"{fpt.checkpointing} activation checkpointing reruns {fpt.recompute_formula} "
+            steps.append(Step("Recomputed", f"{fpt.checkpointing_name} activation checkpointing reruns {fpt.recompute_formula} "
                                             f"= {fpt.recompute / 1e9:,.2f} GFLOP per token on the GPUs, not model "
                                             f"FLOPs ({fpt.recompute_source})"))
     if fpt is not None and tp.mfu_base is not None:
