@@ -22,6 +22,7 @@ from .mapping import from_mapping, lora_target_problem, params_only_problem
 from .model_config import read_config, read_hub_config
 from .bounds import BOUNDS
 from .files import WORKLOAD_FILE, Refused, read_limited
+from .frameworks import apply_preset, framework_problem
 from .schema import UNION_TAGS, Proposal, Workload, WorkloadFile, describe
 from .yamlfile import Source, parse_yaml
 from .state_rules import state_rules
@@ -36,6 +37,7 @@ class LoadedWorkload:
     path: str
     line: int | None
     index: int
+    preset_notes: tuple[str, ...] = ()      # the framework preset's defaults, as assumptions (frameworks.py)
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,9 @@ def _check(workload: Workload, model: ModelSpec | None, index: int, source: Sour
     for path, message in (_parallel(workload, model) + _pilot(workload) + _lora_modules(workload, model)
                           + state_rules(workload)):
         add(path, message)
+    framework = framework_problem(workload)
+    if framework:
+        add(("framework",), framework)
 
     gpus = catalog.gpus()
     if workload.gpu is not None and workload.gpu not in gpus:
@@ -371,7 +376,8 @@ def load_file(path: str, resource_ids=None, *, raw: bytes | None = None, base_di
             problems.append(Problem(path, source.line(at), field_name(at), problem))
         problems += _check(workload, model, index, source, resource_ids)
         if model is not None:
-            loaded.append(LoadedWorkload(workload, model, path, source.line(("workloads", index)), index))
+            workload, preset_notes = apply_preset(workload)
+            loaded.append(LoadedWorkload(workload, model, path, source.line(("workloads", index)), index, preset_notes))
     if problems:
         problems.sort(key=lambda p: (p.line or 0))
         raise InputError(_unique(problems))

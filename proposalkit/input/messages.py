@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import Problem
 from ..estimate.loss import LOSSES
+from .frameworks import FRAMEWORKS
 from .schema import (
     ACCESS_TIERS, KINDS, LORA_TARGETS, METHODS, OPTIMIZERS, PRECISIONS, TRACKS, UNION_TAGS,
     Data, Lora, ModelShape, Offload, Proposal, Storage, Throughput, Workload, WorkloadFields, WorkloadFile, describe,
@@ -80,7 +81,7 @@ _FIELDS_BY_PARENT = {
 
 _CHOICES = {"kind": KINDS, "method": METHODS, "precision": PRECISIONS, "optimizer": OPTIMIZERS,
             "track": TRACKS, "access_tier": ACCESS_TIERS, "targets": LORA_TARGETS, "mlp": ("gated", "plain"),
-            "loss": LOSSES}
+            "loss": LOSSES, "framework": FRAMEWORKS}
 
 
 def _parent_kind(path: Path) -> str:

@@ -107,6 +107,7 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
         offload_params=w.offload is not None and w.offload.params == "cpu",
         activation_offload=bool(w.activation_offload),
         context_parallel=w.context_parallel or 1,
+        framework=w.framework,
     )
 
 
@@ -155,7 +156,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
     w, model = lw.spec, lw.model
     gpus = catalog.gpus()
     target = search.target(resource_id)
-    notes: list[str] = []
+    notes: list[str] = list(lw.preset_notes)
     warnings: list[str] = []
     if target is not None and w.gpu is not None and w.gpu not in target.gpus:
         where = f"workloads[{lw.index}].gpu"
@@ -268,7 +269,7 @@ def _relaxed_fit(lw: LoadedWorkload, resource_id: str | None) -> str | None:
     tries.append(w.model_copy(update={**count, "gpu": None}))
     for spec in tries:
         try:
-            p = plan_workload(LoadedWorkload(spec, lw.model, lw.path, lw.line, lw.index), resource_id)
+            p = plan_workload(LoadedWorkload(spec, lw.model, lw.path, lw.line, lw.index, lw.preset_notes), resource_id)
         except (InfeasibleError, InputError):
             continue
         return f"{p.gpu_count}× {p.gpu.id}"

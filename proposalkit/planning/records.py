@@ -51,6 +51,7 @@ class Settings:
     selective_policy: str = DEFAULT_SELECTIVE_POLICY
     activation_offload: bool = False
     context_parallel: int = 1
+    framework: str | None = None     # the workload's `framework` (its preset is already in the other settings)
 
 
 class Candidate(NamedTuple):

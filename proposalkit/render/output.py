@@ -58,6 +58,7 @@ def workload_dict(w: WorkloadPlan) -> dict:
             "pipeline_parallel": s.pipeline_parallel, "context": s.context, "batch": s.batch,
             "lora": {"rank": s.lora.rank, "targets": list(s.lora.targets)} if s.lora else None,
             "concurrency": s.concurrency,
+            **({"framework": s.framework} if s.framework else {}),   # present when the workload names one
         },
         "trainable_params": w.trainable_params,
         "mfu": _round(tp.mfu), "mfu_source": tp.mfu_source, "mfu_without_recompute": _round(tp.mfu_base),

@@ -221,6 +221,8 @@ def _settings(w: WorkloadPlan) -> tuple[Setting, ...]:
             out.append(Setting("context", f"{fmt_count(s.context)} tokens"))
         out.append(Setting("concurrent sequences", fmt_count(s.batch)))
     else:
+        if s.framework:
+            out.append(Setting("framework", f"{s.framework} (its recipe's defaults: see the assumptions)"))
         out += [Setting("sequence length", f"{fmt_count(s.seq_len)} tokens"),
                 Setting("micro-batch", fmt_count(s.micro_batch)),
                 Setting("optimizer", s.optimizer),

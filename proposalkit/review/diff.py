@@ -137,7 +137,7 @@ class Field:
 
 
 def _setting(name: str, label: str, show: Callable[[object], str] = _value, inputs: tuple[str, ...] | None = None):
-    return Field(f"settings.{name}", label, lambda v: v.plan["settings"][name], show,
+    return Field(f"settings.{name}", label, lambda v: v.plan["settings"].get(name), show,
                  (name,) if inputs is None else inputs)
 
 
@@ -171,6 +171,7 @@ FIELDS: tuple[Field, ...] = (
     _setting("batch", "batch"),
     _setting("lora", "LoRA", _lora),
     _setting("concurrency", "concurrency"),
+    _setting("framework", "framework"),
     Field("resource", "resource", lambda v: v.resource_id, _value, ("resource",)),
 )
 

@@ -1,0 +1,153 @@
+"""`framework:` presets through the door users use: workload YAML into `proposalkit plan`.
+
+A preset fills only what the workload leaves unset (the workload's own field, then `defaults:`, then
+the preset, then the planner's default), and states each default it fills as an assumption with its
+source. The values pinned here are the recipes' own settings, read at the commits named in
+proposalkit/input/frameworks.py.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from proposalkit import cli
+
+# meta-llama/Llama-3.1-8B safetensors total (catalog llama-3.1-8b).
+LLAMA_31_8B_PARAMS = 8_030_261_248
+
+
+def _plan(tmp_path, capsys, body: str):
+    path = tmp_path / "w.yaml"
+    path.write_text(textwrap.dedent(body), encoding="utf-8")
+    code = cli.main(["plan", str(path), "--format", "json"])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if code == 0 else None), err
+
+
+BASE = """
+    kind: finetune
+    model: llama-3.1-8b
+    tokens: 10M
+    seq_len: 2048
+"""
+
+
+def _workload(name: str, extra: str) -> str:
+    return f"  - name: {name}\n" + textwrap.indent(textwrap.dedent(BASE).strip() + "\n" + textwrap.dedent(extra).strip(),
+                                                   "    ") + "\n"
+
+
+def test_torchtune_turns_checkpointing_on_and_says_where_from(tmp_path, capsys):
+    code, plan, err = _plan(tmp_path, capsys, "workloads:\n" + _workload("a", """
+        method: lora
+        gpus: 1
+        framework: torchtune
+    """))
+    assert code == 0, err
+    (w,) = plan["workloads"]
+    # torchtune @ bd2a0fc7c recipes/configs/llama3_1/8B_lora_single_device.yaml: enable_activation_checkpointing: True
+    assert w["settings"]["activation_checkpointing"] is True
+    assert w["settings"]["framework"] == "torchtune"
+    (note,) = [a for a in w["assumptions"] if a.startswith("activation_checkpointing: true (torchtune preset")]
+    assert "pytorch/torchtune @ bd2a0fc7c" in note and "enable_activation_checkpointing: True" in note
+
+
+def test_the_workload_and_its_defaults_override_the_preset(tmp_path, capsys):
+    body = "defaults:\n  activation_checkpointing: false\nworkloads:\n" + _workload("from-defaults", """
+        method: lora
+        gpus: 1
+        framework: torchtune
+    """) + _workload("own-field", """
+        method: lora
+        gpus: 1
+        framework: axolotl
+        flash_attention: false
+    """)
+    code, plan, err = _plan(tmp_path, capsys, body)
+    assert code == 0, err
+    by = {w["name"]: w for w in plan["workloads"]}
+    assert by["from-defaults"]["settings"]["activation_checkpointing"] is False
+    assert not any("activation_checkpointing: true" in a for a in by["from-defaults"]["assumptions"])
+    own = by["own-field"]
+    assert own["settings"]["flash_attention"] is False
+    assert own["settings"]["activation_checkpointing"] is False      # defaults: beats axolotl's gradient_checkpointing
+    assert not any(a.startswith("flash_attention:") for a in own["assumptions"])
+
+
+def test_megatron_distributed_optimizer_shards_the_optimizer_states(tmp_path, capsys):
+    code, plan, err = _plan(tmp_path, capsys, "workloads:\n" + _workload("m", """
+        method: full
+        gpus: 8
+        activation_checkpointing: true
+        framework: megatron
+    """))
+    assert code == 0, err
+    (w,) = plan["workloads"]
+    assert w["settings"]["zero_stage"] == 1
+    # --use-distributed-optimizer: fp32 main params + Adam moments (12 B/param) over 8 data-parallel ranks;
+    # the bf16 weights and gradients (2 + 2 B/param) stay whole on each rank.
+    components = w["memory"]["components"]
+    assert components["optimizer"] == pytest.approx(12 * LLAMA_31_8B_PARAMS / 8, abs=8)
+    assert components["weights"] == 2 * LLAMA_31_8B_PARAMS
+    assert components["gradients"] == 2 * LLAMA_31_8B_PARAMS
+
+
+def test_a_preset_that_matches_the_planner_still_says_so(tmp_path, capsys):
+    code, plan, err = _plan(tmp_path, capsys, "workloads:\n" + _workload("t", """
+        method: full
+        gpus: 8
+        zero_stage: 3
+        activation_checkpointing: true
+        framework: torchtitan
+    """))
+    assert code == 0, err
+    (w,) = plan["workloads"]
+    assert any(a.startswith("torchtitan: FSDP mixed precision") and "9dec370" in a for a in w["assumptions"])
+
+
+def test_no_framework_changes_nothing(tmp_path, capsys):
+    body = "workloads:\n" + _workload("plain", "method: lora\ngpus: 1\n")
+    code, plan, err = _plan(tmp_path, capsys, body)
+    assert code == 0, err
+    (w,) = plan["workloads"]
+    assert "framework" not in w["settings"]
+    assert not any("preset" in a for a in w["assumptions"])
+
+
+@pytest.mark.parametrize("framework, expected", [
+    ("torchtunes", "unknown framework (got 'torchtunes', expected hf-trainer, torchtune, torchtitan, deepspeed, "
+                   "megatron, axolotl or llama-factory; did you mean 'torchtune'?)"),
+    ("vllm", "inference engine 'vllm' is not modelled yet"),
+])
+def test_a_framework_that_is_not_one_is_an_input_error(tmp_path, capsys, framework, expected):
+    code, plan, err = _plan(tmp_path, capsys, "workloads:\n" + _workload("x", f"method: lora\nframework: {framework}\n"))
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"{tmp_path / 'w.yaml'}:") and "workloads[0].framework: " in line
+    assert expected in line
+
+
+def test_a_training_framework_on_inference_is_an_input_error(tmp_path, capsys):
+    body = """
+    workloads:
+      - name: serve
+        kind: inference
+        model: llama-3.1-8b
+        context: 4k
+        hours: 10
+        framework: torchtune
+    """
+    code, plan, err = _plan(tmp_path, capsys, body)
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert ":8: workloads[0].framework: a training framework on an inference workload (got 'torchtune'" in line
+
+
+def test_the_schema_lists_the_frameworks(capsys):
+    assert cli.main(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    enum = schema["$defs"]["Workload"]["properties"]["framework"]["anyOf"][0]["enum"]
+    assert enum == ["hf-trainer", "torchtune", "torchtitan", "deepspeed", "megatron", "axolotl", "llama-factory"]
