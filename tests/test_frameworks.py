@@ -151,3 +151,44 @@ def test_the_schema_lists_the_frameworks(capsys):
     schema = json.loads(capsys.readouterr().out)
     enum = schema["$defs"]["Workload"]["properties"]["framework"]["anyOf"][0]["enum"]
     assert enum == ["hf-trainer", "torchtune", "torchtitan", "deepspeed", "megatron", "axolotl", "llama-factory"]
+
+
+@pytest.mark.parametrize("framework, loss", [
+    ("torchtune", "chunked"),       # torchtune @ bd2a0fc7c llama3_1 configs: LinearCrossEntropyLoss, 8 chunks
+    ("torchtitan", "standard"),     # torchtitan @ 9dec370 train.py: cross_entropy(pred.float(), labels)
+    ("hf-trainer", "standard"),     # transformers ForCausalLMLoss: logits.float() then cross_entropy
+    ("axolotl", "standard"),
+    ("llama-factory", "standard"),
+])
+def test_each_preset_names_its_loss(tmp_path, capsys, framework, loss):
+    code, plan, err = _plan(tmp_path, capsys, "workloads:\n" + _workload("l", f"""
+        method: lora
+        gpus: 1
+        activation_checkpointing: true
+        framework: {framework}
+    """))
+    assert code == 0, err
+    (w,) = plan["workloads"]
+    assert w["settings"]["loss"] == loss
+    assert any(a.startswith(f"loss: {loss} ({framework} preset;") for a in w["assumptions"])
+
+
+def test_torchtunes_chunked_loss_keeps_less_than_the_standard_one(tmp_path, capsys):
+    # Same run, the loss named explicitly against the preset's: the workload's own field wins.
+    body = "workloads:\n" + _workload("preset", """
+        method: lora
+        gpus: 1
+        activation_checkpointing: true
+        framework: torchtune
+    """) + _workload("standard", """
+        method: lora
+        gpus: 1
+        activation_checkpointing: true
+        framework: torchtune
+        loss: standard
+    """)
+    code, plan, err = _plan(tmp_path, capsys, body)
+    assert code == 0, err
+    by = {w["name"]: w for w in plan["workloads"]}
+    assert by["standard"]["settings"]["loss"] == "standard"
+    assert by["preset"]["memory"]["components"]["activations"] < by["standard"]["memory"]["components"]["activations"]

@@ -28,6 +28,8 @@ TRANSFORMERS = "huggingface/transformers TrainingArguments"
 AXOLOTL = "axolotl-ai-cloud/axolotl @ 067b021c8"
 LLAMA_FACTORY = "hiyouga/LLaMA-Factory @ ff6d4d12e"
 MEGATRON = "NVIDIA/Megatron-LM @ d98e8a64d"
+HF_LOSS = ("huggingface/transformers @ d0fed636 src/transformers/loss/loss_utils.py ForCausalLMLoss: "
+           "logits.float() then cross_entropy")
 
 
 @dataclass(frozen=True)
@@ -48,12 +50,23 @@ class Matches:
 
 PRESETS: dict[str, tuple[PresetDefault, ...]] = {
     "torchtune": (
+        PresetDefault("loss", "chunked",
+                      f"{TORCHTUNE} recipes/configs/llama3_1/*.yaml: loss LinearCrossEntropyLoss (8 chunks, each "
+                      "projected and upcast in turn; its 2024 configs used CEWithChunkedOutputLoss, the chunked "
+                      "loss as counted; LinearCrossEntropyLoss also drops the 16-bit logits, ≈2 B per logit less)"),
         PresetDefault("activation_checkpointing", True,
                       f"{TORCHTUNE} recipes/configs/llama3_1/8B_full_single_device.yaml, 8B_lora_single_device.yaml, "
                       "8B_qlora_single_device.yaml and 8B_full.yaml: enable_activation_checkpointing: True"),
     ),
-    "torchtitan": (),
-    "hf-trainer": (),
+    "torchtitan": (
+        PresetDefault("loss", "standard",
+                      f"{TORCHTITAN} train.py loss_fn: cross_entropy(pred.flatten(0, 1).float(), labels) on the "
+                      "whole fp32-upcast logits (torchtitan @ b5bcd76c chunks it since: set loss: chunked for a "
+                      "2026 torchtitan)"),
+    ),
+    "hf-trainer": (
+        PresetDefault("loss", "standard", HF_LOSS),
+    ),
     "deepspeed": (),
     "megatron": (
         # The distributed optimizer shards the fp32 main parameters and Adam moments over the data-parallel
@@ -64,6 +77,7 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
                       "(the optimizer states sharded over data-parallel ranks, as ZeRO stage 1)"),
     ),
     "axolotl": (
+        PresetDefault("loss", "standard", f"{AXOLOTL} trains through transformers' Trainer: {HF_LOSS}"),
         PresetDefault("activation_checkpointing", True,
                       f"{AXOLOTL} examples/llama-3/lora-8b.yml, qlora.yml, fft-8b.yaml: gradient_checkpointing: true"),
         PresetDefault("flash_attention", True,
@@ -71,6 +85,7 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
                       "attn_implementation: flash_attention_2"),
     ),
     "llama-factory": (
+        PresetDefault("loss", "standard", f"{LLAMA_FACTORY} trains through transformers' Trainer: {HF_LOSS}"),
         PresetDefault("activation_checkpointing", True,
                       f"{LLAMA_FACTORY} src/llamafactory/hparams/model_args.py: disable_gradient_checkpointing "
                       "defaults to False (gradient checkpointing on)"),
