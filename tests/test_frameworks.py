@@ -87,15 +87,54 @@ def test_megatron_distributed_optimizer_shards_the_optimizer_states(tmp_path, ca
     assert code == 0, err
     (w,) = plan["workloads"]
     assert w["settings"]["zero_stage"] == 1
-    # --use-distributed-optimizer: fp32 main params + Adam moments (12 B/param) over 8 data-parallel ranks;
-    # the bf16 weights and gradients (2 + 2 B/param) stay whole on each rank.
+    # Megatron-LM docs/distrib_optimizer.md, "bf16 param, fp32 grads": 6 + 12/d bytes per parameter with the
+    # distributed optimizer: bf16 weights (2) and fp32 main gradients (4) whole on each rank, the fp32 main
+    # params and Adam moments (12) over d = 8 data-parallel ranks.
     components = w["memory"]["components"]
-    assert components["optimizer"] == pytest.approx(12 * LLAMA_31_8B_PARAMS / 8, abs=8)
     assert components["weights"] == 2 * LLAMA_31_8B_PARAMS
-    assert components["gradients"] == 2 * LLAMA_31_8B_PARAMS
+    assert components["gradients"] == 4 * LLAMA_31_8B_PARAMS
+    assert components["optimizer"] == pytest.approx(12 * LLAMA_31_8B_PARAMS / 8, abs=8)
+    assert any(a.startswith("optimizer: Megatron-LM's fp32 main gradients") for a in w["assumptions"])
 
 
-def test_a_preset_that_matches_the_planner_still_says_so(tmp_path, capsys):
+def test_deepspeed_bf16_optimizer_keeps_an_fp32_gradient_buffer(tmp_path, capsys):
+    code, plan, err = _plan(tmp_path, capsys, "workloads:\n" + _workload("d", """
+        method: full
+        gpus: 8
+        activation_checkpointing: true
+        framework: deepspeed
+    """))
+    assert code == 0, err
+    (w,) = plan["workloads"]
+    # DeepSpeed deepspeed/runtime/bf16_optimizer.py: the bf16 .grad (2) and the flat fp32 accumulation buffer
+    # (4) of the whole replica; fp32 master + Adam moments (12) partitioned over the 8 ranks (its own ZeRO-1).
+    components = w["memory"]["components"]
+    assert w["settings"]["zero_stage"] == 0
+    assert components["gradients"] == 6 * LLAMA_31_8B_PARAMS
+    assert components["optimizer"] == pytest.approx(12 * LLAMA_31_8B_PARAMS / 8, abs=8)
+
+
+def test_torchtune_trains_in_pure_bf16(tmp_path, capsys):
+    body = "workloads:\n" + _workload("tt", """
+        method: full
+        gpus: 1
+        framework: torchtune
+    """) + _workload("explicit", """
+        method: full
+        gpus: 1
+        framework: torchtune
+        mixed_precision: true
+    """)
+    code, plan, err = _plan(tmp_path, capsys, body)
+    assert code == 0, err
+    by = {w["name"]: w["memory"]["components"] for w in plan["workloads"]}
+    # full_finetune_single_device.py @ bd2a0fc7c: bf16 weights, gradients and AdamW moments, no fp32 master:
+    # 2 + 2 + 4 bytes per parameter; with mixed_precision: true the workload's field wins (2 + 2 + 12).
+    assert by["tt"]["optimizer"] == 4 * LLAMA_31_8B_PARAMS
+    assert by["explicit"]["optimizer"] == 12 * LLAMA_31_8B_PARAMS
+
+
+def test_a_preset_equal_to_the_planners_default_is_still_stated(tmp_path, capsys):
     code, plan, err = _plan(tmp_path, capsys, "workloads:\n" + _workload("t", """
         method: full
         gpus: 8
@@ -105,7 +144,7 @@ def test_a_preset_that_matches_the_planner_still_says_so(tmp_path, capsys):
     """))
     assert code == 0, err
     (w,) = plan["workloads"]
-    assert any(a.startswith("torchtitan: FSDP mixed precision") and "9dec370" in a for a in w["assumptions"])
+    assert any(a.startswith("mixed_precision: true (torchtitan preset;") and "9dec370" in a for a in w["assumptions"])
 
 
 def test_no_framework_changes_nothing(tmp_path, capsys):

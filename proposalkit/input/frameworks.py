@@ -3,11 +3,13 @@
 A preset fills only the fields a workload leaves unset. Precedence: the workload's own field, then
 `defaults:` (merged into the workload before validation, so it counts as the workload's), then the
 framework's preset, then the planner's documented default. Every default a preset fills is stated
-as an assumption with its source; so is each setting of the recipe that the planner's own default
-already matches (the reader sees the framework was taken into account, not ignored).
+as an assumption with its source, also where it equals the planner's own default (the reader sees
+the framework was taken into account, and a later change of the planner's default does not move it).
 
 One table: PRESETS. Each entry is a field, its value, the source (repository @ commit, file, the
-setting) and, where the recipe differs by method, the methods it applies to.
+setting) and, where the recipe differs by method, the methods it applies to. The optimizer
+implementation (DeepSpeed's BF16_Optimizer, Megatron's fp32 main gradients) is not a workload field:
+optimizer_impl() gives it to the planner.
 """
 
 from __future__ import annotations
@@ -40,16 +42,13 @@ class PresetDefault:
     methods: tuple[str, ...] = ("full", "lora", "qlora")   # the training methods the recipe setting covers
 
 
-@dataclass(frozen=True)
-class Matches:
-    """A recipe setting the planner's own default already follows (stated, nothing filled in)."""
-
-    text: str
-    source: str
-
-
 PRESETS: dict[str, tuple[PresetDefault, ...]] = {
     "torchtune": (
+        PresetDefault("mixed_precision", False,
+                      f"{TORCHTUNE} recipes/full_finetune_single_device.py (and the LoRA recipes): the model is built "
+                      "under training.set_default_dtype(dtype), bf16 in every config; 'Mixed precision training and "
+                      "fp16 precision are currently not supported': weights, gradients, Adam moments and LoRA "
+                      "adapters in bf16, no fp32 master copy"),
         PresetDefault("loss", "chunked",
                       f"{TORCHTUNE} recipes/configs/llama3_1/*.yaml: loss LinearCrossEntropyLoss (8 chunks, each "
                       "projected and upcast in turn; its 2024 configs used CEWithChunkedOutputLoss, the chunked "
@@ -59,16 +58,32 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
                       "8B_qlora_single_device.yaml and 8B_full.yaml: enable_activation_checkpointing: True"),
     ),
     "torchtitan": (
+        PresetDefault("mixed_precision", True,
+                      f"{TORCHTITAN} torchtitan/config_manager.py: FSDP2 MixedPrecisionPolicy with "
+                      "mixed_precision_param bfloat16 over fp32 sharded parameters, mixed_precision_reduce float32"),
         PresetDefault("loss", "standard",
                       f"{TORCHTITAN} train.py loss_fn: cross_entropy(pred.flatten(0, 1).float(), labels) on the "
                       "whole fp32-upcast logits (torchtitan @ b5bcd76c chunks it since: set loss: chunked for a "
                       "2026 torchtitan)"),
     ),
     "hf-trainer": (
+        PresetDefault("mixed_precision", True,
+                      f"{TRANSFORMERS}: bf16/fp16 run as torch.amp autocast over the model's fp32 parameters, and "
+                      "PEFT keeps LoRA adapters in fp32 (autocast_adapter_dtype)"),
+        PresetDefault("flash_attention", True,
+                      "huggingface/transformers from_pretrained: attn_implementation sdpa where PyTorch has it "
+                      "(FlashAttention kernels, no s×s scores stored)"),
         PresetDefault("loss", "standard", HF_LOSS),
     ),
-    "deepspeed": (),
+    "deepspeed": (
+        PresetDefault("mixed_precision", True,
+                      "microsoft/DeepSpeed deepspeed/runtime/bf16_optimizer.py and the ZeRO optimizers: fp32 master "
+                      "copies of the 16-bit parameters"),
+    ),
     "megatron": (
+        PresetDefault("mixed_precision", True,
+                      f"{MEGATRON} megatron/core/optimizer/optimizer.py: Float16OptimizerWithFloat16Params keeps "
+                      "fp32 main params"),
         # The distributed optimizer shards the fp32 main parameters and Adam moments over the data-parallel
         # ranks (ZeRO stage 1); the weights and gradient buffers stay whole on every rank.
         PresetDefault("zero_stage", 1,
@@ -77,6 +92,13 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
                       "(the optimizer states sharded over data-parallel ranks, as ZeRO stage 1)"),
     ),
     "axolotl": (
+        # bf16: auto sets cfg.torch_dtype = bfloat16 (src/axolotl/utils/config/__init__.py) and the model is
+        # loaded in it (loaders/model.py model_kwargs["torch_dtype"]): a full fine-tune trains bf16 weights with
+        # no fp32 copy; PEFT's LoRA adapters are fp32 (the planner's default for LoRA).
+        PresetDefault("mixed_precision", False,
+                      f"{AXOLOTL} src/axolotl/utils/config/__init__.py and loaders/model.py: bf16 sets "
+                      "cfg.torch_dtype = torch.bfloat16 and the model is loaded in it; the full fine-tune "
+                      "trains bf16 weights without an fp32 master copy", methods=("full",)),
         PresetDefault("loss", "standard", f"{AXOLOTL} trains through transformers' Trainer: {HF_LOSS}"),
         PresetDefault("activation_checkpointing", True,
                       f"{AXOLOTL} examples/llama-3/lora-8b.yml, qlora.yml, fft-8b.yaml: gradient_checkpointing: true"),
@@ -85,6 +107,9 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
                       "attn_implementation: flash_attention_2"),
     ),
     "llama-factory": (
+        PresetDefault("mixed_precision", True,
+                      f"{LLAMA_FACTORY} src/llamafactory/model/adapter.py: trainable parameters are upcast to "
+                      "fp32 (cast_trainable_params_to_fp32) unless pure_bf16"),
         PresetDefault("loss", "standard", f"{LLAMA_FACTORY} trains through transformers' Trainer: {HF_LOSS}"),
         PresetDefault("activation_checkpointing", True,
                       f"{LLAMA_FACTORY} src/llamafactory/hparams/model_args.py: disable_gradient_checkpointing "
@@ -92,34 +117,37 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
     ),
 }
 
-MATCHES: dict[str, tuple[Matches, ...]] = {
-    "torchtitan": (
-        Matches("FSDP mixed precision: bf16 compute over fp32 sharded parameters, fp32 gradient reduction "
-                "(fp32 master weights, the planner's default)",
-                f"{TORCHTITAN} torchtitan/config_manager.py: mixed_precision_param bfloat16, "
-                "mixed_precision_reduce float32"),
-    ),
-    "hf-trainer": (
-        Matches("automatic mixed precision (bf16/fp16 autocast over fp32 weights: fp32 master weights, the "
-                "planner's default); attention through PyTorch SDPA (FlashAttention kernels, the planner's default)",
-                f"{TRANSFORMERS}: bf16/fp16 run as torch.amp autocast over the model's fp32 parameters; "
-                "from_pretrained's attn_implementation is sdpa where PyTorch has it"),
-    ),
-    "deepspeed": (
-        Matches("bf16 training with fp32 master weights (the planner's default)",
-                "microsoft/DeepSpeed deepspeed/runtime/bf16_optimizer.py (BF16_Optimizer keeps fp32 master copies of the "
-                "bf16 parameters)"),
-    ),
-    "megatron": (
-        Matches("bf16 training with fp32 main parameters in the optimizer (the planner's default)",
-                f"{MEGATRON} megatron/core/optimizer/optimizer.py: Float16OptimizerWithFloat16Params keeps fp32 "
-                "main params"),
-    ),
-    "llama-factory": (
-        Matches("trainable parameters upcast to fp32 under bf16 autocast (fp32 master weights, the planner's default)",
-                f"{LLAMA_FACTORY} src/llamafactory/model/adapter.py: cast_trainable_params_to_fp32 unless pure_bf16"),
+# What a recipe does that the preset cannot set for every run of the framework, said beside its defaults.
+NOTES: dict[str, tuple[str, ...]] = {
+    "torchtune": (
+        f"torchtune: its single-device full fine-tune recipes also fuse the optimizer step into the backward "
+        f"with bitsandbytes PagedAdamW8bit ({TORCHTUNE} recipes/configs/llama3_1/8B_full_single_device.yaml: "
+        "optimizer_in_bwd: True); set optimizer_in_backward: true and optimizer: paged-adamw-8bit if yours does",
     ),
 }
+
+# Optimizer implementations a framework runs in place of torch.optim (estimate/model_states.py
+# OPTIMIZER_IMPLS), with the condition and the source; not a workload field.
+OPTIMIZER_IMPL_SOURCES = {
+    "deepspeed-bf16": "DeepSpeed's BF16_Optimizer with bf16 at ZeRO stage 0-1 (deepspeed/runtime/bf16_optimizer.py): "
+                      "an fp32 gradient accumulation buffer of the whole replica beside the bf16 gradients",
+    "megatron": f"Megatron-LM's fp32 main gradients ({MEGATRON} megatron/training/arguments.py: "
+                "accumulate_allreduce_grads_in_fp32 for bf16; docs/distrib_optimizer.md)",
+}
+
+
+def optimizer_impl(workload, precision: str) -> tuple[str, str | None]:
+    """(the optimizer implementation the framework runs, an assumption stating it or None)."""
+    name = workload.framework
+    if workload.kind == "inference" or name is None:
+        return "torch", None
+    if name == "deepspeed" and precision == "bf16" and workload.zero_stage in (None, 0, 1):
+        impl = "deepspeed-bf16"
+    elif name == "megatron" and precision in ("bf16", "fp16"):
+        impl = "megatron"
+    else:
+        return "torch", None
+    return impl, f"optimizer: {OPTIMIZER_IMPL_SOURCES[impl]} ({name} preset)"
 
 
 def _show(value: object) -> str:
@@ -139,8 +167,7 @@ def apply_preset(workload):
             updates[default.field] = default.value
             notes.append(f"{default.field}: {_show(default.value)} ({name} preset; {default.source}; set "
                          f"{default.field} to override)")
-    for match in MATCHES.get(name, ()):
-        notes.append(f"{name}: {match.text} ({match.source})")
+    notes += NOTES.get(name, ())
     return (workload.model_copy(update=updates) if updates else workload), tuple(notes)
 
 

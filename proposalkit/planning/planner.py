@@ -15,6 +15,7 @@ from ..estimate.cross_checks import cross_checks
 from ..estimate.lora import FAMILY_MODULES, LoraSpec, default_targets, lora_trainable_params
 from ..estimate.loss import DEFAULT_LOSS, LOSS_SOURCES
 from ..estimate.shapes import ModelSpec, is_mla
+from ..input import frameworks
 from ..input.loading import LoadedFile, LoadedWorkload
 from . import charges, infeasible, resources, search
 from .records import Candidate, Plan, Settings, WorkloadPlan
@@ -82,8 +83,12 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
     flash = True if w.flash_attention is None else w.flash_attention
     if w.flash_attention is None and w.kind != "inference":
         notes.append("FlashAttention on (current training recipes; Dao et al. 2022): no s² attention activations")
+    precision = _precision(w, model, notes)
+    impl, impl_note = frameworks.optimizer_impl(w, precision)
+    if impl_note:
+        notes.append(impl_note)
     return Settings(
-        precision=_precision(w, model, notes),
+        precision=precision,
         buffer=buffer,
         variants=w.variants or 1,
         seq_len=seq_len,
@@ -108,6 +113,7 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
         activation_offload=bool(w.activation_offload),
         context_parallel=w.context_parallel or 1,
         framework=w.framework,
+        optimizer_impl=impl,
     )
 
 
