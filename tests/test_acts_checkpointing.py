@@ -41,19 +41,16 @@ workloads:
 """
 
 
-def _plan(tmp_path, capsys, rows: str) -> dict:
-    path = tmp_path / "w.yaml"
-    path.write_text(HEADER + rows, encoding="utf-8")
-    assert main(["plan", str(path), "--format", "json"]) == 0
-    return {w["name"]: w for w in json.loads(capsys.readouterr().out)["workloads"]}
+def _plan(plan_workloads, rows: str) -> dict:
+    return plan_workloads(HEADER + rows)
 
 
 def _activations(w: dict) -> int:
     return w["memory"]["components"]["activations"]
 
 
-def test_no_full_and_selective_checkpointing(tmp_path, capsys):
-    got = _plan(tmp_path, capsys, "  - {name: none, activation_checkpointing: false}\n"
+def test_no_full_and_selective_checkpointing(plan_workloads):
+    got = _plan(plan_workloads, "  - {name: none, activation_checkpointing: false}\n"
                                   "  - {name: full, activation_checkpointing: true}\n"
                                   "  - {name: selective, activation_checkpointing: selective}\n")
     none = L * PER_TOKEN_LAYER * S + HEAD_INPUTS + LOSS
@@ -67,18 +64,18 @@ def test_no_full_and_selective_checkpointing(tmp_path, capsys):
     assert any("attention core" in a for a in got["selective"]["assumptions"])
 
 
-def test_activation_offloading_leaves_a_stash_of_five_tensors(tmp_path, capsys):
+def test_activation_offloading_leaves_a_stash_of_five_tensors(plan_workloads):
     # torchtune OffloadActivations (@ e511d5a2, max_fwd_stash_size 5): with full checkpointing the saved
     # tensors are the 32 layer inputs; at most 5 stay on the GPU: 5 · 2·8,192·4,096 = 335,544,320 B.
-    got = _plan(tmp_path, capsys, "  - {name: offload, activation_checkpointing: true, activation_offload: true}\n")
+    got = _plan(plan_workloads, "  - {name: offload, activation_checkpointing: true, activation_offload: true}\n")
     assert _activations(got["offload"]) == 5 * LAYER_INPUT + HEAD_INPUTS + LOSS == 13_077_839_872
     assert got["offload"]["settings"]["activation_offload"] is True
 
 
-def test_context_parallel_splits_the_sequence_and_multiplies_the_gpus_of_a_copy(tmp_path, capsys):
+def test_context_parallel_splits_the_sequence_and_multiplies_the_gpus_of_a_copy(plan_workloads):
     # CP 2: each GPU holds 4,096 of the 8,192 tokens; layer inputs 32·2·4,096·4,096, head inputs
     # 2·2·4,096·4,096, loss 12 · 4,096 · 128,256.
-    got = _plan(tmp_path, capsys, "  - {name: cp2, activation_checkpointing: true, context_parallel: 2}\n")
+    got = _plan(plan_workloads, "  - {name: cp2, activation_checkpointing: true, context_parallel: 2}\n")
     s = S // 2
     assert _activations(got["cp2"]) == L * 2 * s * H + 2 * 2 * s * H + 12 * s * V == 7_444_889_600
     assert got["cp2"]["settings"]["context_parallel"] == 2

@@ -9,7 +9,6 @@ MLP input 2·256 + gate, up, product 3·2·1024 = 10,256 B; × 1,024 tokens × 2
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
@@ -35,20 +34,16 @@ workloads:
 """
 
 
-def _activations(tmp_path, capsys) -> dict[str, int]:
-    path = tmp_path / "w.yaml"
-    path.write_text(WORKLOADS, encoding="utf-8")
-    assert main(["plan", str(path), "--format", "json"]) == 0
-    plan = json.loads(capsys.readouterr().out)
-    return {w["name"]: (w["memory"]["components"]["activations"], w) for w in plan["workloads"]}
+def _activations(plan_workloads) -> dict:
+    return {name: (w["memory"]["components"]["activations"], w) for name, w in plan_workloads(WORKLOADS).items()}
 
 
-def test_standard_cross_entropy_on_fp32_upcast_logits_keeps_12_bytes_per_logit(tmp_path, capsys):
+def test_standard_cross_entropy_on_fp32_upcast_logits_keeps_12_bytes_per_logit(plan_workloads):
     # transformers @ d0fed636 loss_utils.ForCausalLMLoss: logits.float(), then cross_entropy
     # (log_softmax saves its fp32 output). Forward peak: bf16 logits 2 + fp32 copy 4 + log-softmax 4
     # = 10 B; backward peak: saved log-softmax 4 + its gradient 4 + the input gradient 4 = 12 B.
     # Last norm's and LM head's inputs: 2 · 2 · 1,024 · 256 = 1,048,576.
-    got = _activations(tmp_path, capsys)
+    got = _activations(plan_workloads)
     expected = LAYERS + 2 * 2 * TOKENS * HIDDEN + 12 * TOKENS * VOCAB
     assert expected == 415_268_864
     assert got["standard"][0] == got["unset"][0] == expected
@@ -56,21 +51,21 @@ def test_standard_cross_entropy_on_fp32_upcast_logits_keeps_12_bytes_per_logit(t
     assert any("loss: standard" in a and "planner default" in a for a in got["unset"][1]["assumptions"])
 
 
-def test_chunked_loss_upcasts_one_chunk_of_eight_at_a_time(tmp_path, capsys):
+def test_chunked_loss_upcasts_one_chunk_of_eight_at_a_time(plan_workloads):
     # torchtune @ ce5433b0 CEWithChunkedOutputLoss(num_output_chunks=8): all bf16 logit chunks 2 B +
     # every chunk's saved fp32 log-softmax 4 B + one chunk's fp32 copy 4/8 B = 6.5 B per logit.
-    got = _activations(tmp_path, capsys)
+    got = _activations(plan_workloads)
     expected = LAYERS + 2 * 2 * TOKENS * HIDDEN + 13 * TOKENS * VOCAB // 2
     assert expected == 235_044_864
     assert got["chunked"][0] == expected
 
 
-def test_fused_linear_cross_entropy_never_materialises_the_logits(tmp_path, capsys):
+def test_fused_linear_cross_entropy_never_materialises_the_logits(plan_workloads):
     # Liger Kernel @ e11c2d6c fused_linear_cross_entropy.py: chunk rows = next_pow2(⌈1,024 / ⌈32,000 / 256⌉⌉)
     # = next_pow2(⌈1,024 / 125⌉ = 9) = 16; one chunk's bf16 and fp32 logits (2 + 4) · 16 · 32,000 =
     # 3,072,000; the LM head's input gradient 2 · 1,024 · 256 = 524,288 and a fp32 loss per token
     # 4 · 1,024 are kept; the last norm's input 2 · 1,024 · 256 (the head's input is not saved).
-    got = _activations(tmp_path, capsys)
+    got = _activations(plan_workloads)
     expected = LAYERS + 2 * TOKENS * HIDDEN + 2 * TOKENS * HIDDEN + 4 * TOKENS + 6 * 16 * VOCAB
     assert expected == 25_128_960
     assert got["fused"][0] == expected

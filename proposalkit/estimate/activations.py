@@ -20,6 +20,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from .arith import ceil, check_positive, exact, memo
+from .precision import check_choice
 from .lora import default_lora, lora_activation_bytes_per_layer
 from .checkpointing import (
     OFFLOAD_STASH_TENSORS, POLICY_SOURCES, attention_core_bytes, offloaded_stash_bytes, op_policy_saved_bytes,
@@ -44,6 +45,10 @@ SOFTMAX_STATISTICS_BYTES = 4
 # Mixture-of-experts router probabilities are computed in fp32 (Mixtral's HF
 # implementation applies softmax with dtype=torch.float).
 ROUTER_PROBABILITY_BYTES = 4
+
+# Inference attention kernels: flash (FlashAttention), sdpa (PyTorch scaled_dot_product_attention,
+# which runs a flash or memory-efficient kernel for 16-bit inputs), eager (matmul + softmax).
+INFERENCE_ATTENTION = ("flash", "sdpa", "eager")
 
 # Inference prefill is processed in chunks of at most this many tokens per
 # forward pass: vLLM's default max_num_batched_tokens for the offline LLM class
@@ -364,9 +369,13 @@ def inference_activation_bytes(model: ModelSpec, setup: InferenceSetup) -> int:
     """
     if not model.has_architecture:
         return 0
+    check_choice(setup.attention, INFERENCE_ATTENTION, "attention")
     e = 4 if setup.precision == "fp32" else 2
     chunk = setup.prefill_tokens if setup.prefill_tokens is not None else DEFAULT_PREFILL_TOKENS
-    n = min(setup.batch * setup.context, chunk)
+    eager = setup.attention == "eager"
+    # Eager attention runs in Hugging Face transformers, whose generate() prefills each prompt in one
+    # forward pass: no chunking.
+    n = setup.batch * setup.context if eager else min(setup.batch * setup.context, chunk)
     h = model.hidden
     attention = sum(projection_widths(model))
     widths = []
@@ -377,6 +386,19 @@ def inference_activation_bytes(model: ModelSpec, setup: InferenceSetup) -> int:
                       + shared_expert_ffn_hidden(model) * model.shared_experts)
     mlp = mlp_matrices(model) * max(widths)
     t = setup.tensor_parallel
-    layer = exact(e * n * (2 * h * t + max(attention, mlp)), t)   # e·n·(2h + max/t), in integers when whole
+    scores = eager_scores_bytes(model, setup.batch, setup.context, e) if eager else 0
+    layer = exact(e * n * 2 * h * t + max(e * n * attention + scores, e * n * mlp), t)   # e·n·2h + max(...)/t
     logits = LOGIT_BYTES * setup.batch * model.vocab
     return ceil(layer + logits)
+
+
+def eager_scores_bytes(model: ModelSpec, batch: int, context: int, e: int) -> int:
+    """One layer's attention scores at a prefill without a fused kernel, all heads (÷ t by the caller).
+
+    transformers' eager attention (models/llama/modeling_llama.py eager_attention_forward @ d0fed636:
+    ``softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)``) holds, per score, the
+    16-bit scores (e), their fp32 softmax (4) and its 16-bit copy (e) at once: batch·a·s²·(2e + 4).
+    FlashAttention and PyTorch's SDPA kernels (flash, memory-efficient) keep no s×s tensor.
+    """
+    per_score = e + FP32_BYTES + e if e < FP32_BYTES else 2 * FP32_BYTES
+    return batch * model.heads * context * context * per_score

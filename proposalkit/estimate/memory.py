@@ -112,6 +112,7 @@ class InferenceSetup:
     kv_precision: str = "bf16"
     tensor_parallel: int = 1
     prefill_tokens: int | None = None   # tokens per forward pass; None: DEFAULT_PREFILL_TOKENS
+    attention: str = "flash"     # flash | sdpa | eager (activations.py: eager keeps a layer's s×s scores)
 
 
 # --------------------------------------------------------------------------
@@ -344,10 +345,20 @@ def inference_memory(model: ModelSpec, setup: InferenceSetup, overhead: Overhead
     activations = inference_activation_bytes(model, setup)
     if model.has_architecture:
         chunk = setup.prefill_tokens if setup.prefill_tokens is not None else DEFAULT_PREFILL_TOKENS
-        notes.append(
-            f"activations: one layer's transient tensors for {min(setup.batch * setup.context, chunk):,} tokens "
-            "per forward pass (chunked prefill, vLLM max_num_batched_tokens) + fp32 logits of the sampled positions"
-        )
+        if setup.attention == "eager":
+            notes.append(
+                f"activations: eager attention (no fused kernel): each prompt prefilled in one forward pass, one "
+                f"layer's {setup.batch} × {model.heads} heads × {setup.context:,}² scores held as 16-bit scores, "
+                "their fp32 softmax and its 16-bit copy (transformers eager_attention_forward) + fp32 logits of "
+                "the sampled positions"
+            )
+        else:
+            notes.append(
+                f"activations: one layer's transient tensors for {min(setup.batch * setup.context, chunk):,} tokens "
+                "per forward pass (chunked prefill, vLLM max_num_batched_tokens) + fp32 logits of the sampled "
+                "positions"
+                + (f"; {setup.attention} attention keeps no s×s scores" if setup.attention != "flash" else "")
+            )
     else:
         notes.append(f"activations not estimated: model {model.id!r} gives only a parameter count")
     notes.append(

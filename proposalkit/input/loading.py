@@ -131,6 +131,9 @@ def _check(workload: Workload, model: ModelSpec | None, index: int, source: Sour
                      "context_parallel"):
             if getattr(workload, name) is not None:
                 add((name,), f"not used by inference (got {name}, expected it only on finetune or pretrain)")
+        if workload.attention not in (None, "eager") and workload.flash_attention is False:
+            add(("attention",), f"flash_attention: false says no fused kernel (got attention: {workload.attention}; "
+                                "expected eager, or one of the two fields)")
         if workload.hours is None and workload.tokens is None:
             add(("hours",), "required for inference (expected hours a service is kept up, or tokens to generate)")
         if workload.context is None:
@@ -160,6 +163,8 @@ def _check(workload: Workload, model: ModelSpec | None, index: int, source: Sour
             elif round(tokens) < bound.low:
                 add(("data",), f"implausibly small (got {d.samples:,} samples × {d.seq_len:,} tokens × {d.epochs:g} "
                                f"epochs = {tokens:.3g} tokens, expected at least 1 token)")
+        if workload.attention is not None:
+            add(("attention",), "an inference setting (for training, flash_attention: true or false)")
         if workload.hours is not None:
             add(("hours",), "only for an inference service (the training runtime is computed from the tokens)")
         if workload.lora is not None and workload.method not in ("lora", "qlora"):

@@ -9,6 +9,7 @@ import difflib
 from typing import TYPE_CHECKING
 
 from ..errors import Problem
+from ..estimate.activations import INFERENCE_ATTENTION
 from ..estimate.loss import LOSSES
 from .frameworks import FRAMEWORKS
 from .schema import (
@@ -81,7 +82,8 @@ _FIELDS_BY_PARENT = {
 
 _CHOICES = {"kind": KINDS, "method": METHODS, "precision": PRECISIONS, "optimizer": OPTIMIZERS,
             "track": TRACKS, "access_tier": ACCESS_TIERS, "targets": LORA_TARGETS, "mlp": ("gated", "plain"),
-            "loss": LOSSES, "framework": FRAMEWORKS}
+            "loss": LOSSES, "framework": FRAMEWORKS,
+            "attention": INFERENCE_ATTENTION}
 
 
 def _parent_kind(path: Path) -> str:

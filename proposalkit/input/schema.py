@@ -16,6 +16,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Dis
 from pydantic_core import PydanticCustomError
 
 from ..estimate.lora import LORA_TARGETS, LoraSpec
+from ..estimate.activations import INFERENCE_ATTENTION
 from ..estimate.loss import LOSSES
 from ..estimate.precision import OPTIMIZERS, PRECISIONS, TRAINING_METHODS as METHODS  # one home: the estimates
 from ..units import parse_count
@@ -369,6 +370,10 @@ class WorkloadFields(_Strict):
         None, description="Training: saved activations copied to CPU memory in the forward and brought back in the "
                           "backward (torchtune enable_activation_offloading).")
     flash_attention: Bool | None = None
+    attention: Literal[INFERENCE_ATTENTION] | None = Field(
+        None, description="Inference: the attention kernel, flash (FlashAttention), sdpa (PyTorch's fused kernels) "
+                          "or eager (matmul + softmax: a layer's s×s scores are held at the prefill). Default: flash; "
+                          "flash_attention: false means eager.")
     loss: Literal[LOSSES] | None = Field(
         None, description="Training loss on the logits: standard (cross_entropy on fp32-upcast logits, as "
                           "Hugging Face transformers and torchtitan), chunked (torchtune CEWithChunkedOutputLoss), "

@@ -54,6 +54,18 @@ def _precision(w, model: ModelSpec, notes: list[str]) -> str:
     return "bf16"
 
 
+def _attention(w, notes: list[str]) -> str:
+    """Inference attention kernel: as given; flash_attention: false is eager; else flash (serving engines)."""
+    if w.kind != "inference":
+        return "flash"
+    if w.attention is not None:
+        return w.attention
+    if w.flash_attention is False:
+        notes.append("attention: eager (flash_attention: false): a layer's s×s scores are held at the prefill")
+        return "eager"
+    return "flash"
+
+
 def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
     seq_len = w.seq_len or (w.data.seq_len if w.data else None)
     if seq_len is None and w.kind != "inference":
@@ -110,6 +122,7 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
         optimizer_in_backward=bool(w.optimizer_in_backward),
         offload_optimizer=w.offload is not None and w.offload.optimizer == "cpu",
         offload_params=w.offload is not None and w.offload.params == "cpu",
+        attention=_attention(w, notes),
         activation_offload=bool(w.activation_offload),
         context_parallel=w.context_parallel or 1,
         framework=w.framework,

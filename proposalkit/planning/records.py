@@ -52,6 +52,7 @@ class Settings:
     activation_offload: bool = False
     context_parallel: int = 1
     framework: str | None = None     # the workload's `framework` (its preset is already in the other settings)
+    attention: str = "flash"        # inference: flash | sdpa | eager (estimate/activations.py)
 
 
 class Candidate(NamedTuple):

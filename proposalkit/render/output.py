@@ -53,6 +53,7 @@ def workload_dict(w: WorkloadPlan) -> dict:
             "loss": s.loss if w.kind != "inference" else None,
             "activation_offload": s.activation_offload if w.kind != "inference" else None,
             "context_parallel": s.context_parallel if w.kind != "inference" else None,
+            "attention": s.attention if w.kind == "inference" else None,
             "zero_stage": w.zero_stage, "activation_checkpointing": w.activation_checkpointing,
             "flash_attention": s.flash_attention, "tensor_parallel": s.tensor_parallel,
             "pipeline_parallel": s.pipeline_parallel, "context": s.context, "batch": s.batch,

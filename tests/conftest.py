@@ -1,0 +1,20 @@
+"""Shared fixtures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from proposalkit.cli import main
+
+
+@pytest.fixture
+def plan_workloads(tmp_path, capsys):
+    """Write a workload file, plan it through the CLI as JSON (exit 0 expected), return the workloads by name."""
+    def plan(text: str) -> dict:
+        path = tmp_path / "w.yaml"
+        path.write_text(text, encoding="utf-8")
+        assert main(["plan", str(path), "--format", "json"]) == 0
+        return {w["name"]: w for w in json.loads(capsys.readouterr().out)["workloads"]}
+    return plan
