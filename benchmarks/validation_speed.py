@@ -202,7 +202,8 @@ def section(res: list[Result] | None = None, rows: list[dict] | None = None) -> 
         "| --- | ---: | --- | --- |",
     ]
     for row in excluded:
-        lines.append(f"| {row['id']} | {_num(float(row['value']))} {row['unit']} | {row['needs']} | {row['source']} |")
+        needs = row["needs"] + (f" ({row['note']})" if row.get("note") else "")
+        lines.append(f"| {row['id']} | {_num(float(row['value']))} {row['unit']} | {needs} | {row['source']} |")
     return "\n".join(lines) + "\n"
 
 
