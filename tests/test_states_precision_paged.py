@@ -23,6 +23,10 @@ from proposalkit.cli import main
 
 P_8B = 8_030_261_248
 EMBED_8B = 128_256 * 4_096
+# bitsandbytes pages the states of tensors of at least 1e5 values only (optim/optimizer.py get_state_buffer):
+# Llama 3.1 8B's norms (two per layer and the final one, 4,096 values each) keep ordinary GPU buffers.
+NORMS_8B = (2 * 32 + 1) * 4_096
+ADAM8 = 2 * (1 + Fraction(4, 2048))      # two uint8 moments + one fp32 absmax per 2048 values each
 A40_USABLE = 47_608_692_736      # catalog: deviceQuery totalGlobalMem of an A40 with ECC
 
 
@@ -77,21 +81,22 @@ def test_paged_8bit_adamw_states_are_outside_the_memory_that_must_fit(tmp_path, 
     w = _plan(tmp_path, capsys, FULL_8B + "    mixed_precision: false\n    optimizer_in_backward: true\n"
                                           "    optimizer: paged-adamw-8bit\n")
     m = w["memory"]
-    assert m["components"]["optimizer"] == 0
-    # two 1-byte moments + one fp32 absmax per 2048 values each: P × 2 × (1 + 4/2048)
-    assert m["paged_optimizer_bytes"] == math.ceil(P_8B * 2 * (1 + Fraction(4, 2048))) == 16_091_890_704
+    assert m["components"]["optimizer"] == NORMS_8B * ADAM8 == 533_520
+    # the rest: P × 2 × (1 + 4/2048) = 16,091,890,704 bytes in all
+    assert math.ceil(P_8B * ADAM8) == 16_091_890_704
+    assert m["paged_optimizer_bytes"] == math.ceil((P_8B - NORMS_8B) * ADAM8)
     assert m["device_bytes"] == m["per_gpu_bytes"] == sum(m["components"].values())
 
 
 def test_paged_32bit_adamw_keeps_fp32_moments_even_in_pure_bf16(tmp_path, capsys):
     w = _plan(tmp_path, capsys, FULL_8B + "    mixed_precision: false\n    optimizer: paged-adamw\n")
-    assert w["memory"]["paged_optimizer_bytes"] == 8 * P_8B
-    assert w["memory"]["components"]["optimizer"] == 0
+    assert w["memory"]["paged_optimizer_bytes"] == 8 * (P_8B - NORMS_8B)
+    assert w["memory"]["components"]["optimizer"] == 8 * NORMS_8B
     # under mixed precision the fp32 master stays on the GPU; only the moments are paged
     mixed = _plan(tmp_path, capsys, FULL_8B.replace("gpu: h100-80gb\n    gpus: 1\n", "gpu: h200\n    gpus: 1\n")
                   + "    optimizer: paged-adamw\n", "mixed.yaml")
-    assert mixed["memory"]["components"]["optimizer"] == 4 * P_8B
-    assert mixed["memory"]["paged_optimizer_bytes"] == 8 * P_8B
+    assert mixed["memory"]["components"]["optimizer"] == 4 * P_8B + 8 * NORMS_8B
+    assert mixed["memory"]["paged_optimizer_bytes"] == 8 * (P_8B - NORMS_8B)
 
 
 GUANACO_65B = """  - name: guanaco-65b
@@ -131,3 +136,23 @@ def test_qlora_65b_without_the_papers_mechanisms_needs_more_than_one_48gb_gpu(tm
     # counted on the device: 12.8 GB more than the paper's recipe, so two A40s.
     w = _plan(tmp_path, capsys, GUANACO_65B)
     assert w["gpu"]["count"] == 2
+
+
+def test_small_lora_matrices_keep_their_paged_optimizer_states_in_gpu_memory(tmp_path, capsys):
+    # rank 8 on q_proj and v_proj of Llama 2 7B: A is 8 × 4096 = 32,768 values and B 4096 × 8, under
+    # bitsandbytes' 1e5 threshold, so PagedAdamW allocates ordinary GPU buffers for all of them.
+    w = _plan(tmp_path, capsys, """  - name: lora
+    kind: finetune
+    method: lora
+    model: llama-2-7b
+    tokens: 1M
+    seq_len: 512
+    gpu: a100-40gb
+    gpus: 1
+    optimizer: paged-adamw
+    lora: {rank: 8, targets: [q_proj, v_proj]}
+""")
+    adapters = 32 * 2 * 8 * (4096 + 4096)       # Hu et al. 2021: 4,194,304
+    assert adapters == 4_194_304
+    assert "paged_optimizer_bytes" not in w["memory"]
+    assert w["memory"]["components"]["optimizer"] == adapters * 8

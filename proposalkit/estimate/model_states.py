@@ -72,6 +72,11 @@ AMP_NOTE = ("; with fp32 parameters under autocast (Hugging Face Trainer AMP) th
             "are not counted: they coincide with the fp32 gradients only under gradient accumulation")
 
 
+# bitsandbytes pages a state only for a parameter of at least 1e5 values; smaller ones get ordinary
+# torch.zeros_like buffers (bitsandbytes optim/optimizer.py Optimizer8bit.get_state_buffer:
+# "if not self.is_paged or p.numel() < 1e5: return torch.zeros_like(...)").
+PAGED_MIN_ELEMENTS = 100_000
+
 # DeepSpeed's default reduce_bucket_size, in elements (microsoft/DeepSpeed runtime/zero/config.py:
 # reduce_bucket_size = Field(pp_int(5e8)), "Number of elements reduced/allreduced at a time").
 DEEPSPEED_REDUCE_BUCKET = 500_000_000
@@ -108,6 +113,25 @@ def worst_stage_fraction(model: ModelSpec, pipeline_parallel: int) -> Fraction |
     # a vision-language model's vision tower runs before the first layer: on the first stage
     worst = per_stage + max(embedding_params(model) + model.vision_params, head + model.hidden)
     return min(Fraction(worst, parameter_count(model)), Fraction(1))
+
+
+def paged_share(model: ModelSpec, setup: TrainingSetup) -> Fraction | int:
+    """The share of the trainable parameters whose optimizer states bitsandbytes pages: tensors of at
+    least PAGED_MIN_ELEMENTS values (full training: the block matrices, embeddings and LM head, not the
+    norms; LoRA: the A (r × d_in) and B (d_out × r) matrices that reach the threshold). 1 without a shape."""
+    if not model.has_architecture:
+        return 1
+    if setup.method == "full":
+        big = sum(x.d_in * x.d_out * x.count for x in linears(model) if x.d_in * x.d_out >= PAGED_MIN_ELEMENTS)
+        big += sum(n for n in (embedding_params(model), lm_head_params(model)) if n >= PAGED_MIN_ELEMENTS)
+        return min(Fraction(big, parameter_count(model)), Fraction(1))
+    lora = setup.lora or default_lora(model)
+    total = big = 0
+    for x in lora_matrices(model, lora):
+        for d in (x.d_in, x.d_out):
+            total += lora.rank * d * x.count
+            big += lora.rank * d * x.count if lora.rank * d >= PAGED_MIN_ELEMENTS else 0
+    return Fraction(big, total) if total else 1
 
 
 def largest_parameter(model: ModelSpec) -> int:
@@ -253,13 +277,16 @@ def model_states(model: ModelSpec, setup: TrainingSetup) -> ModelStates:
             f"{DEEPSPEED_REDUCE_BUCKET:.0e} values (Ren et al. 2021 §3-4; DeepSpeed offload_optimizer)")
         master = moments = 0
     elif paged_states:
-        paged = moments
-        moments = 0
+        share = paged_share(model, setup)
+        paged = moments * share
+        moments -= paged
         notes.append(
             f"paged optimizer ({setup.optimizer}): its states ({fmt_gib(paged)} per GPU) are in CUDA unified "
             "memory, outside PyTorch's allocator statistics, and are evicted to host memory when the GPU runs "
             "short, so they are shown apart and not counted in the memory that must fit (bitsandbytes "
-            "paged optimizers; Dettmers et al. 2023 §3)")
+            "paged optimizers; Dettmers et al. 2023 §3)"
+            + (f"; the states of tensors under {PAGED_MIN_ELEMENTS:,} values ({1 - float(share):.1%}) stay in "
+               "ordinary GPU memory" if share != 1 else ""))
     return ModelStates(weights, gradients, master + moments, paged, host, tuple(notes))
 
 
@@ -275,8 +302,10 @@ def _full(model: ModelSpec, setup: TrainingSetup, mixed: bool, pure: bool, fsdp_
         # torchtitan (pytorch/torchtitan @ 9dec370, parallelize_llama.py apply_fsdp): with pipeline
         # parallelism reshard_after_forward is False, so a stage's parameters stay gathered across
         # its micro-batches, and the pipeline schedule accumulates unsharded gradients until the last
-        # micro-batch's reduce-scatter (FSDP2 keeps them in reduce_dtype fp32 under its
-        # MixedPrecisionPolicy); the fp32 sharded parameters (the master), moments and sharded
+        # micro-batch's reduce-scatter (torch.distributed.pipelining turns gradient sync off for the
+        # earlier micro-batches; FSDP2 _fsdp_param.py FSDPParam.to_accumulated_grad_if_needed keeps
+        # the unsharded gradient as unsharded_accumulated_grad in reduce_dtype, fp32 under torchtitan's
+        # mixed_precision_reduce); the fp32 sharded parameters (the master), moments and sharded
         # gradients are divided over the data-parallel GPUs.
         whole = _params_per_gpu(model, setup, False)
         shard = _params_per_gpu(model, setup, True)
