@@ -231,3 +231,28 @@ def test_torchtunes_chunked_loss_keeps_less_than_the_standard_one(tmp_path, caps
     by = {w["name"]: w for w in plan["workloads"]}
     assert by["standard"]["settings"]["loss"] == "standard"
     assert by["preset"]["memory"]["components"]["activations"] < by["standard"]["memory"]["components"]["activations"]
+
+
+def test_torchtitan_checkpoints_selectively_by_its_op_policy(tmp_path, capsys):
+    body = "workloads:\n" + _workload("preset", """
+        method: full
+        gpus: 8
+        zero_stage: 3
+        framework: torchtitan
+    """) + _workload("full", """
+        method: full
+        gpus: 8
+        zero_stage: 3
+        framework: torchtitan
+        activation_checkpointing: true
+    """)
+    code, plan, err = _plan(tmp_path, capsys, body)
+    assert code == 0, err
+    by = {w["name"]: w for w in plan["workloads"]}
+    # torchtitan @ 9dec370 train_configs/llama3_8b.toml: mode = 'selective', selective_ac_option = 'op'
+    assert by["preset"]["settings"]["activation_checkpointing"] == "selective"
+    assert any(a.startswith("selective checkpointing by torchtitan's op-level policy") for a in by["preset"]["assumptions"])
+    assert by["full"]["settings"]["activation_checkpointing"] is True
+    assert not any("op-level policy" in a for a in by["full"]["assumptions"])
+    # The op policy keeps every other matmul's output per layer: more than the layer input full checkpointing keeps.
+    assert by["preset"]["memory"]["components"]["activations"] > by["full"]["memory"]["components"]["activations"]

@@ -58,6 +58,9 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
                       "8B_qlora_single_device.yaml and 8B_full.yaml: enable_activation_checkpointing: True"),
     ),
     "torchtitan": (
+        PresetDefault("activation_checkpointing", "selective",
+                      f"{TORCHTITAN} train_configs/llama3_8b.toml: [activation_checkpoint] mode = 'selective', "
+                      "selective_ac_option = 'op' (its 70B and 405B configs use mode = 'full': set it)"),
         PresetDefault("mixed_precision", True,
                       f"{TORCHTITAN} torchtitan/config_manager.py: FSDP2 MixedPrecisionPolicy with "
                       "mixed_precision_param bfloat16 over fp32 sharded parameters, mixed_precision_reduce float32"),
@@ -134,6 +137,16 @@ OPTIMIZER_IMPL_SOURCES = {
     "megatron": f"Megatron-LM's fp32 main gradients ({MEGATRON} megatron/training/arguments.py: "
                 "accumulate_allreduce_grads_in_fp32 for bf16; docs/distrib_optimizer.md)",
 }
+
+
+def selective_policy(workload) -> tuple[str | None, str | None]:
+    """(the selective-checkpointing policy the framework runs, an assumption stating it), or (None, None):
+    the planner's default (the attention core, Megatron-LM's selective recompute)."""
+    if workload.framework == "torchtitan" and workload.activation_checkpointing == "selective":
+        return "op", (f"selective checkpointing by torchtitan's op-level policy ({TORCHTITAN} "
+                      "torchtitan/parallelisms/parallelize_llama.py: selective_ac_option 'op' saves every other "
+                      "matmul's output and the attention output; torchtitan preset)")
+    return None, None
 
 
 def optimizer_impl(workload, precision: str) -> tuple[str, str | None]:

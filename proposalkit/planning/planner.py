@@ -97,8 +97,8 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
         notes.append("FlashAttention on (current training recipes; Dao et al. 2022): no s² attention activations")
     precision = _precision(w, model, notes)
     impl, impl_note = frameworks.optimizer_impl(w, precision)
-    if impl_note:
-        notes.append(impl_note)
+    policy, policy_note = frameworks.selective_policy(w)
+    notes += [note for note in (impl_note, policy_note) if note]
     return Settings(
         precision=precision,
         buffer=buffer,
@@ -127,6 +127,7 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
         context_parallel=w.context_parallel or 1,
         framework=w.framework,
         optimizer_impl=impl,
+        **({"selective_policy": policy} if policy else {}),
     )
 
 
