@@ -245,8 +245,9 @@ def summary_lines(rs: list[Result], before: dict | None) -> list[str]:
                  f"by more than {-TARGET_WORST_UNDER_PCT:g}%: **{'met' if whole and s.meets_targets else 'not met'}**.")
     left = [r for r in rs if r.row["group"] == "left-out"]
     if left:
-        lines.append(f"- {len(left)} more rows are left out of the summary: each needs a setting the workload "
-                     "format does not state yet (named in the second table).")
+        lines.append(f"- {len(left)} more rows are left out of the summary, each naming what it needs (a setting the "
+                     "workload format does not state, a mechanism the model does not have, or an input the source "
+                     "does not give) in the second table.")
     return lines
 
 
@@ -278,8 +279,8 @@ def render(rs: list[Result] | None = None, index: dict | None = None) -> str:
         lines += [
             "### Rows left out of the summary",
             "",
-            "The file is the closest workload the format states today; the `needs` column names the mechanism "
-            "or the missing input the run needs. Their differences are shown for the gap, not counted.",
+            "The file is the closest workload the format states today; the `needs` column names the setting, "
+            "the mechanism or the missing input the row needs. Their differences are shown for the gap, not counted.",
             "",
             *_table(left, left_out=True),
             "",
