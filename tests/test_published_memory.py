@@ -143,9 +143,10 @@ def test_korthikanti_first_pipeline_stage_holds_L_layers():
     L, P = 96, 8
     expected = SBH * L * (34 + FIVE_AS_H) / T + Fraction(SBH * P, T)
     assert expected == 34_452_013_056
+    # softmax_fp32=False: Megatron-LM's fused 16-bit softmax kernel, the paper's count.
     setup = TrainingSetup(
         method="full", seq_len=S, micro_batch=B, tensor_parallel=T, pipeline_parallel=P,
-        flash_attention=False,
+        flash_attention=False, softmax_fp32=False,
     )
     got, _notes = training_activation_bytes(GPT3_175B, setup)
     assert got == expected
@@ -165,7 +166,7 @@ def test_korthikanti_full_recomputation_keeps_layer_inputs():
     embedding_mask = Fraction(SBH, T)
     setup = TrainingSetup(
         method="full", seq_len=S, micro_batch=B, tensor_parallel=T, flash_attention=False,
-        activation_checkpointing=True,
+        activation_checkpointing=True, softmax_fp32=False,
     )
     got, _ = training_activation_bytes(GPT3_175B, setup)
     assert got == inputs + output + embedding_mask

@@ -68,6 +68,7 @@ def activation_terms_per_layer(
     sequence_parallel: bool = True,
     bytes_per_value: int = 2,
     moe_layer: bool = True,
+    softmax_fp32: bool = False,
 ) -> dict[str, Fraction]:
     """Bytes one transformer layer stores for the backward pass, term by term.
 
@@ -93,6 +94,15 @@ def activation_terms_per_layer(
     and the softmax output alone serves the backward (2 a s² b, not 5).
     FlashAttention (Dao et al. 2022) stores no s² tensor, only the fp32
     log-sum-exp per row and head (4·a·s·b); its dropout mask is regenerated.
+    softmax_fp32: the softmax runs in fp32, as eager PyTorch attention does in
+    16-bit training (autocast runs softmax in fp32, PyTorch's autocast op
+    reference "CUDA Ops that can autocast to float32"; transformers' Llama-family
+    eager_attention_forward @ d0fed636 calls softmax(..., dtype=torch.float32)):
+    its fp32 output is saved (4 B per score) and the 16-bit copy the V matmul
+    takes (e), or with dropout the mask (1) and the 16-bit dropout output (e):
+    4 + e (+ 1) per score, 6 (7 with dropout) in bf16 against Korthikanti's
+    fused 16-bit softmax, 2 (5). Megatron-LM's fused softmax kernel keeps the
+    paper's count.
     A mixture-of-experts layer (moe_layer) stores the shared input (router),
     one input and the inner activations per routed expert (experts_per_token,
     at the expert width), the shared experts' inner activations and the fp32
@@ -117,11 +127,11 @@ def activation_terms_per_layer(
     check_positive(micro_batch, "micro_batch")
     check_positive(tensor_parallel, "tensor_parallel")
     return _terms(model, seq_len, micro_batch, flash_attention, tensor_parallel, sequence_parallel,
-                  bytes_per_value, moe_layer)
+                  bytes_per_value, moe_layer, softmax_fp32)
 
 
 def _terms(model: ModelSpec, s: int, b: int, flash_attention: bool, tensor_parallel: int,
-           sequence_parallel: bool, e: int, moe_layer: bool) -> dict[str, Fraction]:
+           sequence_parallel: bool, e: int, moe_layer: bool, softmax_fp32: bool = False) -> dict[str, Fraction]:
     """activation_terms_per_layer() without its checks (training_memory has made them)."""
     h, a = model.hidden, model.heads
     q_width, k_width, v_width, o_width = projection_widths(model)
@@ -146,7 +156,10 @@ def _terms(model: ModelSpec, s: int, b: int, flash_attention: bool, tensor_paral
     if flash_attention:
         terms["softmax statistics"] = SOFTMAX_STATISTICS_BYTES * a * s * b * split
     else:
-        per_score = e + ((MASK_BYTES + e) if model.dropout else 0)
+        if softmax_fp32 and e < FP32_BYTES:
+            per_score = FP32_BYTES + e + (MASK_BYTES if model.dropout else 0)
+        else:
+            per_score = e + ((MASK_BYTES + e) if model.dropout else 0)
         terms["attention scores"] = per_score * a * s * s * b * split
     terms["o_proj input"] = e * sb * o_width * split
     if not shared_input:
@@ -231,7 +244,7 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
 
     def layer_kinds(moe_layer: bool) -> tuple:
         """(kept for backward, transient while recomputed, largest saved tensor) of one layer of this kind."""
-        terms = _terms(model, s, b, setup.flash_attention, t, sp, e, moe_layer)
+        terms = _terms(model, s, b, setup.flash_attention, t, sp, e, moe_layer, setup.softmax_fp32)
         full = sum(terms.values()) + lora
         widest = max(projection_widths(model)[0], model.ffn_hidden, expert_ffn_hidden(model) if moe_layer else 0)
         largest = max(layer_input, e * s * b * widest * split)
@@ -291,7 +304,7 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     total += dequantized
 
     notes = _training_notes(model, setup.method, e, ckpt, setup.flash_attention,
-                            p, t, sp, layers_per_stage, len(kinds) > 1, setup.loss)
+                            p, t, sp, layers_per_stage, len(kinds) > 1, setup.loss, setup.softmax_fp32)
     notes += _mechanism_notes(model, ckpt, setup.selective_policy, setup.activation_offload, cp, e, s * b)
     return ceil(total), notes
 
@@ -322,7 +335,8 @@ def _mechanism_notes(model: ModelSpec, checkpointing, policy: str, offload: bool
 
 @memo
 def _training_notes(model: ModelSpec, method: str, e: int, checkpointing: bool, flash_attention: bool, p: int,
-                    t: int, sp: bool, layers_per_stage: int, mixed_kinds: bool, loss: str) -> tuple[str, ...]:
+                    t: int, sp: bool, layers_per_stage: int, mixed_kinds: bool, loss: str,
+                    softmax_fp32: bool) -> tuple[str, ...]:
     """training_activation_bytes()'s notes: the same for every GPU count and ZeRO stage tried."""
     notes = []
     if is_moe(model):
@@ -340,7 +354,10 @@ def _training_notes(model: ModelSpec, method: str, e: int, checkpointing: bool, 
         )
     if method == "qlora":
         notes.append("QLoRA: one block matrix dequantized to 16 bits at a time for its matmul (transient buffer counted)")
-    attention = "FlashAttention (no s×s scores stored)" if flash_attention else "attention scores stored (no FlashAttention)"
+    attention = ("FlashAttention (no s×s scores stored)" if flash_attention else
+                 "attention scores stored (no FlashAttention"
+                 + ("; softmax in fp32, as eager PyTorch under autocast: 4 + e B per score, + 1 with dropout)"
+                    if softmax_fp32 and e < 4 else ")"))
     notes.append(
         f"activations: {attention}, {e}-byte values, "
         f"{_CHECKPOINTING[checkpointing]} "

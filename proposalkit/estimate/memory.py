@@ -102,6 +102,9 @@ class TrainingSetup:
     selective_policy: str = DEFAULT_SELECTIVE_POLICY
     activation_offload: bool = False   # torchtune OffloadActivations (estimate/checkpointing.py)
     context_parallel: int = 1          # torchtitan ring attention: the sequence split over cp GPUs
+    # Without FlashAttention, the softmax runs in fp32 (eager PyTorch under autocast, transformers'
+    # eager attention); False: a fused 16-bit softmax kernel (Megatron-LM), Korthikanti's count.
+    softmax_fp32: bool = True
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,9 @@ class Settings:
     context_parallel: int = 1
     framework: str | None = None     # the workload's `framework` (its preset is already in the other settings)
     attention: str = "flash"        # inference: flash | sdpa | eager (estimate/activations.py)
+    # Training without FlashAttention: the softmax in fp32 (eager PyTorch); a Megatron preset may set False
+    # (its fused 16-bit softmax kernel).
+    softmax_fp32: bool = True
 
 
 class Candidate(NamedTuple):

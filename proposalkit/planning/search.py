@@ -63,7 +63,8 @@ def memory_of(model: ModelSpec, w, s: Settings, count: int, zero_stage: int | No
                           master_weights=s.mixed_precision, optimizer_in_backward=s.optimizer_in_backward,
                           offload_optimizer=s.offload_optimizer, offload_params=s.offload_params,
                           optimizer_impl=s.optimizer_impl, selective_policy=s.selective_policy,
-                          activation_offload=s.activation_offload, context_parallel=s.context_parallel)
+                          activation_offload=s.activation_offload, context_parallel=s.context_parallel,
+                          softmax_fp32=s.softmax_fp32)
     return training_memory(model, setup, DEFAULT_OVERHEAD)
 
 
