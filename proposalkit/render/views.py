@@ -122,9 +122,16 @@ def _memory_step(w: WorkloadPlan) -> Step:
 def _statistics_step(w: WorkloadPlan) -> Step:
     """The estimate as the three figures a run is measured by, to check a run against (breakdown.py)."""
     m = w.memory
-    return Step("Which memory", f"allocated {fmt_gib(m.allocated_bytes, 2)} (torch.cuda.max_memory_allocated) · "
-                                f"reserved {fmt_gib(m.reserved_bytes, 2)} (torch.cuda.max_memory_reserved) · "
-                                f"device {fmt_gib(m.device_bytes, 2)} (nvidia-smi), per GPU")
+    text = (f"allocated {fmt_gib(m.allocated_bytes, 2)} (torch.cuda.max_memory_allocated) · "
+            f"reserved {fmt_gib(m.reserved_bytes, 2)} (torch.cuda.max_memory_reserved) · "
+            f"device {fmt_gib(m.device_bytes, 2)} (nvidia-smi), per GPU")
+    # Beside them, never in them (estimate/model_states.py): paged states and offloaded bytes.
+    if m.paged_bytes:
+        text += (f"; beside these, paged optimizer states {fmt_gib(m.paged_bytes, 2)} in CUDA unified memory "
+                 "(evicted to host memory when the GPU runs short)")
+    if m.host_bytes:
+        text += f"; host memory for the offloaded states {fmt_gib(m.host_bytes, 2)} per GPU"
+    return Step("Which memory", text)
 
 
 def _throughput_steps(w: WorkloadPlan, appendix: str) -> tuple[list[Step], list[Step]]:
