@@ -238,6 +238,11 @@ def summary_lines(rs: list[Result], before: dict | None) -> list[str]:
     if parts:
         worst = max(abs(r.diff_pct) for r in parts)
         lines.append(f"- Component checks ({', '.join(r.id for r in parts)}): within {worst:.1f}% each.")
+    shown = [r for r in rs if r.whole and r.estimate is not None]
+    if shown:
+        every = summarize(shown)
+        lines.append(f"- Every whole-memory row with a file, left-out ones too ({every.rows}): median |error| "
+                     f"{every.median_abs_pct:.1f}%, {every.within} within ±{TARGET_WITHIN:g}%.")
     if before:
         lines.append(f"- **Before** ({before['what']}): {before['text']}")
     lines.append(f"- Targets (issue 12): median |error| ≤ {TARGET_MEDIAN_PCT:g}%, at least "
@@ -275,6 +280,11 @@ def render(rs: list[Result] | None = None, index: dict | None = None) -> str:
         *_table(expressible, left_out=False),
         "",
     ]
+    misses = index.get("misses", [])
+    if misses:
+        lines += ["### Where the plan misses, and the mechanism", ""]
+        lines += [f"- {_esc(text)}" for text in misses]
+        lines.append("")
     if left:
         lines += [
             "### Rows left out of the summary",
