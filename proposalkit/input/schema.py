@@ -328,7 +328,8 @@ class Offload(_Strict):
                           "the CPU (DeepSpeed offload_optimizer).")
     params: Literal["cpu"] | None = Field(
         None, description="cpu: parameter and gradient shards in host memory, gathered to the GPU a unit at a "
-                          "time (DeepSpeed offload_param, FSDP CPUOffload); needs zero_stage 3.")
+                          "time (DeepSpeed offload_param, FSDP CPUOffload); needs zero_stage 3. FSDP's CPU offload "
+                          "also runs the optimizer on the CPU: write optimizer: cpu as well.")
 
 
 class Storage(_Strict):
