@@ -256,3 +256,33 @@ def test_torchtitan_checkpoints_selectively_by_its_op_policy(tmp_path, capsys):
     assert not any("op-level policy" in a for a in by["full"]["assumptions"])
     # The op policy keeps every other matmul's output per layer: more than the layer input full checkpointing keeps.
     assert by["preset"]["memory"]["components"]["activations"] > by["full"]["memory"]["components"]["activations"]
+
+
+def test_megatrons_unfused_softmax_stays_16_bit(tmp_path, capsys):
+    body = "workloads:\n" + _workload("fused", """
+        method: full
+        gpus: 8
+        activation_checkpointing: false
+        framework: megatron
+    """) + _workload("local", """
+        method: full
+        gpus: 8
+        activation_checkpointing: false
+        framework: megatron
+        flash_attention: false
+    """) + _workload("eager", """
+        method: full
+        gpus: 8
+        activation_checkpointing: false
+        zero_stage: 1
+        flash_attention: false
+    """)
+    code, plan, err = _plan(tmp_path, capsys, body)
+    assert code == 0, err
+    by = {w["name"]: w for w in plan["workloads"]}
+    # Megatron's attention_backend auto (flash/fused) keeps no s×s scores; its unfused path runs the
+    # softmax in 16-bit unless --attention-softmax-in-fp32, where eager PyTorch under autocast runs it in fp32.
+    assert by["fused"]["settings"]["flash_attention"] is True
+    acts = {name: w["memory"]["components"]["activations"] for name, w in by.items()}
+    assert acts["fused"] < acts["local"] < acts["eager"]
+    assert any("--attention-softmax-in-fp32" in a for a in by["local"]["assumptions"])

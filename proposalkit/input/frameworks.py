@@ -87,6 +87,10 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
         PresetDefault("mixed_precision", True,
                       f"{MEGATRON} megatron/core/optimizer/optimizer.py: Float16OptimizerWithFloat16Params keeps "
                       "fp32 main params"),
+        PresetDefault("flash_attention", True,
+                      f"{MEGATRON} megatron/core/transformer/transformer_config.py: attention_backend "
+                      "AttnBackend.auto (Transformer Engine's flash or fused attention; its Llama 3 example passes "
+                      "--attention-backend fused): no s×s scores stored"),
         # The distributed optimizer shards the fp32 main parameters and Adam moments over the data-parallel
         # ranks (ZeRO stage 1); the weights and gradient buffers stay whole on every rank.
         PresetDefault("zero_stage", 1,
@@ -146,6 +150,15 @@ def selective_policy(workload) -> tuple[str | None, str | None]:
         return "op", (f"selective checkpointing by torchtitan's op-level policy ({TORCHTITAN} "
                       "torchtitan/parallelisms/parallelize_llama.py: selective_ac_option 'op' saves every other "
                       "matmul's output and the attention output; torchtitan preset)")
+    return None, None
+
+
+def softmax_fp32(workload) -> tuple[bool | None, str | None]:
+    """Whether unfused attention runs its softmax in fp32, when the framework decides (None: the planner's
+    default, eager PyTorch under autocast, which does)."""
+    if workload.framework == "megatron" and workload.flash_attention is False:
+        return False, (f"unfused attention's softmax in 16-bit ({MEGATRON} megatron/training/arguments.py: "
+                       "--attention-softmax-in-fp32 is off unless passed; megatron preset)")
     return None, None
 
 

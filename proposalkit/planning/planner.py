@@ -98,7 +98,8 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
     precision = _precision(w, model, notes)
     impl, impl_note = frameworks.optimizer_impl(w, precision)
     policy, policy_note = frameworks.selective_policy(w)
-    notes += [note for note in (impl_note, policy_note) if note]
+    softmax32, softmax_note = frameworks.softmax_fp32(w)
+    notes += [note for note in (impl_note, policy_note, softmax_note) if note]
     return Settings(
         precision=precision,
         buffer=buffer,
@@ -128,6 +129,7 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
         framework=w.framework,
         optimizer_impl=impl,
         **({"selective_policy": policy} if policy else {}),
+        **({"softmax_fp32": softmax32} if softmax32 is not None else {}),
     )
 
 
