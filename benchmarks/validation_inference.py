@@ -166,7 +166,8 @@ def render(rs: list[Result] | None = None) -> str:
             f"| {role} |")
     if missing:
         reasons = sorted({r.why for r in missing})
-        lines += ["", "¹ " + " ".join(f"{', '.join(r.id for r in missing if r.why == why)}: {why}." for why in reasons)]
+        notes = (f"{', '.join(r.id for r in missing if r.why == why)}: {why}." for why in reasons)
+        lines += ["", "¹ " + " ".join(notes)]
     return "\n".join(lines) + "\n"
 
 

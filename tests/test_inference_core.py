@@ -73,6 +73,15 @@ def test_trt_llm_pool_is_its_fraction_of_the_free_memory():
     assert r.max_batch == 2048
 
 
+def test_sglang_reserves_by_gpu_class():
+    # server_args.py: an 80 GB-class GPU keeps 9.5 + 0.5 × TP GiB outside mem_fraction_static.
+    mib = H100.usable_memory_bytes / 2**20
+    fraction = engines.engine_memory_fraction(engines.SGLANG, 1, H100.usable_memory_bytes)
+    assert fraction == round((mib - 10 * 1024) / mib, 3) == 0.874
+    r = rep8b(engine="sglang")
+    assert r.kv_pool_bytes == int(0.874 * H100.usable_memory_bytes - r.weights_bytes - r.workspace_bytes)
+
+
 def test_hf_has_no_pool_but_the_allocator_reserve():
     r = rep8b(engine="hf")
     assert r.kv_pool_bytes == int(H100.usable_memory_bytes / 1.1 - r.weights_bytes - r.workspace_bytes)

@@ -85,9 +85,9 @@ VLLM = Engine(
     # @ 99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b: the engine's whole allocation (weights,
     # profiled activation peak, KV cache) is kept under 90% of the device.
     memory_fraction=0.9, fraction_of="device",
-    # EngineArgs.get_batch_defaults @ 99d7eb5d: max_num_seqs 1024 on GPUs of >= 70 GiB other than
-    # A100, else 256 (inference.engine_max_batch applies the rule); max_num_batched_tokens 16384 /
-    # 8192 for the offline LLM class.
+    # EngineArgs usage-context defaults (default_max_num_seqs) @ 99d7eb5d: max_num_seqs 1024 on GPUs
+    # of >= 70 GiB other than A100, else 256 (engine_max_batch applies the rule);
+    # max_num_batched_tokens 16384 / 8192 for the offline LLM class.
     max_batch=256, prefill_chunk=8192,
     # No vLLM measurement with stated settings is calibrated here yet: vLLM runs the same
     # roofline-bound kernels (FlashAttention / FlashInfer decode, cuBLAS / CUTLASS GEMMs), so it
@@ -97,22 +97,24 @@ VLLM = Engine(
     memory_source="vLLM gpu_memory_utilization = 0.9 of the device for weights, activations and KV "
                   "cache (vllm/engine/arg_utils.py @ 99d7eb5d)",
     batch_source="vLLM max_num_seqs = 1024 on >= 70 GiB GPUs other than A100, else 256 "
-                 "(EngineArgs.get_batch_defaults, vllm/engine/arg_utils.py @ 99d7eb5d)",
+                 "(EngineArgs default_max_num_seqs, vllm/engine/arg_utils.py @ 99d7eb5d)",
     calibration="TensorRT-LLM's calibrated fractions (no vLLM measurement calibrated yet)",
 )
 
 SGLANG = Engine(
     id="sglang", name="SGLang",
-    # python/sglang/srt/server_args.py ServerArgs.__post_init__ (TP-size table, sgl-project/sglang
-    # v0.4 series): mem_fraction_static 0.88 at TP 1, 0.87 at TP 2, 0.85 at TP 4, 0.81 at TP 8
-    # (engine_memory_fraction applies the table): weights and KV pool inside it.
+    # sgl-project/sglang python/sglang/srt/server_args.py, ServerArgs mem_fraction_static when unset
+    # (2025 releases; found by content, commit not pinned): (GPU memory − reserved) / GPU memory, the
+    # reserve by GPU class (engine_memory_fraction applies it); weights and KV pool inside it.
+    # 0.88 where the GPU's memory is unknown (and in the v0.4 releases at TP 1).
     memory_fraction=0.88, fraction_of="device",
     # max_running_requests defaults to what the KV pool holds (no fixed cap).
     max_batch=None, prefill_chunk=8192,
     **TRT_FRACTIONS,
     continuous_batching=True,
-    memory_source="SGLang mem_fraction_static (0.88 at TP 1 … 0.81 at TP 8) of the device for weights "
-                  "and KV pool (python/sglang/srt/server_args.py)",
+    memory_source="SGLang mem_fraction_static = (GPU memory − a reserve by GPU class: 10 GiB on an H100 at "
+                  "TP 1, 12.5 GiB on an H200) ÷ GPU memory, for weights and KV pool "
+                  "(python/sglang/srt/server_args.py)",
     batch_source="SGLang max_running_requests: by default what the KV pool holds",
     calibration="TensorRT-LLM's calibrated fractions (no SGLang measurement calibrated yet)",
 )
@@ -135,8 +137,11 @@ HF = Engine(
 
 _BY_ID = {e.id: e for e in (VLLM, SGLANG, TRT_LLM, HF)}
 
-# SGLang's mem_fraction_static by tensor-parallel size (server_args.py, v0.4 series).
-_SGLANG_FRACTIONS = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87), (1, 0.88))
+# SGLang's reserve outside mem_fraction_static, GiB, by the GPU's memory (MiB below the bound):
+# a + p × b GiB for p = tensor × pipeline parallel GPUs (server_args.py, comments there: T4/4080;
+# A10/L40/4090; H100/A100 (chunked prefill 8k, CUDA graphs to batch 160); H20; H200; B200/MI300 32 GiB).
+_SGLANG_RESERVE = ((20 * 1024, 2.8, 0.1), (35 * 1024, 2.8, 0.1), (90 * 1024, 9.5, 0.5), (100 * 1024, 12, 0.5),
+                   (160 * 1024, 12, 0.5), (float("inf"), 32, 0.0))
 # vLLM's larger defaults apply to GPUs of at least this much memory that are not A100s.
 VLLM_LARGE_GPU_BYTES = 70 * 2**30
 VLLM_LARGE_MAX_NUM_SEQS = 1024
@@ -154,10 +159,13 @@ def engine(name: str | Engine | None) -> Engine:
         raise ValueError(f"inference engine: expected one of {', '.join(ENGINES)}, got {name!r}") from None
 
 
-def engine_memory_fraction(e: Engine, tensor_parallel: int) -> float:
-    """The engine's memory fraction at a tensor-parallel size (SGLang's depends on it)."""
-    if e.id == "sglang":
-        return next(f for size, f in _SGLANG_FRACTIONS if tensor_parallel >= size)
+def engine_memory_fraction(e: Engine, tensor_parallel: int, device_bytes: int | None = None) -> float:
+    """The engine's memory fraction on a GPU of `device_bytes` at a tensor-parallel size (SGLang's depends
+    on both: round((memory − reserve) / memory, 3), memory in MiB; 0.88 when the memory is not given)."""
+    if e.id == "sglang" and device_bytes is not None:
+        mib = device_bytes / 2**20
+        base, per_gpu = next((a, b) for bound, a, b in _SGLANG_RESERVE if mib < bound)
+        return round((mib - (base + per_gpu * tensor_parallel) * 1024) / mib, 3)
     return e.memory_fraction
 
 

@@ -58,7 +58,8 @@ from .breakdown import ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES
 from .engines import Engine, engine as engine_named, engine_max_batch, engine_memory_fraction
 from .memory import InferenceSetup, kv_heads_per_gpu, kv_layer_tokens, weight_bytes
 from .precision import INFERENCE_PRECISIONS, KV_PRECISIONS, check_choice
-from .shapes import ModelSpec, attention_head_size, is_mla, kv_values_per_token_per_layer, matmul_params, require_architecture
+from .shapes import (ModelSpec, attention_head_size, kv_values_per_token_per_layer, matmul_params,
+                     require_architecture)
 
 
 class InferenceError(ValueError):
@@ -262,7 +263,7 @@ def replica(model: ModelSpec, gpu, *, tensor_parallel: int = 1, precision: str =
                               kv_precision=kv_precision, tensor_parallel=t, prefill_tokens=e.prefill_chunk))
     workspace = activations + CUDA_CONTEXT_BYTES
     device = gpu.usable_memory_bytes
-    fraction = engine_memory_fraction(e, t)
+    fraction = engine_memory_fraction(e, t, gpu.usable_memory_bytes)
     if e.fraction_of == "device":
         pool = fraction * device - weights - workspace
         notes.append(f"{e.name} takes {fraction:g} of the GPU's {device / 2**30:.1f} GiB for weights, "
