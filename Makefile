@@ -5,6 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PACKAGE := $(wildcard proposalkit/*.py proposalkit/*/*.py proposalkit/catalog/*.yaml proposalkit/render/templates/*)
 WORKLOADS := $(wildcard workloads/*.yaml)
+PILOT_LOGS := $(wildcard workloads/pilots/*)
 
 .PHONY: report test golden bench clean
 
@@ -18,7 +19,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-build/report.pdf: $(STAMP) $(WORKLOADS) $(PACKAGE)
+build/report.pdf: $(STAMP) $(WORKLOADS) $(PILOT_LOGS) $(PACKAGE)
 	$(VENV)/bin/proposalkit report $(WORKLOADS) -o build --format md,html,pdf
 
 # Run the test suite.

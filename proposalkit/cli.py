@@ -159,7 +159,9 @@ def cmd_diff(args) -> int:
 def cmd_check(args) -> int:
     from .review.check import check
 
-    reasons, ok = check(args.files, args.max_gpu_hours)
+    reasons, ok, warnings = check(args.files, args.max_gpu_hours)
+    if warnings:
+        _print_lines("\n".join(warnings))
     if reasons:
         _print_lines("\n".join(reasons))
         return EXIT_INFEASIBLE

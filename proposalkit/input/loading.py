@@ -20,6 +20,7 @@ from .messages import Path, field_name, translate, unknown_gpu, unknown_model, u
 from .hub import looks_like_hub_id
 from .mapping import from_mapping, lora_target_problem, params_only_problem
 from .model_config import read_config, read_hub_config
+from .pilots import measured_throughput, read_pilots
 from .bounds import BOUNDS
 from .files import WORKLOAD_FILE, Refused, read_limited
 from .frameworks import apply_preset, framework_problem
@@ -138,7 +139,7 @@ def _check(workload: Workload, model: ModelSpec | None, index: int, source: Sour
             add(("hours",), "required for inference (expected hours a service is kept up, or tokens to generate)")
         if workload.context is None:
             add(("context",), "required for inference (expected tokens per sequence, e.g. 8k)")
-        if workload.tokens is not None and workload.throughput is None:
+        if workload.tokens is not None and workload.throughput is None and workload.pilot is None:
             # The runtime of batch inference is tokens / rate; without a measured rate there is no
             # estimate yet (the training FLOPs rule does not apply to generation).
             add(("tokens",), "batch inference by tokens needs a measured rate (expected throughput: "
@@ -176,7 +177,8 @@ def _check(workload: Workload, model: ModelSpec | None, index: int, source: Sour
             add(("precision",), f"training precision {workload.precision!r} is not modelled "
                                 "(expected fp32, bf16 or fp16; use method qlora for a 4-bit base)")
     if workload.throughput is not None and workload.kind == "inference" and workload.hours is not None:
-        add(("throughput",), "an inference service is costed by hours; throughput applies to a token count")
+        add(("pilot",) if workload.pilot is not None else ("throughput",),
+            "an inference service is costed by hours; a measured throughput applies to a token count")
     return problems
 
 
@@ -252,7 +254,7 @@ def _pilot(workload: Workload) -> list[tuple[Path, str]]:
         return []
     per_gpu = pilot.tokens_per_second / pilot.gpus
     bound = BOUNDS["tokens_per_second_per_gpu"]
-    at = ("throughput", "tokens_per_second")
+    at = ("pilot",) if workload.pilot is not None else ("throughput", "tokens_per_second")
     if per_gpu > bound.high:
         return [(at, f"implausibly large (got {describe(pilot.tokens_per_second)} on {pilot.gpus} GPU"
                      f"{'s' if pilot.gpus > 1 else ''}, expected {bound.expected})")]
@@ -375,7 +377,11 @@ def load_file(path: str, resource_ids=None, *, raw: bytes | None = None, base_di
         seen.setdefault(workload.name, index)
         model, model_problems = _resolve_model(workload, index, source, base_dir)
         problems += model_problems
-        problem = params_only_problem(workload, model)
+        runs, pilot_problems = read_pilots(workload, index, source, base_dir)
+        problems += pilot_problems
+        if runs:    # the planner uses the logs' rate as it uses a throughput: given by hand
+            workload = workload.model_copy(update={"throughput": measured_throughput(runs)})
+        problem = params_only_problem(workload, model) if not pilot_problems else None
         if problem:
             at = ("workloads", index, "model")
             problems.append(Problem(path, source.line(at), field_name(at), problem))

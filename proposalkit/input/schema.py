@@ -274,7 +274,7 @@ ModelRef = Annotated[
     BeforeValidator(_model_ref),
 ]
 
-UNION_TAGS = ("id", "shape")
+UNION_TAGS = ("id", "shape", "one", "several")
 
 
 class Data(_Strict):
@@ -291,6 +291,27 @@ class Throughput(_Strict):
     tokens_per_second: TokensPerSecond
     gpu: Text
     gpus: GpuCount = 1
+
+
+class Pilot(_Strict):
+    """A pilot run's log (`proposalkit pilot` formats), and what the log does not say: its GPU type and count."""
+
+    log: Text = Field(description="Path to the log, relative to this workload file.")
+    gpu: Text | None = Field(None, description="GPU type the pilot ran on (catalog id); no log names it.")
+    gpus: GpuCount | None = Field(None, description="GPUs the pilot ran on, where the log does not say; "
+                                                    "must equal the log's count where it does.")
+
+
+def _pilot_kind(value: object) -> str:
+    return "several" if isinstance(value, (list, tuple)) else "one"
+
+
+# One pilot as a mapping, or several (two GPU counts give the scaling efficiency) as a list;
+# the discriminator keeps a bad mapping's errors from also reporting "not a list".
+PilotRef = Annotated[
+    Union[Annotated[Pilot, Tag("one")], Annotated[list[Pilot], Tag("several")]],
+    Discriminator(_pilot_kind),
+]
 
 
 def _lora_targets(targets: list) -> list:
@@ -348,6 +369,9 @@ class WorkloadFields(_Strict):
     data: Data | None = None
     tokens: Tokens | None = Field(None, description="Training tokens of one variant, all epochs; or batch-inference tokens.")
     throughput: Throughput | None = None
+    pilot: PilotRef | None = Field(
+        None, description="Pilot-run log(s): {log, gpu, gpus}, or a list of them; the measured throughput replaces "
+                          "the estimate and the measured peak memory is compared with it.")
     variants: Variants | None = Field(None, description="Independent repeats (sweeps, seeds, ablations).")
     gpu: Text | None = Field(None, description="Pin a GPU type (catalog id).")
     gpus: GpuCount | None = Field(None, description="Pin the GPU count.")

@@ -17,7 +17,7 @@ from ..estimate.loss import DEFAULT_LOSS, LOSS_SOURCES
 from ..estimate.shapes import ModelSpec, is_mla
 from ..input import frameworks
 from ..input.loading import LoadedFile, LoadedWorkload
-from . import charges, infeasible, resources, search
+from . import charges, infeasible, pilots, resources, search
 from .records import Candidate, Plan, Settings, WorkloadPlan
 
 DEFAULT_BUFFER = 0.30       # NAIRR community guide, GPU estimate page: "Add 30% buffer"
@@ -216,6 +216,9 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
     if tp.source == "flops":
         warnings.append(f"{w.name}: no measured pilot yet; the runtime is estimated from FLOPs at MFU "
                         f"{tp.mfu:.2f} and will be replaced by a measured throughput")
+    compared = pilots.compare(model, w, s, gpus, mfu)
+    for comparison in compared:
+        warnings += comparison.warnings(w.name)
     if w.mfu is not None and w.mfu > PUBLISHED_MFU_MAX:
         warnings.append(f"{w.name}: MFU {w.mfu:g} is above the highest published achieved MFU "
                         f"({PUBLISHED_MFU_MAX:g}: {PUBLISHED_MFU_MAX_SOURCE})")
@@ -271,6 +274,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
         calendar_days=charges.calendar_days(hours, s.variants, s.concurrency),
         calendar_waves=charges.calendar_waves(s.variants, s.concurrency),
         walltime_hours=walltime, walltime_tier=walltime_tier, walltime_segments=segments,
+        pilots=compared, pilot_scaling=pilots.scaling(w),
     )
 
 

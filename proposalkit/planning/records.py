@@ -124,6 +124,8 @@ class WorkloadPlan:
     walltime_hours: float | None = None
     walltime_tier: WalltimeTier | None = None   # the catalog's node-range tier that set walltime_hours
     walltime_segments: int = 1
+    pilots: tuple = ()                          # planning/pilots.Comparison per pilot log, in the order written
+    pilot_scaling: object | None = None         # planning/pilots.Scaling: two pilots on two GPU counts
 
 
 @dataclass(frozen=True)

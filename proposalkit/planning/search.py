@@ -21,7 +21,7 @@ from ..estimate.memory import (
 )
 from ..estimate.shapes import ModelSpec
 from ..units import GiB
-from . import charges, resources
+from . import charges, pilots, resources
 from .records import Candidate, Settings, Throughput
 
 # GPU counts tried: 1, 2, 4, 8 (within a node), then whole 8-GPU nodes doubling.
@@ -133,6 +133,9 @@ def throughput(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, check
     if w.kind == "inference" and w.tokens is None:
         return Throughput(None, "service", f"{w.hours:,.0f} h × {count} GPU{'s' if count > 1 else ''}")
     pilot = w.throughput
+    two = pilots.scaling(w)
+    if two is not None:     # two pilot logs on two GPU counts: their scaling efficiency, not linear scaling
+        return pilots.two_scale_throughput(w, two, gpu, count, gpus)
     if pilot is not None:
         if pilot.gpu == gpu.id and pilot.gpus == count:
             tps = pilot.tokens_per_second
@@ -231,7 +234,9 @@ def _candidate_counts(w, s: Settings, gpu: GPUSpec, target: Target | None, model
     # Context parallelism splits each sequence over cp GPUs of a copy (torchtitan: dp × tp × pp × cp GPUs).
     model_parallel = 1 if w.kind == "inference" else (s.tensor_parallel * s.pipeline_parallel * s.expert_parallel
                                                       * s.context_parallel)
-    return _counts(first, model_parallel, gpu.id, target, most)
+    counts = _counts(first, model_parallel, gpu.id, target, most)
+    measured = pilots.measured_counts(w, gpu.id)    # two pilots: both measured counts first
+    return tuple(c for c in counts if c in measured) + tuple(c for c in counts if c not in measured)
 
 
 @functools.lru_cache(maxsize=512)
@@ -264,7 +269,10 @@ def choose(model: ModelSpec, w, s: Settings, target: Target | None, gpus: dict[s
     memory_cache: dict = {}
     service = w.kind == "inference" and w.tokens is None
     for gpu in candidate_gpus(w, target, gpus):
-        for count in _candidate_counts(w, s, gpu, target, model):
+        counts = _candidate_counts(w, s, gpu, target, model)
+        measured = pilots.measured_counts(w, gpu.id) & set(counts)   # every count a pilot log measured is tried
+        for count in counts:
+            measured.discard(count)
             fits, mem, stage, ckpt = _fit(model, w, s, gpu, count, memory_cache)
             if not fits:
                 candidates.append(Candidate(gpu.id, count, False, mem.total, gpu.usable_memory_bytes,
@@ -297,7 +305,7 @@ def choose(model: ModelSpec, w, s: Settings, target: Target | None, gpus: dict[s
             # recompute) or the job leaves GPUs of a whole node idle that the resource charges
             # anyway (node-hour resources): then filling the node costs less (a service's
             # hours are fixed, so more GPUs never cost it less).
-            if not ckpt and not (idle and not service):
+            if not ckpt and not (idle and not service) and not measured:
                 break
     return candidates, best
 

@@ -18,6 +18,7 @@ from ..planning.planner import Plan
 from ..units import GiB
 from . import charts
 from .format import fmt_gib, fmt_hours
+from .pilots import PilotsView, pilots_view
 from .references import Reference, references
 from .views import WorkloadView, workload_view
 
@@ -184,6 +185,7 @@ class ReportContext:
     references: tuple[Reference, ...]
     charts: dict[str, Chart]
     access: AccessView | None = None
+    pilots: PilotsView | None = None     # the "Pilot measurements" table; None without pilot logs
 
     @property
     def resources_heading(self) -> str | None:
@@ -319,5 +321,6 @@ def report_context(plan: Plan) -> ReportContext:
         references=references(plan, views),
         charts=_charts(views),
         access=_access_view(plan),
+        pilots=pilots_view(plan),
     )
 

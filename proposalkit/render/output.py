@@ -9,6 +9,7 @@ try:
 except ImportError:   # pragma: no cover - orjson is a dependency; the standard library gives the same text
     orjson = None
 
+from ..planning import pilots as pilot_rules
 from ..planning.planner import Candidate, Plan, WorkloadPlan
 from ..units import GiB
 from ..text import json_control_escape
@@ -80,10 +81,30 @@ def workload_dict(w: WorkloadPlan) -> dict:
                           "dataset_bytes": w.storage.dataset_bytes,
                           "final_weights_bytes": w.storage.final_weights_bytes,
                           "checkpoints_retained": w.storage.retained}
+    if w.pilots:
+        records = [_pilot(c) for c in w.pilots]
+        out["pilot"] = records[0] if len(records) == 1 else records     # as written: one mapping, or a list
+        if w.pilot_scaling is not None:
+            out["pilot_scaling"] = {"efficiency": _round(w.pilot_scaling.efficiency),
+                                    "per_doubling": _round(w.pilot_scaling.per_doubling),
+                                    "gpus": [w.pilot_scaling.small.gpus, w.pilot_scaling.large.gpus],
+                                    "rule": pilot_rules.SCALING_RULE}
     if w.charge is not None:
         out["resource"] = {"id": w.charge.resource_id, "unit": w.charge.unit, "amount": _round(w.charge.amount),
                            "arithmetic": w.charge.arithmetic}
     return out
+
+
+def _pilot(c) -> dict:
+    """One pilot log beside the estimate for its GPU type and count (planning/pilots.py)."""
+    r = c.run
+    return {"log": r.log, "sha256": r.sha256, "format": r.format, "steps_used": r.steps_used,
+            "steps_dropped": r.steps_dropped, "gpu": r.gpu, "gpus": r.gpus,
+            "tokens_per_second": _round(r.tokens_per_second, 3), "token_definition": r.token_definition,
+            "peak_memory": {"bytes": r.peak_memory[1], "statistic": r.peak_memory[0]} if r.peak_memory else None,
+            "estimate": {"tokens_per_second": _round(c.estimate_tokens_per_second, 3),
+                         "memory_bytes": c.estimate_memory_bytes, "memory_statistic": c.estimate_statistic},
+            "ratios": {"tokens_per_second": _round(c.throughput_ratio), "memory": _round(c.memory_ratio)}}
 
 
 def plan_dict(plan: Plan) -> dict:
@@ -186,5 +207,5 @@ def plan_text(plan: Plan) -> str:
         out += [f"warning: {control_escape(w)}" for w in plan.warnings]
     if any(w.throughput.source == "flops" for w in plan.workloads):
         out.append("hint: reviewers expect measured throughput; after a pilot run add "
-                   "throughput: {tokens_per_second, gpu, gpus} to the workload")
+                   "pilot: {log, gpu, gpus} (its log) or throughput: {tokens_per_second, gpu, gpus} to the workload")
     return "\n".join(out) + "\n"

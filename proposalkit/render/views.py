@@ -15,6 +15,7 @@ from ..estimate.storage import WorkloadStorage
 from ..planning.planner import Candidate, WorkloadPlan
 from ..units import SECONDS_PER_HOUR
 from .format import fmt_count, fmt_days, fmt_gib, fmt_hours, fmt_hours_precise, fmt_pct, fmt_rate, fmt_size
+from .pilots import SHORT_HASH
 
 
 @dataclass(frozen=True)
@@ -139,11 +140,14 @@ def _throughput_steps(w: WorkloadPlan, appendix: str) -> tuple[list[Step], list[
     tp = w.throughput
     if tp.source == "service":
         return [], []
+    # A pilot log is cited by file and short hash (render/pilots.py has the whole table).
+    logs = ", ".join(f"{c.run.log}, sha256 {c.run.sha256[:SHORT_HASH]}" for c in w.pilots)
+    cited = f" (log {logs}; Appendix A, Pilot measurements)" if logs else ""
     if tp.source == "pilot":
         return [Step("Throughput", f"{fmt_rate(tp.tokens_per_second)} tokens/s, measured in a pilot on "
-                                   f"{w.gpu_count}× {w.gpu.id}")], []
+                                   f"{w.gpu_count}× {w.gpu.id}{cited}")], []
     if tp.source == "pilot-extrapolated":
-        return [Step("Throughput", f"extrapolated from a pilot: {tp.derivation}")], []
+        return [Step("Throughput", f"extrapolated from a pilot: {tp.derivation}{cited}")], []
     steps, details = [], []
     fpt = tp.flops_per_token
     if fpt is not None:

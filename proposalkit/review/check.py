@@ -51,8 +51,15 @@ def _cap_problems(files, plan) -> list[str]:
             for finding in plan.cap_findings if finding.what != "calendar_days"]
 
 
-def check(paths: list[str], max_gpu_hours: float | None = None) -> tuple[list[str], str]:
-    """→ (every reason to fail, the one-line summary). Raises InputError for invalid input."""
+def pilot_warnings(plans) -> list[str]:
+    """Pilot logs and the estimate more than 25% apart (planning/pilots.py): warned, not failed,
+    since the plan uses the measurement; an estimate under the measured memory says so."""
+    return [f"{w.path}: warning: {text}" for w in plans for c in w.pilots for text in c.warnings(w.name)]
+
+
+def check(paths: list[str], max_gpu_hours: float | None = None) -> tuple[list[str], str, list[str]]:
+    """→ (every reason to fail, the one-line summary, warnings that do not fail: pilot_warnings).
+    Raises InputError for invalid input."""
     from ..input.loading import load_files
     from ..planning.planner import assemble
 
@@ -74,4 +81,4 @@ def check(paths: list[str], max_gpu_hours: float | None = None) -> tuple[list[st
     cap = f" (cap {_hours(max_gpu_hours)})" if max_gpu_hours is not None else ""
     ok = (f"OK: {n} workload{'s' if n != 1 else ''} in {len(files)} file{'s' if len(files) != 1 else ''} "
           f"feasible; {_hours(total)} requested GPU-hours{cap}.")
-    return reasons, ok
+    return reasons, ok, pilot_warnings(plans)

@@ -1,0 +1,170 @@
+"""Pilot logs in the plan: two GPU counts → the scaling efficiency; each pilot against the estimate.
+
+Scaling (two pilots of one GPU type on counts c1 < c2, whole-job rates R1, R2):
+per-GPU rates p1 = R1/c1, p2 = R2/c2; scaling efficiency e = p2 ÷ p1 (1 = linear).
+Rule, geometric in the GPU count: every factor c2/c1 more GPUs multiplies the per-GPU
+rate by e, i.e. p(n) = p1 × e^(ln(n/c1) / ln(c2/c1)); for c2 = 2·c1 that is e per
+doubling (the report also gives e per doubling for other pairs). Between the two counts this
+interpolates; outside them the rule never gives more per GPU than the nearest
+measured pilot: beyond the larger count an efficiency above 1 is taken as 1 (a
+superlinear step, e.g. from memory freed by sharding, is not extrapolated), and below
+the smaller count the per-GPU rate is held at the smaller pilot's when e < 1.
+An under-estimate of the runtime is the error to avoid, hence the cap. Another GPU
+type: the rate at n GPUs is then scaled by the GPUs' peak rates (estimate/flops.py
+scale_pilot), as a single pilot is.
+
+Comparison: each pilot's measured rate and peak memory beside the estimate for the
+pilot's own GPU type and count (the FLOPs rate at the default or given MFU; the memory
+statistic the log measured: device, reserved, allocated; `active` is compared with
+allocated, which it never exceeds). More than 25% apart (|measured ÷ estimate − 1| > 0.25)
+draws a warning; an estimate under the measured memory is the worse case.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..catalog import GPUSpec
+from ..estimate.flops import scale_pilot
+from ..units import GiB
+from .records import Throughput
+
+# Measured and estimated more than this apart (relative to the estimate) draws a warning
+# (issue 14: "check warns when a pilot and the estimate disagree by more than 25%").
+DISAGREEMENT = 0.25
+# The estimate's key for each statistic a log measures (plan JSON `memory`).
+ESTIMATE_STATISTIC = {"device": "device_bytes", "reserved": "reserved_bytes", "allocated": "allocated_bytes",
+                      "active": "allocated_bytes"}
+SCALING_RULE = ("the per-GPU rate changes by the measured efficiency e for every factor c2/c1 more GPUs, "
+                "p(n) = p1 × e^(ln(n/c1)/ln(c2/c1)), and is never above the nearest pilot's outside the measured "
+                "counts")
+
+
+def runs_of(w) -> tuple:
+    return getattr(w.throughput, "runs", ()) if w.throughput is not None else ()
+
+
+def measured_counts(w, gpu_id: str) -> set[int]:
+    return {r.gpus for r in runs_of(w) if r.gpu == gpu_id}
+
+
+@dataclass(frozen=True)
+class Scaling:
+    small: object       # PilotRun on fewer GPUs
+    large: object       # PilotRun on more GPUs
+    efficiency: float   # per-GPU rate at the larger count ÷ at the smaller
+    per_doubling: float
+
+    def per_gpu(self, n: int) -> float:
+        c1, c2 = self.small.gpus, self.large.gpus
+        p1, p2 = self.small.tokens_per_second / c1, self.large.tokens_per_second / c2
+        span = math.log(c2 / c1)
+        if n >= c2:
+            return p2 * min(self.efficiency, 1.0) ** (math.log(n / c2) / span)
+        if n <= c1:
+            return p1 * min(1.0, 1 / self.efficiency) ** (math.log(c1 / n) / span)
+        return p1 * self.efficiency ** (math.log(n / c1) / span)
+
+    def text(self) -> str:
+        s, b = self.small, self.large
+        return (f"{s.tokens_per_second:,.0f} tokens/s on {s.gpus}× {s.gpu} ({s.log}) and "
+                f"{b.tokens_per_second:,.0f} on {b.gpus}× ({b.log}): per GPU {s.tokens_per_second / s.gpus:,.0f} → "
+                f"{b.tokens_per_second / b.gpus:,.0f}, scaling efficiency {self.efficiency:.3f} "
+                f"({self.per_doubling:.3f} per doubling)")
+
+
+def scaling(w) -> Scaling | None:
+    runs = runs_of(w)
+    if len(runs) != 2:
+        return None
+    small, large = sorted(runs, key=lambda r: r.gpus)
+    e = (large.tokens_per_second / large.gpus) / (small.tokens_per_second / small.gpus)
+    return Scaling(small, large, e, e ** (math.log(2) / math.log(large.gpus / small.gpus)))
+
+
+def two_scale_throughput(w, sc: Scaling, gpu: GPUSpec, count: int, gpus: dict[str, GPUSpec]) -> Throughput:
+    """The rate on `count` GPUs of `gpu` from two pilots (the module's rule)."""
+    for run in (sc.small, sc.large):
+        if run.gpu == gpu.id and run.gpus == count:
+            return Throughput(run.tokens_per_second, "pilot",
+                              f"{run.tokens_per_second:,.0f} tokens/s measured on {count}× {gpu.id} (pilot {run.log})")
+    per_gpu = sc.per_gpu(count)
+    rate = per_gpu * count
+    text = (f"{sc.text()}; on {count} GPUs {per_gpu:,.0f} per GPU × {count} = {rate:,.0f} tokens/s on {count}× "
+            f"{sc.small.gpu} ({SCALING_RULE}, not linear scaling)")
+    if gpu.id != sc.small.gpu:     # another GPU type: by the peak rates, as one pilot is (scale_pilot)
+        source = gpus[sc.small.gpu]
+        name, attr = ("memory bandwidth", "memory_bandwidth") if w.kind == "inference" else \
+            ("dense 16-bit peak", "peak_16bit_flops")
+        ratio = getattr(gpu, attr) / getattr(source, attr)
+        rate = scale_pilot(rate, from_gpu=source.id, from_count=count, from_rate=getattr(source, attr),
+                           to_gpu=gpu.id, to_count=count, to_rate=getattr(gpu, attr), rate_name=name).tokens_per_second
+        text += f"; × ({name} {gpu.id} ÷ {source.id} = {ratio:.3f}) = {rate:,.0f} tokens/s on {count}× {gpu.id}"
+    return Throughput(rate, "pilot-extrapolated", text)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One pilot beside the estimate for its own GPU type and count."""
+
+    run: object                         # input/pilots.PilotRun
+    estimate_tokens_per_second: float | None
+    estimate_memory_bytes: int | None   # the statistic the log measured (ESTIMATE_STATISTIC)
+    estimate_statistic: str | None      # plan JSON memory key compared with
+
+    @property
+    def throughput_ratio(self) -> float | None:
+        e = self.estimate_tokens_per_second
+        return self.run.tokens_per_second / e if e else None
+
+    @property
+    def memory_ratio(self) -> float | None:
+        peak, e = self.run.peak_memory, self.estimate_memory_bytes
+        return peak[1] / e if peak and e else None
+
+    def warnings(self, name: str) -> list[str]:
+        r, out = self.run, []
+        where = f"{name}: pilot {r.log} ({r.gpus}× {r.gpu})"
+        t = self.throughput_ratio
+        if t is not None and abs(t - 1) > DISAGREEMENT:
+            out.append(f"{where} measured {r.tokens_per_second:,.0f} tokens/s, the FLOPs estimate gives "
+                       f"{self.estimate_tokens_per_second:,.0f} (measured ÷ estimate {t:.2f}, more than "
+                       f"{DISAGREEMENT:.0%} apart): the plan uses the measurement; the MFU assumed does not "
+                       "describe this run")
+        m = self.memory_ratio
+        if m is not None and abs(m - 1) > DISAGREEMENT:
+            stat, peak = r.peak_memory
+            measured = f"{where} measured {peak / GiB:,.2f} GiB peak {stat} memory per GPU, the estimate is " \
+                       f"{self.estimate_memory_bytes / GiB:,.2f} GiB (measured ÷ estimate {m:.2f})"
+            if m > 1:
+                out.append(f"{measured}: the estimate is under the measured peak, the worse case: a configuration "
+                           "planned from the estimate may not fit; check the workload's settings match the pilot's "
+                           "(seq_len, micro_batch, checkpointing, ZeRO stage)")
+            else:
+                out.append(f"{measured}: the estimate is over the measured peak by more than {DISAGREEMENT:.0%} "
+                           "(safe, but it may ask for more GPU memory than the run needs)")
+        return out
+
+
+def compare(model, w, s, gpus: dict[str, GPUSpec], mfu) -> tuple[Comparison, ...]:
+    """Each pilot beside the estimate for its GPU type and count (estimates None where none is made)."""
+    from . import search
+
+    runs = runs_of(w)
+    if not runs:
+        return ()
+    unmeasured = w.model_copy(update={"throughput": None})
+    out = []
+    for run in runs:
+        gpu = gpus[run.gpu]
+        rate = memory = key = None
+        if not search.pilot_sized(model, w):
+            _, mem, _, ckpt = search._fit(model, unmeasured, s, gpu, run.gpus, {})
+            if run.peak_memory:
+                key = ESTIMATE_STATISTIC[run.peak_memory[0]]
+                memory = mem.statistics()[key]
+            if w.kind != "inference":   # no estimate of an inference rate here: the pilot is the rate
+                rate = search.throughput(model, unmeasured, s, gpu, run.gpus, ckpt, gpus, mfu).tokens_per_second
+        out.append(Comparison(run, rate, memory, key))
+    return tuple(out)
