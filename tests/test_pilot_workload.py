@@ -272,3 +272,15 @@ def test_two_scales_fixture(capsys):
     assert w["tokens_per_second"] == pytest.approx(2900 * math.sqrt(2552 / 2900) * 4, abs=1e-3)
     assert w["runtime_hours"] == pytest.approx(500e6 / (2900 * math.sqrt(0.88) * 4) / 3600, rel=1e-6)
     assert [p["tokens_per_second"] for p in w["pilot"]] == [5800.0, 20416.0]
+
+
+def test_pilot_on_other_parallel_settings_has_no_estimate(tmp_path, capsys):
+    # tensor_parallel 2: a model copy spans 2 GPUs, so the 1-GPU pilot ran other settings; it is
+    # still the rate (× 2/1 GPUs), with no estimate of its own configuration to compare with.
+    shutil.copy(TORCHTUNE, tmp_path / "tt.txt")
+    path = workload(tmp_path, "{log: tt.txt, gpu: a100-80gb, gpus: 1}", method="full",
+                    extra="    tensor_parallel: 2\n    gpus: 2\n")
+    [w] = plan(capsys, path)["workloads"]
+    assert (w["throughput_source"], w["tokens_per_second"]) == ("pilot-extrapolated", 6000.0)
+    assert w["pilot"]["estimate"] == {"tokens_per_second": None, "memory_bytes": None, "memory_statistic": None}
+    assert w["pilot"]["ratios"] == {"tokens_per_second": None, "memory": None}

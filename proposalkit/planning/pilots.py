@@ -155,11 +155,14 @@ def compare(model, w, s, gpus: dict[str, GPUSpec], mfu) -> tuple[Comparison, ...
     if not runs:
         return ()
     unmeasured = w.model_copy(update={"throughput": None})
+    # A training copy spans t·p·ep GPUs: a pilot on a count that is no whole number of copies ran other
+    # parallel settings than the workload's, and there is no estimate of it to compare with.
+    per_copy = 1 if w.kind == "inference" else s.tensor_parallel * s.pipeline_parallel * s.expert_parallel
     out = []
     for run in runs:
         gpu = gpus[run.gpu]
         rate = memory = key = None
-        if not search.pilot_sized(model, w):
+        if not search.pilot_sized(model, w) and run.gpus % per_copy == 0:
             _, mem, _, ckpt = search._fit(model, unmeasured, s, gpu, run.gpus, {})
             if run.peak_memory:
                 key = ESTIMATE_STATISTIC[run.peak_memory[0]]
