@@ -183,6 +183,10 @@ def test_check_warns_when_the_estimate_is_under_the_measured_memory(tmp_path, ca
     [line] = [x for x in captured.err.splitlines() if "memory" in x]
     assert line.startswith(f"{path}: warning: ft: pilot big.log (1× a100-80gb) measured 75.00 GiB peak reserved")
     assert "the estimate is under the measured peak, the worse case" in line
+    # ... and it is a caveat of the plan (a rate that differs is not: the plan uses the measured rate)
+    [w] = plan(capsys, path)["workloads"]
+    assert any("under the measured peak" in x for x in w["warnings"])
+    assert line.split(": warning: ", 1)[1] in w["pilot"]["warnings"]
 
 
 def test_check_warns_on_throughput_and_is_silent_when_close(tmp_path, capsys):
@@ -198,6 +202,9 @@ def test_check_warns_on_throughput_and_is_silent_when_close(tmp_path, capsys):
     path = workload(tmp_path, "{log: fast.log, gpu: a100-80gb, gpus: 1}")
     assert main(["check", str(path)]) == 0
     assert "measured 40,000 tokens/s, the FLOPs estimate gives" in capsys.readouterr().err
+    [w] = plan(capsys, path)["workloads"]
+    assert not any("FLOPs estimate gives" in x for x in w["warnings"])      # listed with the pilot, not a caveat
+    assert any("FLOPs estimate gives" in x for x in w["pilot"]["warnings"])
     assert fast.exists()
 
 

@@ -17,7 +17,8 @@ Comparison: each pilot's measured rate and peak memory beside the estimate for t
 pilot's own GPU type and count (the FLOPs rate at the default or given MFU; the memory
 statistic the log measured: device, reserved, allocated; `active` is compared with
 allocated, which it never exceeds). More than 25% apart (|measured ÷ estimate − 1| > 0.25)
-draws a warning; an estimate under the measured memory is the worse case.
+draws a warning from `check` and a note under the report's pilot table; an estimate under the
+measured memory is the worse case and is also a caveat of the plan.
 """
 
 from __future__ import annotations
@@ -122,6 +123,14 @@ class Comparison:
     def memory_ratio(self) -> float | None:
         peak, e = self.run.peak_memory, self.estimate_memory_bytes
         return peak[1] / e if peak and e else None
+
+    def caveats(self, name: str) -> list[str]:
+        """What puts the request at risk, for the plan's warnings and the report's Caveats: only an
+        estimate under the measured memory (the plan uses the measured rate, so a rate that differs
+        from the estimate changes nothing requested; it is listed with the pilot table and by check)."""
+        m = self.memory_ratio
+        return [text for text in self.warnings(name) if m is not None and m > 1 + DISAGREEMENT
+                and "under the measured peak" in text]
 
     def warnings(self, name: str) -> list[str]:
         r, out = self.run, []

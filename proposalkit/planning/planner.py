@@ -218,7 +218,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
                         f"{tp.mfu:.2f} and will be replaced by a measured throughput")
     compared = pilots.compare(model, w, s, gpus, mfu)
     for comparison in compared:
-        warnings += comparison.warnings(w.name)
+        warnings += comparison.caveats(w.name)
     if w.mfu is not None and w.mfu > PUBLISHED_MFU_MAX:
         warnings.append(f"{w.name}: MFU {w.mfu:g} is above the highest published achieved MFU "
                         f"({PUBLISHED_MFU_MAX:g}: {PUBLISHED_MFU_MAX_SOURCE})")

@@ -82,7 +82,7 @@ def workload_dict(w: WorkloadPlan) -> dict:
                           "final_weights_bytes": w.storage.final_weights_bytes,
                           "checkpoints_retained": w.storage.retained}
     if w.pilots:
-        records = [_pilot(c) for c in w.pilots]
+        records = [_pilot(c, w.name) for c in w.pilots]
         out["pilot"] = records[0] if len(records) == 1 else records     # as written: one mapping, or a list
         if w.pilot_scaling is not None:
             out["pilot_scaling"] = {"efficiency": _round(w.pilot_scaling.efficiency),
@@ -95,7 +95,7 @@ def workload_dict(w: WorkloadPlan) -> dict:
     return out
 
 
-def _pilot(c) -> dict:
+def _pilot(c, name: str) -> dict:
     """One pilot log beside the estimate for its GPU type and count (planning/pilots.py)."""
     r = c.run
     return {"log": r.log, "sha256": r.sha256, "format": r.format, "steps_used": r.steps_used,
@@ -104,7 +104,8 @@ def _pilot(c) -> dict:
             "peak_memory": {"bytes": r.peak_memory[1], "statistic": r.peak_memory[0]} if r.peak_memory else None,
             "estimate": {"tokens_per_second": _round(c.estimate_tokens_per_second, 3),
                          "memory_bytes": c.estimate_memory_bytes, "memory_statistic": c.estimate_statistic},
-            "ratios": {"tokens_per_second": _round(c.throughput_ratio), "memory": _round(c.memory_ratio)}}
+            "ratios": {"tokens_per_second": _round(c.throughput_ratio), "memory": _round(c.memory_ratio)},
+            "warnings": c.warnings(name)}
 
 
 def plan_dict(plan: Plan) -> dict:

@@ -29,7 +29,7 @@ class PilotRow:
 class PilotsView:
     rows: tuple[PilotRow, ...]
     scaling: tuple[str, ...]     # one sentence per workload with two pilots
-    flagged: bool                # some pilot and estimate more than DISAGREEMENT apart
+    apart: tuple[str, ...]       # each pilot and estimate more than DISAGREEMENT apart, in words
     threshold: str = f"{DISAGREEMENT:.0%}"
 
 
@@ -60,5 +60,5 @@ def pilots_view(plan: Plan) -> PilotsView | None:
         return None
     scaling = tuple(f"{w.name}: {w.pilot_scaling.text()}; other GPU counts: {SCALING_RULE}, instead of linear "
                     f"scaling." for w in plan.workloads if w.pilot_scaling is not None)
-    flagged = any(c.warnings(w.name) for w in plan.workloads for c in w.pilots)
-    return PilotsView(rows, scaling, flagged)
+    apart = tuple(text for w in plan.workloads for c in w.pilots for text in c.warnings(w.name))
+    return PilotsView(rows, scaling, apart)
