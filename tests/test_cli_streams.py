@@ -47,12 +47,19 @@ def message(command, reason):
             "redirect it to a file or a pipe that can take it\n")
 
 
+def without_warnings(err):
+    """stderr less the warnings a command may print whatever stdout is (check: a pilot log and the
+    estimate more than 25% apart, FILE: warning: ...; the example's lora-sweep pilot is)."""
+    mark = ": warning: " if isinstance(err, str) else ": warning: ".encode()
+    return err[:0].join(line for line in err.splitlines(True) if mark not in line)
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
 @pytest.mark.parametrize("command", COMMANDS)
 def test_full_stdout(command, tmp_path):
     with open("/dev/full", "w") as full:
         done = run(COMMANDS[command], full, tmp_path)
-    assert (done.returncode, done.stderr) == (2, message(command, "No space left on device"))
+    assert (done.returncode, without_warnings(done.stderr)) == (2, message(command, "No space left on device"))
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -74,7 +81,7 @@ def test_reader_gone_is_quiet(command, tmp_path):
                             cwd=tmp_path, env=env())
     proc.stdout.close()
     _, err = proc.communicate(timeout=120)
-    assert (proc.returncode, err) == (0, b"")
+    assert (proc.returncode, without_warnings(err)) == (0, b"")
 
 
 def test_head_takes_one_line_of_a_long_plan(tmp_path):

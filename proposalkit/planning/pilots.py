@@ -164,9 +164,10 @@ def compare(model, w, s, gpus: dict[str, GPUSpec], mfu) -> tuple[Comparison, ...
     if not runs:
         return ()
     unmeasured = w.model_copy(update={"throughput": None})
-    # A training copy spans t·p·ep GPUs: a pilot on a count that is no whole number of copies ran other
-    # parallel settings than the workload's, and there is no estimate of it to compare with.
-    per_copy = 1 if w.kind == "inference" else s.tensor_parallel * s.pipeline_parallel * s.expert_parallel
+    # A training copy spans t·p·ep·cp GPUs (planning/search.py): a pilot on a count that is no whole number
+    # of copies ran other parallel settings than the workload's, and there is no estimate of it to compare with.
+    per_copy = 1 if w.kind == "inference" else (s.tensor_parallel * s.pipeline_parallel * s.expert_parallel
+                                                * s.context_parallel)
     out = []
     for run in runs:
         gpu = gpus[run.gpu]

@@ -140,9 +140,10 @@ def _throughput_steps(w: WorkloadPlan, appendix: str) -> tuple[list[Step], list[
     tp = w.throughput
     if tp.source == "service":
         return [], []
-    # A pilot log is cited by file and short hash (render/pilots.py has the whole table).
-    logs = ", ".join(f"{c.run.log}, sha256 {c.run.sha256[:SHORT_HASH]}" for c in w.pilots)
-    cited = f" (log {logs}; Appendix A, Pilot measurements)" if logs else ""
+    # A pilot log is cited by its short hash (Appendix A's Pilot measurements table has the file); one
+    # line in the body, which has a page budget.
+    logs = ", ".join(c.run.sha256[:SHORT_HASH] for c in w.pilots)
+    cited = f" (log{'s' if len(w.pilots) > 1 else ''} sha256 {logs})" if logs else ""
     if tp.source == "pilot":
         return [Step("Throughput", f"{fmt_rate(tp.tokens_per_second)} tokens/s, measured in a pilot on "
                                    f"{w.gpu_count}× {w.gpu.id}{cited}")], []
