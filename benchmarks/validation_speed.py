@@ -129,6 +129,11 @@ def _num(x: float) -> str:
     return f"{x:.3g}" if x < 1 else f"{x:,.1f}"
 
 
+def _link(r: Result) -> str:
+    """The row id linked to its workload file, relative to docs/validation.md."""
+    return f"[{r.id}](../benchmarks/validation/speed/{r.row['file']})"
+
+
 def _setting(r: Result) -> str:
     w = r.workload
     ckpt = w["settings"]["activation_checkpointing"]
@@ -164,7 +169,7 @@ def section(res: list[Result] | None = None, rows: list[dict] | None = None) -> 
         if r.row["section"] != "D":
             continue
         note = f" ({r.row['note']})" if r.row.get("note") else ""
-        lines.append(f"| {r.id} | {r.row['source']}{note} | {_setting(r)} | {_num(r.measured)} {r.row['unit']} "
+        lines.append(f"| {_link(r)} | {r.row['source']}{note} | {_setting(r)} | {_num(r.measured)} {r.row['unit']} "
                      f"| {_num(r.planned)} | {r.ratio:.3f} |")
     c = [r for r in res if r.row["section"] == "C"]
     cs = spread([r.ratio for r in c])
@@ -179,7 +184,7 @@ def section(res: list[Result] | None = None, rows: list[dict] | None = None) -> 
         "| --- | --- | --- | ---: | ---: | ---: |",
     ]
     for r in c:
-        lines.append(f"| {r.id} | {r.row['counts']} ({r.row['source']}) | {_setting(r)} | "
+        lines.append(f"| {_link(r)} | {r.row['counts']} ({r.row['source']}) | {_setting(r)} | "
                      f"{_num(r.measured)} {r.row['unit']} | {_num(r.planned)} | {r.ratio:.3f} |")
     calib = [row for row in rows if row["role"] == "calibrate"]
     lines += [

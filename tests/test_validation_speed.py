@@ -117,7 +117,11 @@ def test_the_section_states_the_headline_and_every_row(speed, rows, results):
     assert f"median ratio {d.median:.3f} over {d.count} rows" in text
     assert f"spread {d.low:.3f} to {d.high:.3f}, interquartile {d.q1:.3f} to {d.q3:.3f}" in text
     for row in rows:
-        assert f"| {row['id']} |" in text, row["id"]
+        if row["role"] == "validate":     # linked to its workload file
+            assert f"| [{row['id']}](../benchmarks/validation/speed/{row['file']}) |" in text, row["id"]
+            assert (speed.SPEED / row["file"]).is_file()
+        else:
+            assert f"| {row['id']} |" in text, row["id"]
 
 
 def test_the_readme_states_the_figures_as_measured(speed, results):
