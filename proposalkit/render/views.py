@@ -232,6 +232,8 @@ def _settings(w: WorkloadPlan) -> tuple[Setting, ...]:
         if s.context:
             out.append(Setting("context", f"{fmt_count(s.context)} tokens"))
         out.append(Setting("concurrent sequences", fmt_count(s.batch)))
+        if s.attention != "flash":
+            out.append(Setting("attention", s.attention))
     else:
         if s.framework:
             out.append(Setting("framework", f"{s.framework} (its recipe's defaults: see the assumptions)"))
@@ -240,7 +242,12 @@ def _settings(w: WorkloadPlan) -> tuple[Setting, ...]:
                 Setting("optimizer", s.optimizer),
                 Setting("ZeRO stage", str(w.zero_stage)),
                 Setting("activation checkpointing", checkpointing_label(w.activation_checkpointing)),
-                Setting("FlashAttention", "on" if s.flash_attention else "off")]
+                Setting("FlashAttention", "on" if s.flash_attention else "off"),
+                Setting("loss", s.loss)]
+        if s.activation_offload:
+            out.append(Setting("activation offloading", "on"))
+        if s.context_parallel > 1:
+            out.append(Setting("context parallel", fmt_count(s.context_parallel)))
         if s.tensor_parallel > 1 or s.pipeline_parallel > 1:
             out.append(Setting("tensor × pipeline parallel", f"{s.tensor_parallel} × {s.pipeline_parallel}"))
         if s.expert_parallel > 1:
