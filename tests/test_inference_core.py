@@ -175,3 +175,19 @@ def test_service_replicas_grow_with_the_rate_and_meet_the_targets():
 def test_unknown_engine_is_refused():
     with pytest.raises(ValueError, match="vllm, sglang, trt-llm, hf"):
         rep8b(engine="ollama")
+
+
+def test_moe_decode_at_batch_one_reads_only_the_experts_it_visits():
+    # Mixtral-8x7B: top-2 of 8 experts; one token reads the dense part and two experts per layer,
+    # i.e. the active parameters (12.9B of 46.7B), 2 bytes each, split over 2 GPUs.
+    mixtral = models()["mixtral-8x7b"]
+    r = replica(mixtral, H100, tensor_parallel=2, precision="bf16", engine="vllm")
+    one = decode_step(r, batch=1, context=1000)
+    assert one.weights_bytes_read == pytest.approx(2 * mixtral.active_params / 2, rel=1e-9)
+    assert one.bytes_read == one.weights_bytes_read + one.kv_bytes_read
+    # A large batch visits every expert: all the weights.
+    assert decode_step(r, batch=256, context=1000).weights_bytes_read == pytest.approx(r.weights_bytes, rel=1e-9)
+    # Two tokens: E·(1 − (1 − k/E)²) = 8 × (1 − 0.5625) = 3.5 experts per layer on average.
+    expert_bytes = r.weights_bytes * (mixtral.params - mixtral.active_params) / mixtral.params * 8 / 6
+    assert decode_step(r, batch=2, context=1000).weights_bytes_read == pytest.approx(
+        r.weights_bytes - expert_bytes * (1 - 3.5 / 8), rel=1e-9)

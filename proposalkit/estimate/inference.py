@@ -58,8 +58,8 @@ from .breakdown import ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES
 from .engines import Engine, engine as engine_named, engine_max_batch, engine_memory_fraction
 from .memory import InferenceSetup, kv_heads_per_gpu, kv_layer_tokens, weight_bytes
 from .precision import INFERENCE_PRECISIONS, KV_PRECISIONS, check_choice
-from .shapes import (ModelSpec, attention_head_size, kv_values_per_token_per_layer, matmul_params,
-                     require_architecture)
+from .shapes import (ModelSpec, attention_head_size, expert_params, is_moe, kv_values_per_token_per_layer,
+                     matmul_params, require_architecture)
 
 
 class InferenceError(ValueError):
@@ -179,12 +179,14 @@ class Step:
 
     batch: int
     context: int                    # tokens each sequence holds (mean)
-    bytes_read: int                 # per GPU: weights + KV of every sequence
+    bytes_read: int                 # per GPU: weights (experts touched) + KV of every sequence
     flops: float                    # per GPU
     linear_seconds: float
     attention_seconds: float
     seconds: float                  # linear + attention + the tensor-parallel all-reduces
     bound: str                      # "memory" or "compute": what limits the linear layers
+    weights_bytes_read: int = 0     # per GPU: the weights (an MoE's untouched experts left out)
+    kv_bytes_read: int = 0          # per GPU: every sequence's KV cache
 
     @property
     def tokens_per_second(self) -> float:
@@ -346,14 +348,35 @@ def decode_step(rep: Replica, batch: int, context: int) -> Step:
     kv_bytes = batch * rep.kv_bytes_per_sequence(context)
     linear_flops = 2 * matmul_params(m) * batch / t
     attention_flops = batch * 4 * kv_layer_tokens(m, context) * attention_width(m) / t
-    linear_memory = rep.weights_bytes / rep.achieved_bandwidth
+    weights = weights_read(rep, batch)
+    linear_memory = weights / rep.achieved_bandwidth
     linear_compute = linear_flops / rep.achieved_flops
     linear = max(linear_memory, linear_compute)
     attention = max(kv_bytes / rep.achieved_bandwidth, attention_flops / rep.achieved_flops)
-    return Step(batch=batch, context=context, bytes_read=rep.weights_bytes + kv_bytes,
+    return Step(batch=batch, context=context, bytes_read=weights + kv_bytes,
                 flops=linear_flops + attention_flops, linear_seconds=linear, attention_seconds=attention,
                 seconds=linear + attention + rep.allreduce_seconds(batch),
-                bound="memory" if linear_memory >= linear_compute else "compute")
+                bound="memory" if linear_memory >= linear_compute else "compute",
+                weights_bytes_read=weights, kv_bytes_read=kv_bytes)
+
+
+def experts_touched(model: ModelSpec, tokens: int) -> float:
+    """Routed experts of one MoE layer that `tokens` tokens visit, expected under uniform routing:
+    E·(1 − (1 − k/E)^n) (each token picks k of E; an expert is missed by all n with probability
+    (1 − k/E)^n). Uniform routing touches the most experts, so skewed routing reads fewer bytes."""
+    e, k = model.experts, model.experts_per_token
+    return e * (1 - (1 - k / e) ** tokens)
+
+
+def weights_read(rep: Replica, tokens: int) -> int:
+    """Weight bytes per GPU a forward pass over `tokens` tokens reads: all of them, except the routed
+    experts no token visits (mixture of experts at small batch: experts_touched ÷ experts of the
+    expert weights, their share taken as their share of the parameters)."""
+    m = rep.model
+    if not is_moe(m):
+        return rep.weights_bytes
+    untouched = 1 - experts_touched(m, tokens) / m.experts
+    return math.ceil(rep.weights_bytes * (1 - untouched * expert_params(m) / m.params))
 
 
 def _check_context(rep: Replica, tokens: int) -> None:
