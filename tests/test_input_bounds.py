@@ -156,9 +156,9 @@ CASES = {
         "pretrain or inference)\n"),
     "batch inference by tokens without a pilot": (
         INFERENCE + "    tokens: 1B\n",
-        "FILE:6: workloads[0].tokens: batch inference by tokens needs a measured rate (expected throughput: "
-        "{tokens_per_second, gpu, gpus} from a pilot run, or hours for a service kept up; an estimate from "
-        "requests, input_tokens and output_tokens is not available yet)\n"),
+        "FILE:6: workloads[0].tokens: batch inference by tokens needs a measured rate or the requests (expected "
+        "requests: 200k, input_tokens: 1k, output_tokens: 256 for an estimate, or throughput: {tokens_per_second, "
+        "gpu, gpus} from a pilot run)\n"),
 }
 
 

@@ -96,6 +96,23 @@ BOUNDS = {
     # Gemma's vocabulary of 256,000 tokens is the largest dimension of a published model.
     "dimension": Bound(1, 10**7, "at most 10^7, 40× the largest dimension of a published model "
                                  "(Gemma's 256,000-token vocabulary)"),
+    # A batch job's prompts: 10^12 prompts of one token each is already 10^12 tokens; the token
+    # bound (10^15) is checked on requests × (input_tokens + output_tokens) too (loading.py).
+    "requests": Bound(1, 10**12, "at most 10^12 requests, more than a year of ChatGPT's reported 2.5 billion "
+                                 "prompts a day", "check the suffix: k, M, B"),
+    # OpenAI reported 2.5 billion ChatGPT prompts a day in July 2025 (Axios, 2025-07-21), about
+    # 29,000 requests/s; 10^6/s is 35× that. Below one request in 10^6 s (11.6 days) a service is idle.
+    "request_rate": Bound(1e-6, 10**6, "from 10^-6 to 10^6 requests per second (35× the ~29,000/s of "
+                                        "ChatGPT's reported 2.5 billion prompts a day)",
+                          "check the unit is requests per second"),
+    # Time to first token: below 1 ms no GPU runs even one layer of a transformer and a network
+    # round trip; above an hour a request is a batch job, not a service.
+    "ttft_ms": Bound(1, 3.6e6, "from 1 ms to 3,600,000 ms (one hour) to the first token",
+                     "check the unit is milliseconds"),
+    # Time per output token: 0.01 ms is 100,000 tokens/s for one sequence, 30× the fastest published
+    # single-stream decode (~3,000 tokens/s on wafer-scale hardware); above a minute per token is a slip.
+    "tpot_ms": Bound(0.01, 6e4, "from 0.01 ms to 60,000 ms (one minute) per output token",
+                     "check the unit is milliseconds"),
     # DeepSeek-V3 routes among 256 experts per layer, the most published.
     "experts": Bound(1, 10**4, "at most 10,000 experts, 39× DeepSeek-V3's 256"),
 }

@@ -18,6 +18,7 @@ from ..estimate.shapes import ModelSpec
 from ..units import SECONDS_PER_HOUR
 from .messages import Path, field_name, translate, unknown_gpu, unknown_model, unknown_resource
 from .hub import looks_like_hub_id
+from .inference_rules import inference_problems
 from .mapping import from_mapping, lora_target_problem, params_only_problem
 from .model_config import read_config, read_hub_config
 from .pilots import measured_throughput, read_pilots
@@ -39,6 +40,11 @@ class LoadedWorkload:
     line: int | None
     index: int
     preset_notes: tuple[str, ...] = ()      # the framework preset's defaults, as assumptions (frameworks.py)
+    lines: tuple[tuple[str, int | None], ...] = ()     # (field, line) of the fields the workload sets
+
+    def field_line(self, name: str) -> int | None:
+        """The line of a field of this workload (its own, or its default's), else the workload's."""
+        return next((line for field, line in self.lines if field == name and line), self.line)
 
 
 @dataclass(frozen=True)
@@ -135,16 +141,8 @@ def _check(workload: Workload, model: ModelSpec | None, index: int, source: Sour
         if workload.attention not in (None, "eager") and workload.flash_attention is False:
             add(("attention",), f"flash_attention: false says no fused kernel (got attention: {workload.attention}; "
                                 "expected eager, or one of the two fields)")
-        if workload.hours is None and workload.tokens is None:
-            add(("hours",), "required for inference (expected hours a service is kept up, or tokens to generate)")
-        if workload.context is None:
-            add(("context",), "required for inference (expected tokens per sequence, e.g. 8k)")
-        if workload.tokens is not None and workload.throughput is None and workload.pilot is None:
-            # The runtime of batch inference is tokens / rate; without a measured rate there is no
-            # estimate yet (the training FLOPs rule does not apply to generation).
-            add(("tokens",), "batch inference by tokens needs a measured rate (expected throughput: "
-                             "{tokens_per_second, gpu, gpus} from a pilot run, or hours for a service kept up; "
-                             "an estimate from requests, input_tokens and output_tokens is not available yet)")
+        for path, message in inference_problems(workload, model):
+            add(path, message)
     else:
         if workload.kind == "pretrain" and workload.method not in (None, "full"):
             add(("method",), f"pretraining trains every weight (got {workload.method!r}, expected 'full' or nothing)")
@@ -168,6 +166,10 @@ def _check(workload: Workload, model: ModelSpec | None, index: int, source: Sour
             add(("attention",), "an inference setting (for training, flash_attention: true or false)")
         if workload.hours is not None:
             add(("hours",), "only for an inference service (the training runtime is computed from the tokens)")
+        for name in ("requests", "input_tokens", "output_tokens", "request_rate", "ttft_ms", "tpot_ms"):
+            if getattr(workload, name) is not None:
+                add((name,), f"only for inference (got {name} on {workload.kind}; expected it only on kind: "
+                             "inference)")
         if workload.lora is not None and workload.method not in ("lora", "qlora"):
             add(("lora",), f"LoRA settings on a {workload.method or 'full'} run (expected method lora or qlora)")
         if workload.method == "qlora" and workload.precision not in (None, "bf16", "fp16"):
@@ -387,8 +389,10 @@ def load_file(path: str, resource_ids=None, *, raw: bytes | None = None, base_di
             problems.append(Problem(path, source.line(at), field_name(at), problem))
         problems += _check(workload, model, index, source, resource_ids)
         if model is not None:
+            lines = tuple((name, source.line(("workloads", index, name))) for name in sorted(workload.model_fields_set))
             workload, preset_notes = apply_preset(workload)
-            loaded.append(LoadedWorkload(workload, model, path, source.line(("workloads", index)), index, preset_notes))
+            loaded.append(LoadedWorkload(workload, model, path, source.line(("workloads", index)), index, preset_notes,
+                                         lines))
     if problems:
         problems.sort(key=lambda p: (p.line or 0))
         raise InputError(_unique(problems))

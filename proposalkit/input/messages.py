@@ -48,6 +48,11 @@ FIELD_ALIASES = {
     "parameters": "params", "num_parameters": "params", "n_layers": "layers", "num_hidden_layers": "layers",
     "hidden_size": "hidden", "num_attention_heads": "heads", "num_key_value_heads": "kv_heads",
     "intermediate_size": "ffn_hidden", "vocab_size": "vocab", "max_position_embeddings": "max_context",
+    # vLLM benchmark and OpenAI API names (benchmarks/benchmark_serving.py: --num-prompts, --request-rate,
+    # --random-input-len, --random-output-len; the API's max_tokens).
+    "num_prompts": "requests", "prompts": "requests", "num_requests": "requests", "qps": "request_rate",
+    "input_len": "input_tokens", "prompt_tokens": "input_tokens", "output_len": "output_tokens",
+    "max_tokens": "output_tokens", "max_new_tokens": "output_tokens", "ttft": "ttft_ms", "tpot": "tpot_ms",
 }
 
 

@@ -203,6 +203,8 @@ PipelineParallel = _bounded_int("pipeline_parallel")
 ExpertParallel = _bounded_int("expert_parallel")
 ContextParallel = _bounded_int("context_parallel")
 Dimension = _bounded_int("dimension")
+Requests = _bounded_int("requests")
+PromptTokens = _bounded_int("sequence")
 TokensPerSecond = Annotated[float, _within(_positive_float, "tokens_per_second"),
                             WithJsonSchema({"anyOf": [{"type": "number", "minimum": BOUNDS["tokens_per_second"].low},
                                                       _FLOAT_SCHEMA["anyOf"][1]]})]
@@ -210,6 +212,16 @@ PositiveFloat = Annotated[float, BeforeValidator(_positive_float), WithJsonSchem
 Mfu = Annotated[float, _in_range("mfu"), WithJsonSchema({"type": "number", "minimum": BOUNDS["mfu"].low, "maximum": 1})]
 Buffer = Annotated[float, _in_range("buffer"), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
 ZeroStage = Annotated[int, _in_range("zero_stage"), WithJsonSchema({"type": "integer", "minimum": 0, "maximum": 3})]
+def _bounded_float(name: str):
+    bound = BOUNDS[name]
+    return Annotated[float, _within(_positive_float, name),
+                     WithJsonSchema({"anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": bound.high},
+                                               _FLOAT_SCHEMA["anyOf"][1]]})]
+
+
+RequestRate = _bounded_float("request_rate")
+TtftMs = _bounded_float("ttft_ms")
+TpotMs = _bounded_float("tpot_ms")
 ServiceHours = Annotated[float, _within(_positive_float, "hours"), WithJsonSchema(_capped(_FLOAT_SCHEMA, "hours"))]
 Bool = Annotated[bool, BeforeValidator(_boolean), WithJsonSchema({"type": "boolean"})]
 Text = Annotated[str, BeforeValidator(_text), WithJsonSchema({"type": "string"})]
@@ -418,6 +430,14 @@ class WorkloadFields(_Strict):
     context: Sequence | None = Field(None, description="Inference: tokens per sequence.")
     batch: Batch | None = Field(None, description="Inference: concurrent sequences.")
     hours: ServiceHours | None = Field(None, description="Inference service: wall-clock hours kept up.")
+    requests: Requests | None = Field(
+        None, description="Batch inference: prompts to answer (each input_tokens long, generating output_tokens).")
+    input_tokens: PromptTokens | None = Field(None, description="Inference: prompt tokens per request.")
+    output_tokens: PromptTokens | None = Field(None, description="Inference: generated tokens per request.")
+    request_rate: RequestRate | None = Field(
+        None, description="Inference service: requests per second to sustain (with hours kept up).")
+    ttft_ms: TtftMs | None = Field(None, description="Inference service: time to first token target, milliseconds.")
+    tpot_ms: TpotMs | None = Field(None, description="Inference service: time per output token target, milliseconds.")
     resource: Text | None = Field(None, description="Target resource for this workload (overrides proposal.resource).")
     concurrency: Concurrency | None = Field(None, description="Runs of this workload at once.")
     storage: Storage | None = None

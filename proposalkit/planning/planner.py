@@ -8,6 +8,8 @@ GPU choice itself is search.py's; charges, caps and credits are charges.py's.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .. import catalog
 from ..errors import InfeasibleError, InputError, Problem
 from ..estimate import storage as storage_model
@@ -17,7 +19,7 @@ from ..estimate.loss import DEFAULT_LOSS, LOSS_SOURCES
 from ..estimate.shapes import ModelSpec, is_mla
 from ..input import frameworks
 from ..input.loading import LoadedFile, LoadedWorkload
-from . import charges, infeasible, pilots, resources, search
+from . import charges, infeasible, inference, pilots, resources, search
 from .records import Candidate, Plan, Settings, WorkloadPlan
 
 DEFAULT_BUFFER = 0.30       # NAIRR community guide, GPU estimate page: "Add 30% buffer"
@@ -134,6 +136,12 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
 
 
 def _tokens(w) -> tuple[int, str]:
+    if w.requests is not None:
+        tokens = w.requests * w.output_tokens
+        return tokens, f"{w.requests:,} requests × {w.output_tokens:,} output tokens = {tokens:,} tokens generated"
+    if w.kind == "inference" and w.request_rate is not None:
+        return 0, (f"service of {w.request_rate:g} requests/s kept up {w.hours:,.0f} h (costed by hours, not "
+                   "tokens)")
     if w.kind == "inference" and w.tokens is None:
         return 0, f"service kept up {w.hours:,.0f} h (costed by hours, not tokens)"
     if w.tokens is not None:
@@ -196,7 +204,12 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
                                   f"seq_len {s.seq_len:,}; expected a divisor, or set seq_len)")])
     tokens, tokens_derivation = _tokens(w)
     mfu = search.mfu(w, notes) if w.kind != "inference" else (None, None)
-    candidates, best = search.choose(model, w, s, target, gpus, tokens, mfu)
+    form, served, failed = inference.mode(w), None, {}
+    if form is not None:
+        s = inference.settings(w, s)
+        candidates, best, failed = inference.choose(lw, s, target, gpus, inference.engine_of(w, notes))
+    else:
+        candidates, best = search.choose(model, w, s, target, gpus, tokens, mfu)
     if not candidates:
         problem = infeasible.no_configuration(lw, s, target, [g.id for g in search.candidate_gpus(w, target, gpus)])
         if problem is not None:
@@ -204,13 +217,21 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
         raise InfeasibleError([f"{lw.path}:{lw.line}: workloads[{lw.index}]: {w.name}: no GPU configuration "
                                "to consider"])
     if best is None:
-        raise InfeasibleError([_infeasible_message(lw, s, candidates, resource_id)])
+        raise InfeasibleError([inference.no_fit_message(lw, candidates, failed)
+                               or _infeasible_message(lw, s, candidates, resource_id)])
 
-    _, chosen, mem, tp, hours, charge = best
+    if form is not None:
+        _, chosen, mem, tp, hours, charge, served = best
+        s = replace(s, batch=served.batch, tensor_parallel=served.tensor_parallel)
+    else:
+        _, chosen, mem, tp, hours, charge = best
     gpu = gpus[chosen.gpu]
     if tp is None:
         tp = search.throughput(model, w, s, gpu, chosen.count, chosen.activation_checkpointing, gpus, mfu)
-    alternatives = search.alternatives(candidates, chosen)
+    alternatives = inference.failure_reasons(search.alternatives(candidates, chosen), failed)
+    if served is not None and served.mode != "hours":
+        warnings.append(f"{w.name}: no measured pilot yet; the inference speed is estimated from a roofline "
+                        f"calibrated on published measurements ({served.engine} factors: {served.engine_source})")
     if tp.source == "pilot-extrapolated":
         warnings.append(f"{w.name}: throughput extrapolated from the pilot: {tp.derivation}")
     if tp.source == "flops":
@@ -224,8 +245,6 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
                         f"({PUBLISHED_MFU_MAX:g}: {PUBLISHED_MFU_MAX_SOURCE})")
     if s.seq_len and model.max_context and s.seq_len > model.max_context:
         warnings.append(f"{w.name}: sequence length {s.seq_len:,} exceeds {model.id}'s maximum context {model.max_context:,}")
-    if s.context and model.max_context and s.context > model.max_context:
-        warnings.append(f"{w.name}: context {s.context:,} exceeds {model.id}'s maximum context {model.max_context:,}")
     filled = [c.count for c in candidates if c.gpu == chosen.gpu and c.fits and c.idle_gpus and c.count < chosen.count]
     if filled and tp.source == "flops":
         notes.append(f"{chosen.count} GPUs rather than {filled[0]}: {charge.resource_id} charges whole nodes, so "
@@ -274,7 +293,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
         calendar_days=charges.calendar_days(hours, s.variants, s.concurrency),
         calendar_waves=charges.calendar_waves(s.variants, s.concurrency),
         walltime_hours=walltime, walltime_tier=walltime_tier, walltime_segments=segments,
-        pilots=compared, pilot_scaling=pilots.scaling(w),
+        pilots=compared, pilot_scaling=pilots.scaling(w), inference=served,
     )
 
 
@@ -295,7 +314,8 @@ def _relaxed_fit(lw: LoadedWorkload, resource_id: str | None) -> str | None:
     tries.append(w.model_copy(update={**count, "gpu": None}))
     for spec in tries:
         try:
-            p = plan_workload(LoadedWorkload(spec, lw.model, lw.path, lw.line, lw.index, lw.preset_notes), resource_id)
+            p = plan_workload(LoadedWorkload(spec, lw.model, lw.path, lw.line, lw.index, lw.preset_notes, lw.lines),
+                                            resource_id)
         except (InfeasibleError, InputError):
             continue
         return f"{p.gpu_count}× {p.gpu.id}"

@@ -93,6 +93,35 @@ class Throughput:
 
 
 @dataclass(frozen=True)
+class InferencePlan:
+    """What an inference workload's estimate used and gave (planning/inference.py).
+
+    `mode`: "batch" (requests of input + output tokens), "rate" (a service sized by
+    request_rate and latency targets) or "hours" (a service of `batch` sequences kept up
+    `hours`). Rates are per replica unless named `_all`; `steps` is the arithmetic written
+    out, (label, text), for the report.
+    """
+
+    mode: str
+    engine: str                         # vllm | sglang | trt-llm | hf
+    engine_source: str                  # the published measurement the engine's factors came from
+    tensor_parallel: int
+    replicas: int
+    batch: int                          # concurrent sequences per replica
+    max_concurrency: int                # sequences of `context` tokens the KV cache holds, per replica
+    context: int                        # tokens per sequence (input + output)
+    input_tokens: int | None
+    output_tokens: int | None
+    requests: int | None
+    prefill_tokens_per_second: float    # one replica
+    output_tokens_per_second: float     # all replicas
+    ttft_ms: float
+    tpot_ms: float
+    request_rate: float | None          # requests per second the replicas sustain together
+    steps: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class WorkloadPlan:
     name: str
     kind: str
@@ -126,6 +155,7 @@ class WorkloadPlan:
     walltime_segments: int = 1
     pilots: tuple = ()                          # planning/pilots.Comparison per pilot log, in the order written
     pilot_scaling: object | None = None         # planning/pilots.Scaling: two pilots on two GPU counts
+    inference: InferencePlan | None = None     # inference workloads planned by the estimate
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,8 @@ def workload_dict(w: WorkloadPlan) -> dict:
         "calendar_days": _round(w.calendar_days),
         "walltime": {"limit_hours": w.walltime_hours, "segments": w.walltime_segments},
     }
+    if w.inference is not None:
+        out["inference"] = inference_dict(w.inference)
     if w.storage is not None:
         out["storage"] = {"checkpoint_bytes": w.storage.checkpoint_bytes,
                           "peak_scratch_bytes": w.storage.peak_scratch_bytes,
@@ -106,6 +108,19 @@ def _pilot(c, name: str) -> dict:
                          "memory_bytes": c.estimate_memory_bytes, "memory_statistic": c.estimate_statistic},
             "ratios": {"tokens_per_second": _round(c.throughput_ratio), "memory": _round(c.memory_ratio)},
             "warnings": c.warnings(name)}
+
+
+def inference_dict(i) -> dict:
+    """CONTRACT.md's inference block (prefill and output tokens/s, maximum concurrency, TTFT, TPOT) and
+    what they rest on: replicas × tensor-parallel GPUs, the batch, the engine and its published row."""
+    return {"prefill_tokens_per_second": _round(i.prefill_tokens_per_second, 3),
+            "output_tokens_per_second": _round(i.output_tokens_per_second, 3),
+            "max_concurrency": i.max_concurrency, "ttft_ms": _round(i.ttft_ms, 3), "tpot_ms": _round(i.tpot_ms, 3),
+            "mode": i.mode, "replicas": i.replicas, "tensor_parallel": i.tensor_parallel, "batch": i.batch,
+            "context": i.context, "input_tokens": i.input_tokens, "output_tokens": i.output_tokens,
+            "requests": i.requests, "request_rate": _round(i.request_rate),
+            "engine": i.engine, "engine_source": i.engine_source,
+            "derivation": [{"label": label, "text": text} for label, text in i.steps]}
 
 
 def plan_dict(plan: Plan) -> dict:

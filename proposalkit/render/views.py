@@ -229,9 +229,7 @@ def _settings(w: WorkloadPlan) -> tuple[Setting, ...]:
                                          f"(mixture of experts: {m.experts_per_token} of {m.experts} routed "
                                          f"experts{shared}; weights use the total, FLOPs the active)"))
     if w.kind == "inference":
-        if s.context:
-            out.append(Setting("context", f"{fmt_count(s.context)} tokens"))
-        out.append(Setting("concurrent sequences", fmt_count(s.batch)))
+        out += _inference_settings(w)
         if s.attention != "flash":
             out.append(Setting("attention", s.attention))
     else:
@@ -261,6 +259,31 @@ def _settings(w: WorkloadPlan) -> tuple[Setting, ...]:
     return tuple(out)
 
 
+def _inference_settings(w: WorkloadPlan) -> list[Setting]:
+    s, i = w.settings, w.inference
+    if i is None:
+        out = [Setting("context", f"{fmt_count(s.context)} tokens")] if s.context else []
+        return out + [Setting("concurrent sequences", fmt_count(s.batch))]
+    out = [Setting("engine", i.engine)]
+    if i.input_tokens is not None:
+        out.append(Setting("tokens per request", f"{fmt_count(i.input_tokens)} in + {fmt_count(i.output_tokens)} out"))
+    else:
+        out.append(Setting("context", f"{fmt_count(i.context)} tokens"))
+    if i.requests is not None:
+        out.append(Setting("requests", fmt_count(i.requests)))
+    if i.request_rate is not None:
+        out.append(Setting("request rate", f"{i.request_rate:g} requests/s"))
+    out.append(Setting("replica", f"{i.tensor_parallel}-way tensor parallel" if i.tensor_parallel > 1 else "1 GPU"))
+    if i.replicas > 1:
+        out.append(Setting("replicas", fmt_count(i.replicas)))
+    out.append(Setting("concurrent sequences per replica", f"{fmt_count(i.batch)} (the KV cache holds "
+                                                           f"{fmt_count(i.max_concurrency)})"))
+    latency = [f"TTFT {i.ttft_ms:,.0f} ms"] if i.ttft_ms is not None else []
+    latency.append(f"TPOT {i.tpot_ms:,.1f} ms")
+    out.append(Setting("latency (estimated)", ", ".join(latency)))
+    return out
+
+
 def _storage(w: WorkloadPlan) -> tuple[WorkloadStorage | None, list[Step]]:
     st = w.storage
     if st is None:
@@ -285,6 +308,13 @@ def workload_view(w: WorkloadPlan, appendix: str = "Appendix A") -> WorkloadView
     if w.throughput.source != "service" and "×" in w.tokens_derivation:
         # A product (samples × length × epochs); tokens given outright appear in the runtime line.
         steps.append(Step("Tokens", w.tokens_derivation))
+    if w.inference is not None:
+        # The body keeps the sizing line; the KV cache, prefill and decode-step arithmetic under it go
+        # to the appendix, with the engine's factors.
+        body = {"Batch job", "Replicas"}
+        steps += [Step(label, text) for label, text in w.inference.steps if label in body]
+        details += [Step(label, text) for label, text in w.inference.steps if label not in body]
+        details.append(Step("Engine factors", f"{w.inference.engine}: {w.inference.engine_source}"))
     steps += throughput
     steps += [_runtime_step(w), _gpu_hours_step(w)]
     charge = w.charge

@@ -1,0 +1,308 @@
+"""Inference workloads planned from the estimate (estimate/inference.py), without a pilot.
+
+Three forms (input/inference_rules.py):
+- a batch job (`requests` of `input_tokens` + `output_tokens`): each GPU type × tensor-parallel
+  degree is costed by the batch-job runtime, GPU-hours = runtime × GPUs × variants, and the
+  cheapest is chosen as the training search does (planning/search.py);
+- a service sized by load (`request_rate`, optional `ttft_ms`, `tpot_ms`): per replica the most
+  requests per second it sustains within the targets (the concurrency by Little's law,
+  L = λ × W: requests in flight = rate × (TTFT + output_tokens × TPOT)), replicas =
+  ⌈request_rate ÷ that rate⌉, GPUs = replicas × tensor parallel, GPU-hours = GPUs × hours;
+- a service by `hours` and `batch`: kept as declared, and checked against what the engine's
+  KV pool holds (a configuration whose pool cannot hold `batch` sequences does not fit).
+
+The physics (memory per replica under the engine's rule, prefill, decode steps, services) is
+estimate/inference.py's; this module only searches and writes the arithmetic out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..errors import InputError, Problem
+from ..estimate.engines import Engine, engine as engine_named
+from ..estimate.inference import (
+    InferenceError, Replica, batch_job, decode_step, default_kv_precision, mean_context, prefill, prefill_flops_per_sequence, replica,
+    service,
+)
+from ..estimate.memory import InferenceSetup, inference_memory
+from ..estimate.breakdown import DEFAULT_OVERHEAD
+from ..units import GB, SECONDS_PER_HOUR
+from . import search
+from .records import Candidate, InferencePlan, Settings, Throughput
+
+# Tensor parallelism beyond one node crosses the network, which the step model does not cost
+# (estimate/inference.py: NVLink within a node); the best latency a workload can reach is
+# quoted for replicas within a node of 8 GPUs (HGX A100/H100/H200 baseboards).
+NODE_GPUS = 8
+
+
+def mode(w) -> str | None:
+    """"batch", "rate", "hours", or None for batch inference by tokens with a measured pilot."""
+    if w.kind != "inference":
+        return None
+    if w.requests is not None:
+        return "batch"
+    if w.request_rate is not None:
+        return "rate"
+    return "hours" if w.tokens is None else None
+
+
+def settings(w, s: Settings) -> Settings:
+    """A batch job's or a rate service's sequence is input + output tokens."""
+    if mode(w) in ("batch", "rate"):
+        return replace(s, context=w.input_tokens + w.output_tokens, batch=w.batch or 1)
+    return s
+
+
+def engine_of(w, notes: list[str]) -> Engine:
+    e = engine_named(getattr(w, "framework", None))
+    if getattr(w, "framework", None) is None:
+        notes.append(f"inference engine {e.name} (planner default: the most used open serving engine)")
+    notes.append(f"{e.name}: {e.memory_source}; {e.batch_source}")
+    notes.append(f"{e.name}: {e.bandwidth_fraction:g} of the datasheet bandwidth in decode steps, "
+                 f"{e.compute_fraction_16bit:g} of the 16-bit peak ({e.compute_fraction_8bit:g} of fp8) in "
+                 f"prefill: {e.calibration}")
+    return e
+
+
+@dataclass(frozen=True)
+class _Option:
+    """One GPU type × tensor-parallel degree that serves the workload."""
+
+    gpus: int
+    hours: float
+    batch: int
+    plan: InferencePlan
+    tokens_per_second: float | None
+
+
+def _memory(model, s: Settings, rep: Replica, batch: int, context: int):
+    setup = InferenceSetup(context=context, batch=batch, precision=s.precision, kv_precision=rep.kv_precision,
+                           tensor_parallel=rep.tensor_parallel)
+    return inference_memory(model, setup, DEFAULT_OVERHEAD)
+
+
+def _ms(seconds: float) -> str:
+    ms = seconds * 1e3
+    return f"{ms:,.1f} ms" if ms >= 10 else f"{ms:.3g} ms"
+
+
+def _common_steps(rep: Replica, input_tokens: int, output_tokens: int | None, most: int) -> list[tuple[str, str]]:
+    """KV pool, prefill of one prompt: the lines every form shows."""
+    m, t, e = rep.model, rep.tensor_parallel, rep.engine
+    context = input_tokens + (output_tokens or 0)
+    gpus = f" per GPU ({t} GPUs, tensor parallel)" if t > 1 else ""
+    cap = f", capped at {e.name}'s {rep.max_batch}" if rep.max_batch is not None and most == rep.max_batch else ""
+    steps = [("KV cache", f"{rep.kv_bytes_per_token:,} B per token{gpus} ({m.layers} layers, {rep.kv_precision}); "
+                          f"{e.name}'s pool {rep.kv_pool_bytes / GB:,.2f} GB ÷ {rep.kv_bytes_per_token:,} B = "
+                          f"{rep.kv_tokens:,} tokens = {rep.kv_tokens // context:,} sequences of {context:,} "
+                          f"tokens{cap}: at most {most:,} at once")]
+    lone = prefill(rep, input_tokens)
+    flops = prefill_flops_per_sequence(m, input_tokens)
+    compute = flops / t / rep.achieved_flops
+    link = lone.seconds - compute
+    split = f" ÷ {t} GPUs" if t > 1 else ""
+    total = f"{_ms(compute)} + {_ms(link)} all-reduce = {_ms(lone.seconds)}" if t > 1 else _ms(lone.seconds)
+    steps.append(("Prefill", f"{flops / 1e12:,.2f} TFLOP per prompt of {input_tokens:,} tokens (2·P·s + 2·L·s²·a·d)"
+                             f"{split} ÷ ({rep.peak_flops / 1e12:,.0f} TFLOP/s {rep.compute_precision} × "
+                             f"{rep.compute_fraction:g}) = {total}: "
+                             f"{input_tokens / lone.seconds:,.0f} prompt tokens/s"))
+    return steps
+
+
+def _step_line(rep: Replica, step, label: str) -> tuple[str, str]:
+    bw = rep.gpu.memory_bandwidth
+    kv = step.bytes_read - rep.weights_bytes
+    comm = step.seconds - step.linear_seconds - step.attention_seconds
+    text = (f"batch {step.batch:,} at {step.context:,} tokens: ({rep.weights_bytes / GB:,.2f} GB weights + "
+            f"{step.batch:,} × {step.context:,} × {rep.kv_bytes_per_token:,} B = {kv / GB:,.2f} GB KV) = "
+            f"{step.bytes_read / GB:,.2f} GB read per GPU ÷ ({bw / 1e12:,.3g} TB/s × "
+            f"{rep.engine.bandwidth_fraction:g}) → weights {_ms(step.linear_seconds)} ({step.bound}-bound) + "
+            f"attention {_ms(step.attention_seconds)}"
+            + (f" + all-reduce {_ms(comm)}" if rep.tensor_parallel > 1 else "")
+            + f" = {_ms(step.seconds)} per step")
+    return label, text
+
+
+def _batch(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
+    I, O = w.input_tokens, w.output_tokens
+    job = batch_job(rep, w.requests, I, O, batch=w.batch)
+    most = rep.max_concurrency(I, O)
+    t = rep.tensor_parallel
+    steps = _common_steps(rep, I, O, most)
+    steps.append(_step_line(rep, job.step, "Decode step"))
+    steps.append(("Batch job", f"{w.requests:,} × {_ms(job.prefill.seconds)} prefill + {w.requests:,} × {O:,} ÷ "
+                               f"batch {job.batch:,} × {_ms(job.step.seconds)} = {job.prefill_seconds:,.0f} s + "
+                               f"{job.decode_seconds:,.0f} s = {job.runtime_seconds / SECONDS_PER_HOUR:,.2f} h; "
+                               f"{w.requests:,} × {O:,} output tokens ÷ {job.runtime_seconds:,.0f} s = "
+                               f"{job.output_tokens_per_second:,.0f} output tokens/s"))
+    plan = InferencePlan(
+        mode="batch", engine=rep.engine.id, engine_source=rep.engine.calibration, tensor_parallel=t, replicas=1,
+        batch=job.batch, max_concurrency=most, context=I + O, input_tokens=I, output_tokens=O, requests=w.requests,
+        prefill_tokens_per_second=job.prefill_tokens_per_second,
+        output_tokens_per_second=job.output_tokens_per_second,
+        ttft_ms=job.ttft_seconds * 1e3, tpot_ms=job.tpot_seconds * 1e3, request_rate=None, steps=tuple(steps))
+    return _Option(t, job.runtime_seconds / SECONDS_PER_HOUR, job.batch, plan, job.output_tokens_per_second)
+
+
+def _rate(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
+    I, O = w.input_tokens, w.output_tokens
+    svc = service(rep, w.request_rate, I, O, ttft_ms=w.ttft_ms, tpot_ms=w.tpot_ms)
+    t = rep.tensor_parallel
+    steps = _common_steps(rep, I, O, svc.max_concurrency)
+    steps.append(_step_line(rep, svc.step, "Decode step"))
+    busy = svc.rate_per_replica * svc.prefill.seconds
+    targets = " and ".join(f"{name} {value:g}" for name, value in (("ttft_ms", w.ttft_ms), ("tpot_ms", w.tpot_ms))
+                           if value is not None) or "the KV pool (no latency target given)"
+    steps.append(("Per replica", f"at {svc.rate_per_replica:,.3g} requests/s prefill keeps the GPUs busy u = "
+                                 f"{svc.rate_per_replica:,.3g} × {_ms(svc.prefill.seconds)} = {busy:.3f}; TTFT = "
+                                 f"{_ms(svc.prefill.seconds)} ÷ (1 − u) = {svc.ttft_ms:,.1f} ms, TPOT = "
+                                 f"{_ms(svc.step.seconds)} ÷ (1 − u) = {svc.tpot_ms:,.2f} ms; requests in flight "
+                                 f"(Little's law) = {svc.rate_per_replica:,.3g} × ({svc.ttft_ms / 1e3:,.3f} s + "
+                                 f"{O:,} × {svc.tpot_ms / 1e3:,.4f} s) ≈ {svc.concurrency:,}"))
+    steps.append(("Replicas", f"one replica sustains at most {svc.max_rate_per_replica:,.3g} requests/s within "
+                              f"{targets}; ⌈{w.request_rate:g} ÷ {svc.max_rate_per_replica:,.3g}⌉ = "
+                              f"{svc.replicas:,} replica{'s' if svc.replicas > 1 else ''} × {t} GPU"
+                              f"{'s' if t > 1 else ''} = {svc.replicas * t:,} GPU{'s' if svc.replicas * t > 1 else ''}"))
+    plan = InferencePlan(
+        mode="rate", engine=rep.engine.id, engine_source=rep.engine.calibration, tensor_parallel=t,
+        replicas=svc.replicas, batch=svc.concurrency, max_concurrency=svc.max_concurrency, context=I + O,
+        input_tokens=I, output_tokens=O, requests=None,
+        prefill_tokens_per_second=svc.prefill.tokens_per_second,
+        output_tokens_per_second=w.request_rate * O, ttft_ms=svc.ttft_ms, tpot_ms=svc.tpot_ms,
+        request_rate=w.request_rate, steps=tuple(steps))
+    return _Option(svc.replicas * t, w.hours, svc.concurrency, plan, None)
+
+
+def _hours(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
+    context, batch = s.context, s.batch
+    most = rep.max_concurrency(context, 0)
+    if most < batch:
+        raise InferenceError(f"{rep.engine.name}'s KV pool on {rep.tensor_parallel}× {rep.gpu.id} holds "
+                             f"{rep.kv_tokens:,} tokens = {most:,} sequences of {context:,} tokens, fewer than "
+                             f"batch {batch:,}", achievable=most)
+    step = decode_step(rep, batch, context)
+    steps = _common_steps(rep, context, None, most)[:1]
+    steps.append(_step_line(rep, step, "Decode step (full context)"))
+    plan = InferencePlan(
+        mode="hours", engine=rep.engine.id, engine_source=rep.engine.calibration, tensor_parallel=rep.tensor_parallel,
+        replicas=1, batch=batch, max_concurrency=most, context=context, input_tokens=None, output_tokens=None,
+        requests=None, prefill_tokens_per_second=prefill(rep, context).tokens_per_second,
+        output_tokens_per_second=batch / step.seconds, ttft_ms=None, tpot_ms=step.seconds * 1e3,
+        request_rate=None, steps=tuple(steps))
+    return _Option(rep.tensor_parallel, w.hours, batch, plan, None)
+
+
+_FORMS = {"batch": _batch, "rate": _rate, "hours": _hours}
+
+
+def choose(lw, s: Settings, target, gpus: dict, e: Engine):
+    """Every GPU type × tensor-parallel degree tried, and the best, as search.choose returns them:
+    (candidates, (key, candidate, memory, throughput, hours, charge, InferencePlan) or None), and the
+    reasons the ones that could not serve it failed, by (gpu, count)."""
+    w, model = lw.spec, lw.model
+    form = _FORMS[mode(w)]
+    candidates: list[Candidate] = []
+    failed: dict[tuple[str, int], str] = {}
+    limits: list[tuple[float, str, str, int]] = []      # (achievable ms, field, gpu, tp) of latency misses
+    best = None
+    for gpu in search.candidate_gpus(w, target, gpus):
+        for t in search._candidate_counts(w, s, gpu, target, model):
+            try:
+                rep = replica(model, gpu, tensor_parallel=t, precision=s.precision, engine=e)
+                if mode(w) == "rate":
+                    limits += _latency_limits(w, rep)
+                option = form(model, w, s, rep, s.variants)
+            except InferenceError as error:
+                # What it would take: the declared batch of a service by hours, else one sequence.
+                mem = inference_memory(model, InferenceSetup(
+                    context=s.context, batch=s.batch if mode(w) == "hours" else 1, precision=s.precision,
+                    kv_precision=default_kv_precision(s.precision), tensor_parallel=t), DEFAULT_OVERHEAD)
+                candidates.append(Candidate(gpu.id, t, False, mem.total, gpu.usable_memory_bytes, None, None, None,
+                                            False))
+                failed[(gpu.id, t)] = str(error)
+                continue
+            mem = _memory(model, s, rep, option.batch, s.context)
+            count, hours = option.gpus, option.hours
+            requested = hours * count * s.variants * (1 + s.buffer)
+            charge = None
+            if target is not None and gpu.id in target.gpus:
+                charge = target.charge(gpu.id, count, hours * (1 + s.buffer), s.variants)
+            cost = charge.amount if charge is not None else requested
+            cand = Candidate(gpu.id, count, True, mem.total, gpu.usable_memory_bytes, requested, None, None, False,
+                             cost=cost, cost_unit=charge.unit if charge is not None else "GPU-hours",
+                             idle_gpus=charge.idle_gpus if charge is not None else 0)
+            candidates.append(cand)
+            key = (round(cost, 6), count, t, gpu.usable_memory_bytes)
+            if best is None or key < best[0]:
+                tp = _throughput(w, option, rep)
+                best = (key, cand, mem, tp, hours, charge, option.plan)
+            if mode(w) == "hours":
+                break       # a service's hours are fixed: more GPUs never cost it less (search.choose)
+    if best is None and limits and mode(w) == "rate":
+        _impossible(lw, limits)
+    return candidates, best, failed
+
+
+def _latency_limits(w, rep: Replica) -> list[tuple[float, str, str, int]]:
+    """The best TTFT (a lone prompt's prefill) and TPOT (a decode step at batch 1) this replica
+    reaches, for the targets given: what is achievable when no configuration meets them."""
+    out = []
+    if w.ttft_ms is not None:
+        out.append((prefill(rep, w.input_tokens).seconds * 1e3, "ttft_ms", rep.gpu.id, rep.tensor_parallel))
+    if w.tpot_ms is not None:
+        step = decode_step(rep, 1, mean_context(w.input_tokens, w.output_tokens))
+        out.append((step.seconds * 1e3, "tpot_ms", rep.gpu.id, rep.tensor_parallel))
+    return out
+
+
+def _impossible(lw, limits: list[tuple[float, str, str, int]]) -> None:
+    """Targets no configuration meets even with one request at a time: an input error that says what
+    is achievable (the best over the GPUs tried, on a replica within one node where one fits)."""
+    w = lw.spec
+    problems = []
+    for name in ("ttft_ms", "tpot_ms"):
+        mine = [x for x in limits if x[1] == name]
+        within = [x for x in mine if x[3] <= NODE_GPUS] or mine
+        if not within:
+            continue
+        ms, _, gpu, t = min(within)
+        target = getattr(w, name)
+        if ms <= target:
+            continue
+        what = (f"a lone prompt of {w.input_tokens:,} tokens takes {ms:,.1f} ms to prefill" if name == "ttft_ms" else
+                f"one decode step at batch 1 reads the weights and one sequence's KV cache in {ms:,.2f} ms")
+        problems.append(Problem(lw.path, lw.field_line(name), f"workloads[{lw.index}].{name}",
+                                f"below what the GPUs can reach (got {target:g}, expected at least {ms:,.2f}: "
+                                f"{what} even on {t}× {gpu}, the fastest replica within a node)"))
+    if problems:
+        raise InputError(problems)
+
+
+def _throughput(w, option: _Option, rep: Replica) -> Throughput:
+    e = rep.engine
+    if option.tokens_per_second is None:
+        hours = f"{w.hours:,.0f} h × {option.gpus} GPU{'s' if option.gpus > 1 else ''}"
+        return Throughput(None, "service", f"{hours} ({e.name}; estimated, no pilot)")
+    return Throughput(option.tokens_per_second, "estimate",
+                      f"{option.tokens_per_second:,.0f} output tokens/s on {rep.tensor_parallel}× {rep.gpu.id} "
+                      f"({e.name}, calibrated roofline; no pilot)")
+
+
+def failure_reasons(candidates, failed: dict) -> tuple:
+    """The alternatives' reasons, with the estimate's own words where a configuration could not serve."""
+    return tuple(c._replace(reason=f"cannot serve it: {failed[(c.gpu, c.count)]}")
+                 if not c.fits and (c.gpu, c.count) in failed else c for c in candidates)
+
+
+def no_fit_message(lw, candidates, failed: dict) -> str | None:
+    """Why no configuration serves the workload, when the memory estimate says some would fit (so the
+    estimate's own words, for the largest such configuration); None: none fits at all, which
+    infeasible.does_not_fit explains with what to change."""
+    roomy = [c for c in candidates if (c.gpu, c.count) in failed and c.per_gpu_bytes <= c.usable_bytes]
+    if not roomy:
+        return None
+    where = f"{lw.path}:{lw.line}: workloads[{lw.index}]" if lw.line else lw.path
+    c = max(roomy, key=lambda c: (c.count, c.usable_bytes))
+    return f"{where}: {lw.spec.name} cannot be served on any GPU tried: {failed[(c.gpu, c.count)]}"
