@@ -112,14 +112,23 @@ def _common_steps(rep: Replica, input_tokens: int, output_tokens: int | None, mo
 
 
 def _step_line(rep: Replica, step, label: str) -> tuple[str, str]:
-    bw = rep.gpu.memory_bandwidth
+    """A decode step: the bytes it reads ÷ the achieved bandwidth, operator by operator (the weights'
+    matrix multiplies, then attention over the KV cache), each the longer of memory and compute time."""
+    achieved = rep.achieved_bandwidth
     kv = step.bytes_read - rep.weights_bytes
+
+    def part(name: str, nbytes: float, seconds: float) -> str:
+        memory = nbytes / achieved
+        if seconds > memory * (1 + 1e-9):
+            return f"{name} {_ms(memory)}, but their FLOPs take {_ms(seconds)} (compute-bound)"
+        return f"{name} {_ms(seconds)}"
+
     comm = step.seconds - step.linear_seconds - step.attention_seconds
-    text = (f"batch {step.batch:,} at {step.context:,} tokens: ({rep.weights_bytes / GB:,.2f} GB weights + "
-            f"{step.batch:,} × {step.context:,} × {rep.kv_bytes_per_token:,} B = {kv / GB:,.2f} GB KV) = "
-            f"{step.bytes_read / GB:,.2f} GB read per GPU ÷ ({bw / 1e12:,.3g} TB/s × "
-            f"{rep.engine.bandwidth_fraction:g}) → weights {_ms(step.linear_seconds)} ({step.bound}-bound) + "
-            f"attention {_ms(step.attention_seconds)}"
+    text = (f"batch {step.batch:,} at {step.context:,} tokens reads {rep.weights_bytes / GB:,.2f} GB weights + "
+            f"{step.batch:,} × {step.context:,} × {rep.kv_bytes_per_token:,} B = {kv / GB:,.2f} GB KV per GPU; "
+            f"at {rep.gpu.memory_bandwidth / 1e12:,.3g} TB/s × {rep.engine.bandwidth_fraction:g} = "
+            f"{achieved / 1e12:,.3g} TB/s: {part('weights', rep.weights_bytes, step.linear_seconds)} + "
+            f"{part('KV', kv, step.attention_seconds)}"
             + (f" + all-reduce {_ms(comm)}" if rep.tensor_parallel > 1 else "")
             + f" = {_ms(step.seconds)} per step")
     return label, text
@@ -274,7 +283,7 @@ def _impossible(lw, limits: list[tuple[float, str, str, int]]) -> None:
         what = (f"a lone prompt of {w.input_tokens:,} tokens takes {ms:,.1f} ms to prefill" if name == "ttft_ms" else
                 f"one decode step at batch 1 reads the weights and one sequence's KV cache in {ms:,.2f} ms")
         problems.append(Problem(lw.path, lw.field_line(name), f"workloads[{lw.index}].{name}",
-                                f"below what the GPUs can reach (got {target:g}, expected at least {ms:,.2f}: "
+                                f"below what the GPUs can reach (got {target:g} ms, expected at least {ms:,.2f} ms: "
                                 f"{what} even on {t}× {gpu}, the fastest replica within a node)"))
     if problems:
         raise InputError(problems)
