@@ -141,11 +141,10 @@ def _batch(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
     t = rep.tensor_parallel
     steps = _common_steps(rep, I, O, most)
     steps.append(_step_line(rep, job.step, "Decode step"))
-    steps.append(("Batch job", f"{w.requests:,} × {_ms(job.prefill.seconds)} prefill + {w.requests:,} × {O:,} ÷ "
-                               f"batch {job.batch:,} × {_ms(job.step.seconds)} = {job.prefill_seconds:,.0f} s + "
-                               f"{job.decode_seconds:,.0f} s = {job.runtime_seconds / SECONDS_PER_HOUR:,.2f} h; "
-                               f"{w.requests:,} × {O:,} output tokens ÷ {job.runtime_seconds:,.0f} s = "
-                               f"{job.output_tokens_per_second:,.0f} output tokens/s"))
+    steps.append(("Batch job", f"{w.requests:,} × {_ms(job.prefill.seconds)} + {w.requests:,} × {O:,} ÷ "
+                               f"{job.batch:,} × {_ms(job.step.seconds)} = "
+                               f"{job.runtime_seconds / SECONDS_PER_HOUR:,.2f} h per run "
+                               f"({job.output_tokens_per_second:,.0f} output tokens/s)"))
     plan = InferencePlan(
         mode="batch", engine=rep.engine.id, engine_source=rep.engine.calibration, tensor_parallel=t, replicas=1,
         batch=job.batch, max_concurrency=most, context=I + O, input_tokens=I, output_tokens=O, requests=w.requests,
@@ -162,18 +161,17 @@ def _rate(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
     steps = _common_steps(rep, I, O, svc.max_concurrency)
     steps.append(_step_line(rep, svc.step, "Decode step"))
     busy = svc.rate_per_replica * svc.prefill.seconds
-    targets = " and ".join(f"{name} {value:g}" for name, value in (("ttft_ms", w.ttft_ms), ("tpot_ms", w.tpot_ms))
-                           if value is not None) or "the KV pool (no latency target given)"
+    targets = ", ".join(f"{name} {value:g} ms" for name, value in (("TTFT", w.ttft_ms), ("TPOT", w.tpot_ms))
+                        if value is not None) or "the KV pool"
     steps.append(("Per replica", f"at {svc.rate_per_replica:,.3g} requests/s prefill keeps the GPUs busy u = "
                                  f"{svc.rate_per_replica:,.3g} × {_ms(svc.prefill.seconds)} = {busy:.3f}; TTFT = "
                                  f"{_ms(svc.prefill.seconds)} ÷ (1 − u) = {svc.ttft_ms:,.1f} ms, TPOT = "
                                  f"{_ms(svc.step.seconds)} ÷ (1 − u) = {svc.tpot_ms:,.2f} ms; requests in flight "
                                  f"(Little's law) = {svc.rate_per_replica:,.3g} × ({svc.ttft_ms / 1e3:,.3f} s + "
                                  f"{O:,} × {svc.tpot_ms / 1e3:,.4f} s) ≈ {svc.concurrency:,}"))
-    steps.append(("Replicas", f"one replica sustains at most {svc.max_rate_per_replica:,.3g} requests/s within "
-                              f"{targets}; ⌈{w.request_rate:g} ÷ {svc.max_rate_per_replica:,.3g}⌉ = "
-                              f"{svc.replicas:,} replica{'s' if svc.replicas > 1 else ''} × {t} GPU"
-                              f"{'s' if t > 1 else ''} = {svc.replicas * t:,} GPU{'s' if svc.replicas * t > 1 else ''}"))
+    steps.append(("Replicas", f"⌈{w.request_rate:g} requests/s ÷ {svc.max_rate_per_replica:,.3g} per replica "
+                              f"within {targets}⌉ = {svc.replicas:,} × {t} GPU{'s' if t > 1 else ''} = "
+                              f"{svc.replicas * t:,} GPU{'s' if svc.replicas * t > 1 else ''}"))
     plan = InferencePlan(
         mode="rate", engine=rep.engine.id, engine_source=rep.engine.calibration, tensor_parallel=t,
         replicas=svc.replicas, batch=svc.concurrency, max_concurrency=svc.max_concurrency, context=I + O,

@@ -305,7 +305,10 @@ def workload_view(w: WorkloadPlan, appendix: str = "Appendix A") -> WorkloadView
     throughput, details = _throughput_steps(w, appendix)
     details.insert(0, _statistics_step(w))
     steps = [_memory_step(w)]
-    if w.throughput.source != "service" and "×" in w.tokens_derivation:
+    if w.inference is not None and w.inference.mode == "batch":
+        # The batch-job line gives the tokens, the throughput and the runtime at once.
+        throughput = []
+    elif w.throughput.source != "service" and "×" in w.tokens_derivation:
         # A product (samples × length × epochs); tokens given outright appear in the runtime line.
         steps.append(Step("Tokens", w.tokens_derivation))
     if w.inference is not None:
@@ -316,7 +319,11 @@ def workload_view(w: WorkloadPlan, appendix: str = "Appendix A") -> WorkloadView
         details += [Step(label, text) for label, text in w.inference.steps if label not in body]
         details.append(Step("Engine factors", f"{w.inference.engine}: {w.inference.engine_source}"))
     steps += throughput
-    steps += [_runtime_step(w), _gpu_hours_step(w)]
+    # A batch job's runtime is in its batch-job line; a service by load's hours kept up are the
+    # GPU-hours line's first factor (its replicas line says how many GPUs).
+    if w.inference is None or w.inference.mode == "hours":
+        steps.append(_runtime_step(w))
+    steps.append(_gpu_hours_step(w))
     charge = w.charge
     if charge is not None:
         steps.append(Step(charge.unit, f"{charge.resource_id}: {charge.arithmetic}"))
