@@ -161,17 +161,17 @@ def _rate(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
     steps = _common_steps(rep, I, O, svc.max_concurrency)
     steps.append(_step_line(rep, svc.step, "Decode step"))
     busy = svc.rate_per_replica * svc.prefill.seconds
-    targets = ", ".join(f"{name} {value:g} ms" for name, value in (("TTFT", w.ttft_ms), ("TPOT", w.tpot_ms))
-                        if value is not None) or "the KV pool"
+    targets = ", ".join(f"{name} ≤ {value:g} ms" for name, value in (("TTFT", w.ttft_ms), ("TPOT", w.tpot_ms))
+                        if value is not None) or "as the KV pool allows"
     steps.append(("Per replica", f"at {svc.rate_per_replica:,.3g} requests/s prefill keeps the GPUs busy u = "
                                  f"{svc.rate_per_replica:,.3g} × {_ms(svc.prefill.seconds)} = {busy:.3f}; TTFT = "
                                  f"{_ms(svc.prefill.seconds)} ÷ (1 − u) = {svc.ttft_ms:,.1f} ms, TPOT = "
                                  f"{_ms(svc.step.seconds)} ÷ (1 − u) = {svc.tpot_ms:,.2f} ms; requests in flight "
                                  f"(Little's law) = {svc.rate_per_replica:,.3g} × ({svc.ttft_ms / 1e3:,.3f} s + "
                                  f"{O:,} × {svc.tpot_ms / 1e3:,.4f} s) ≈ {svc.concurrency:,}"))
-    steps.append(("Replicas", f"⌈{w.request_rate:g} requests/s ÷ {svc.max_rate_per_replica:,.3g} per replica "
-                              f"within {targets}⌉ = {svc.replicas:,} × {t} GPU{'s' if t > 1 else ''} = "
-                              f"{svc.replicas * t:,} GPU{'s' if svc.replicas * t > 1 else ''}"))
+    steps.append(("Replicas", f"⌈{w.request_rate:g} ÷ {svc.max_rate_per_replica:,.3g} req/s per replica "
+                              f"({targets})⌉ = {svc.replicas:,} replica{'s' if svc.replicas > 1 else ''} of {t} "
+                              f"GPU{'s' if t > 1 else ''}"))
     plan = InferencePlan(
         mode="rate", engine=rep.engine.id, engine_source=rep.engine.calibration, tensor_parallel=t,
         replicas=svc.replicas, batch=svc.concurrency, max_concurrency=svc.max_concurrency, context=I + O,
