@@ -79,7 +79,7 @@ class _Option:
 
 def _memory(model, s: Settings, rep: Replica, batch: int, context: int):
     setup = InferenceSetup(context=context, batch=batch, precision=s.precision, kv_precision=rep.kv_precision,
-                           tensor_parallel=rep.tensor_parallel)
+                           tensor_parallel=rep.tensor_parallel, attention=s.attention)
     return inference_memory(model, setup, DEFAULT_OVERHEAD)
 
 
@@ -225,7 +225,8 @@ def choose(lw, s: Settings, target, gpus: dict, e: Engine):
                 # What it would take: the declared batch of a service by hours, else one sequence.
                 mem = inference_memory(model, InferenceSetup(
                     context=s.context, batch=s.batch if mode(w) == "hours" else 1, precision=s.precision,
-                    kv_precision=default_kv_precision(s.precision), tensor_parallel=t), DEFAULT_OVERHEAD)
+                    kv_precision=default_kv_precision(s.precision), tensor_parallel=t, attention=s.attention),
+                    DEFAULT_OVERHEAD)
                 candidates.append(Candidate(gpu.id, t, False, mem.total, gpu.usable_memory_bytes, None, None, None,
                                             False))
                 failed[(gpu.id, t)] = str(error)
