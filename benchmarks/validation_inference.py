@@ -13,6 +13,9 @@ first-token row the prefill of one prompt. Rows marked `calibrate` fit the engin
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import statistics
 import sys
 from dataclasses import dataclass
@@ -24,12 +27,18 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from proposalkit import cli  # noqa: E402
 from proposalkit.catalog import gpus as catalog_gpus  # noqa: E402
 from proposalkit.catalog import models as catalog_models  # noqa: E402
 from proposalkit.estimate import engines  # noqa: E402
 from proposalkit.estimate.inference import batch_job, decode_step, mean_context, prefill, replica  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "validation_inference.yaml"
+FILES = ROOT / "benchmarks" / "validation" / "inference"     # one workload file per row
+
+
+def workload_file(row_id: str) -> Path:
+    return FILES / f"{row_id.replace('/', '_')}.yaml"
 
 # Requests of an offline row that does not say how many: enough that the ramp-up and the tail are
 # negligible (trtllm-bench rows give theirs: perf-overview.md's $num_requests table).
@@ -87,11 +96,46 @@ def predict(row: dict, engine: engines.Engine | None = None) -> float:
     return job.output_tokens_per_second
 
 
+def through_cli() -> bool:
+    """Whether `proposalkit plan` takes the engines in `framework` yet (issue 13's input fields): then
+    every row is planned from its workload file, the door users use; until then through the API."""
+    from proposalkit.input.frameworks import INFERENCE_ENGINES
+    return set(engines.ENGINES) <= set(INFERENCE_ENGINES)
+
+
+def plan_json(path: Path) -> dict:
+    """`proposalkit plan PATH --format json`, in-process."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["plan", str(path), "--format", "json"])
+    if code != 0:
+        raise RuntimeError(f"{path.name}: proposalkit plan exited {code}: {err.getvalue().strip()}")
+    return json.loads(out.getvalue())
+
+
+def planned(row: dict) -> float:
+    """The row's metric from the plan JSON of its workload file (the `inference` block)."""
+    block = plan_json(workload_file(row["id"]))["workloads"][0]["inference"]
+    if row["metric"] == "ttft_ms":
+        return block["ttft_ms"]
+    if row["metric"] == "decode_tokens_per_second":
+        return 1e3 / block["tpot_ms"]
+    if row["metric"] == "output_tokens_per_second_per_gpu":
+        return block["output_tokens_per_second"] / row["gpus"]
+    return block["output_tokens_per_second"]
+
+
 def results(rows: list[dict] | None = None, engine: engines.Engine | None = None) -> list[Result]:
+    """Every row planned: from its workload file through the CLI when the CLI takes the engines (and no
+    engine override is asked for, as calibration does), else through the API; the same physics."""
     out = []
+    cli_door = engine is None and through_cli()
     for row in rows if rows is not None else load():
         if row.get("input_tokens") is None or row.get("tensor_parallel") is None:
             out.append(Result(row, None, row.get("why", "inputs not stated")))
+            continue
+        if cli_door:
+            out.append(Result(row, planned(row)))
             continue
         out.append(Result(row, predict(row, engine if row["engine"] == "trt-llm" else None)))
     return out
