@@ -11,7 +11,9 @@ How to call it (all arguments plain values; nothing here reads a workload):
     rep.kv_tokens                         # tokens the KV pool holds (per replica)
     rep.max_concurrency(1000, 500)        # sequences of 1000 + 500 tokens at once (KV and engine cap)
     prefill(rep, 1000)                    # Prefill: seconds (the TTFT of a lone request), flops
-    decode_step(rep, batch=64, context=1250)   # Step: seconds (= TPOT), bytes_read, flops, bound
+    decode_step(rep, batch=64, context=1250)   # Step: seconds (= TPOT), bytes_read (weights_bytes_read +
+                                               # kv_bytes_read), flops, linear/attention seconds, bound
+    rep.kv_bytes_per_sequence(1500)       # one sequence's KV cache per GPU (sliding windows applied)
     job = batch_job(rep, requests=200_000, input_tokens=1000, output_tokens=500, replicas=1)
     job.runtime_seconds, job.output_tokens_per_second, job.batch, job.step
     svc = service(rep, request_rate=5, input_tokens=1000, output_tokens=500, ttft_ms=1000, tpot_ms=50)
@@ -33,17 +35,21 @@ The model (DESIGN.md "Compute and runtime"; Kwon et al. 2023 for the KV cache; W
                    of the s² square computed: FlashAttention skips masked blocks), at the
                    engine's achieved fraction of the GPU's peak for the precision (fp8 where the
                    catalog row gives fp8 FLOP/s and the weights are fp8, else 16-bit).
-  decode step      roofline: max(bytes read / achieved bandwidth, FLOPs / achieved FLOP/s);
-                   bytes = the weights once + every active sequence's KV cache; FLOPs = batch ×
-                   (2·P_matmul + 4·L·c·a·d at context c). Tensor parallel t: each GPU reads 1/t
-                   and computes 1/t, plus two all-reduces per layer (Shoeybi et al. 2019 §3) of
-                   the tokens' 16-bit activations over the GPU-to-GPU link (Replica.allreduce_seconds).
+  decode step      per-operator roofline: the linear layers take max(weights read / achieved
+                   bandwidth, 2·P_matmul·batch / achieved FLOP/s), then attention max(KV bytes /
+                   bandwidth, 4·L·c·a·d·batch / FLOP/s): separate kernels, one after the other.
+                   A mixture of experts reads only the experts its tokens visit (experts_touched).
+                   Sliding-window layers keep and read only the window (memory.kv_layer_tokens).
+                   Tensor parallel t: each GPU reads 1/t and computes 1/t, plus two all-reduces
+                   per layer (Shoeybi et al. 2019 §3) of the tokens' 16-bit activations over the
+                   GPU-to-GPU link (Replica.allreduce_seconds).
   batch job        continuous batching at the largest batch the KV pool and the engine allow;
                    each request reserves input + output tokens (TensorRT-LLM's GUARANTEED_NO_EVICT
                    scheduler); the mean sequence holds input + output/2 tokens; prefill of every
                    prompt + decode steps of the batch: runtime = requests·prefill + requests·output/batch·step.
-  decode step      per operator: linear layers max(weights / BW, 2·P·batch / FLOP/s), then attention
-                   max(KV bytes / BW, its FLOPs / FLOP/s): separate kernels, one after the other.
+  calibration      the achieved fractions and the all-reduce constants are TensorRT-LLM's, fitted on
+                   its published H100 throughput (estimate/engines.py, benchmarks/calibrate_inference.py);
+                   benchmarks/validation_inference.py holds out the rest (docs/validation.md).
 """
 
 from __future__ import annotations
