@@ -83,3 +83,13 @@ def test_loss_input_errors(tmp_path, capsys, line, message):
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_diff_names_a_change_of_loss(tmp_path, capsys):
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(WORKLOADS, encoding="utf-8")
+    new.write_text(WORKLOADS.replace("{name: chunked, loss: chunked}", "{name: chunked, loss: fused}"),
+                   encoding="utf-8")
+    assert main(["diff", str(old), str(new)]) == 0
+    out = capsys.readouterr().out
+    assert "loss chunked → fused" in out
