@@ -184,8 +184,10 @@ def render(rs: list[Result] | None = None) -> str:
         "of the overview are run with an fp8 KV cache (with a 16-bit cache no bandwidth fraction up to 1 fits the "
         "long-output rows); its `kv_cache_free_gpu_mem_fraction` is the 0.90 default (the overview sometimes used "
         "0.95). Prefill and decode are summed: a model in which prompt tokens ride free in memory-bound decode "
-        "steps fitted the calibration rows worse. vLLM, SGLang and Hugging Face transformers take TensorRT-LLM's "
-        "fractions (their memory rules and batch limits are their own); the vLLM row checks that at batch 1.",
+        "steps fitted the calibration rows worse. vLLM and SGLang take TensorRT-LLM's fractions (their memory "
+        "rules and batch limits are their own; the vLLM row checks that at batch 1, and LMSYS measured SGLang's "
+        "offline throughput on par with TensorRT-LLM's); Hugging Face transformers' speed is refused (no "
+        "published measurement with stated settings).",
         "",
         f"Median |error|: **{median_abs(done):.1%}** over all {len(done)} rows computed, {median_abs(held):.1%} "
         f"over the {len(held)} held-out rows, {median_abs(fit):.1%} over the {len(fit)} calibration rows "

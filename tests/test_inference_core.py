@@ -88,6 +88,15 @@ def test_hf_has_no_pool_but_the_allocator_reserve():
     assert r.max_batch is None
 
 
+def test_hf_speed_is_refused_with_what_to_do_instead():
+    r = rep8b(engine="hf")
+    assert r.max_concurrency(1000, 500) > 0          # its memory is modelled
+    with pytest.raises(InferenceError, match="pilot"):
+        batch_job(r, requests=100, input_tokens=1000, output_tokens=500)
+    with pytest.raises(InferenceError, match="vllm, sglang or trt-llm"):
+        decode_step(r, batch=1, context=100)
+
+
 def test_decode_step_at_batch_one_reads_the_weights_once():
     r = rep8b()
     step = decode_step(r, batch=1, context=1000)

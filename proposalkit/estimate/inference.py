@@ -337,8 +337,16 @@ def decode_flops_per_token(model: ModelSpec, context: int) -> float:
     return 2 * matmul_params(model) + 4 * kv_layer_tokens(model, context) * attention_width(model)
 
 
+def _check_speed(rep: Replica) -> None:
+    if not rep.engine.speed_modelled:
+        raise InferenceError(
+            f"{rep.engine.name}: its speed is not modelled ({rep.engine.calibration}); measure a pilot run and "
+            "give its log (pilot:), or plan the job under vllm, sglang or trt-llm")
+
+
 def prefill(rep: Replica, input_tokens: int, batch: int = 1) -> Prefill:
     """The forward pass over `batch` prompts of `input_tokens`: compute bound, per GPU ÷ t."""
+    _check_speed(rep)
     _check_context(rep, input_tokens)
     flops = batch * prefill_flops_per_sequence(rep.model, input_tokens) / rep.tensor_parallel
     seconds = flops / rep.achieved_flops + rep.allreduce_seconds(batch * input_tokens)
@@ -348,6 +356,7 @@ def prefill(rep: Replica, input_tokens: int, batch: int = 1) -> Prefill:
 def decode_step(rep: Replica, batch: int, context: int) -> Step:
     """One decode iteration: `batch` sequences holding `context` tokens each generate one token.
     Per GPU, each operator on its own roofline (see Step)."""
+    _check_speed(rep)
     if batch < 1:
         raise ValueError(f"batch must be positive, got {batch}")
     m, t = rep.model, rep.tensor_parallel
