@@ -222,6 +222,10 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     is not counted apart: it is the first layer's input, already counted.
     LoRA adds each adapter's rank-r product x·A (e·s·b·r); QLoRA adds the one
     block matrix that bitsandbytes dequantizes to 16 bits for each matmul.
+    Selective checkpointing keeps what its policy saves and recomputes the
+    rest (checkpointing.py); activation offloading leaves a stash of saved
+    tensors on the GPU; context parallelism divides every per-token tensor
+    and the loss by cp, adding the ring attention's K/V blocks in flight.
     """
     if not model.has_architecture:
         return 0, (
@@ -254,8 +258,8 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
             core = attention_core_bytes(terms)
             return full - core, core, largest
         if ckpt == "selective":
-            return op_policy_saved_bytes(model, s * b, e, t, setup.flash_attention, layer_input, moe_layer) + lora, \
-                full, largest
+            saved = op_policy_saved_bytes(model, s * b, e, t, setup.flash_attention, layer_input, moe_layer)
+            return saved + lora, full, largest
         return full, 0, largest
 
     # A model with dense and MoE layers (DeepSeek's first_k_dense_replace) counts every layer at the larger kind.
