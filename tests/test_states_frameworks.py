@@ -85,3 +85,10 @@ def test_fsdp_under_pipeline_parallelism_keeps_the_stage_gathered(tmp_path, caps
     assert c["weights"] == 2 * stage                       # bf16 parameters, gathered
     assert c["gradients"] == 4 * stage + 4 * stage // 4    # unsharded fp32 + the fp32 shard after reduce-scatter
     assert c["optimizer"] == 12 * stage // 4               # fp32 master, m, v sharded over 4
+
+
+def test_framework_optimizers_keep_fp32_main_parameters_whatever_master_weights_says():
+    for impl, expected in (("megatron", 18), ("deepspeed-bf16", 20)):
+        setup = TrainingSetup(method="full", seq_len=1, precision="bf16", optimizer_impl=impl, master_weights=False)
+        m = training_memory(PARAMS_ONLY, setup, NONE)
+        assert Fraction(m.weights + m.gradients + m.optimizer, P) == expected

@@ -218,8 +218,10 @@ def zero3_gathered_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[Fracti
 def model_states(model: ModelSpec, setup: TrainingSetup) -> ModelStates:
     """Weights, gradients and optimizer states per GPU (device, paged, host), with their notes."""
     n, stage = setup.data_parallel, setup.zero_stage
-    mixed = setup.precision != "fp32" and setup.master_weights
-    pure = setup.precision != "fp32" and not setup.master_weights
+    # DeepSpeed's BF16_Optimizer and Megatron's Float16 optimizers always keep fp32 main parameters for
+    # 16-bit weights (OPTIMIZER_IMPLS): mixed precision whatever master_weights says.
+    mixed = setup.precision != "fp32" and (setup.master_weights or setup.optimizer_impl != "torch")
+    pure = setup.precision != "fp32" and not mixed
     paged_states = setup.optimizer in PAGED_OPTIMIZERS
     fsdp_pp = stage == 3 and setup.pipeline_parallel > 1 and n > 1
     notes: list[str] = []
