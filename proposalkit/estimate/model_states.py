@@ -11,11 +11,11 @@ Pure: no I/O. Called by memory.training_memory(); the mechanisms and their sourc
   to host memory when the GPU runs short; bitsandbytes' 32-bit optimizers keep fp32 states
   whatever the parameters' dtype (optim/optimizer.py Optimizer2State.init_state,
   optim_bits 32 → torch.float32).
-- Optimizer step in backward (torchtune optimizer_in_bwd, training/_optimizer_in_bwd /
+- Optimizer step in backward (torchtune optimizer_in_bwd, torchtune/training/memory.py
   register_optim_in_bwd_hooks: a post-accumulate-grad hook steps each parameter and frees its
   gradient): only one parameter's gradient lives at a time, the largest bounding it.
-- CPU offload (Ren et al. 2021, "ZeRO-Offload" §4.1: fp16 parameters stay on the GPU, fp32
-  master weights and Adam states on the CPU; DeepSpeed offload_param for stage 3 and PyTorch
+- CPU offload (Ren et al. 2021, "ZeRO-Offload" §3-4: fp16 parameters stay on the GPU; gradients,
+  fp32 master weights and Adam states on the CPU; DeepSpeed offload_param for stage 3 and PyTorch
   FSDP CPUOffload(offload_params=True): the parameter and gradient shards live on the CPU and are
   brought in one unit at a time).
 - Framework optimizer implementations (OPTIMIZER_IMPLS): DeepSpeed's BF16_Optimizer and
