@@ -158,8 +158,9 @@ def test_no_framework_changes_nothing(tmp_path, capsys):
 
 @pytest.mark.parametrize("framework, expected", [
     ("torchtunes", "unknown framework (got 'torchtunes', expected hf-trainer, torchtune, torchtitan, deepspeed, "
-                   "megatron, axolotl or llama-factory; did you mean 'torchtune'?)"),
-    ("vllm", "inference engine 'vllm' is not modelled yet"),
+                   "megatron, axolotl, llama-factory, vllm, sglang, trt-llm or hf; did you mean 'torchtune'?)"),
+    ("vllm", "an inference engine on a finetune workload (got 'vllm', expected a training framework: hf-trainer, "
+             "torchtune, torchtitan, deepspeed, megatron, axolotl, llama-factory)"),
 ])
 def test_a_framework_that_is_not_one_is_an_input_error(tmp_path, capsys, framework, expected):
     code, plan, err = _plan(tmp_path, capsys, "workloads:\n" + _workload("x", f"method: lora\nframework: {framework}\n"))
@@ -189,7 +190,8 @@ def test_the_schema_lists_the_frameworks(capsys):
     assert cli.main(["schema"]) == 0
     schema = json.loads(capsys.readouterr().out)
     enum = schema["$defs"]["Workload"]["properties"]["framework"]["anyOf"][0]["enum"]
-    assert enum == ["hf-trainer", "torchtune", "torchtitan", "deepspeed", "megatron", "axolotl", "llama-factory"]
+    assert enum == ["hf-trainer", "torchtune", "torchtitan", "deepspeed", "megatron", "axolotl", "llama-factory",
+                    "vllm", "sglang", "trt-llm", "hf"]
 
 
 @pytest.mark.parametrize("framework, loss", [

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..estimate.engines import ENGINES
+
 # Training frameworks a workload may name (CONTRACT.md, `framework`).
 TRAINING_FRAMEWORKS = ("hf-trainer", "torchtune", "torchtitan", "deepspeed", "megatron", "axolotl", "llama-factory")
-# Inference engines of the contract; accepted once their effect is modelled (issue 13). Until then a
-# workload naming one gets an input error saying so, never a field accepted that does nothing.
-INFERENCE_ENGINES: tuple[str, ...] = ()
-PLANNED_ENGINES = ("vllm", "sglang", "trt-llm", "hf")
+# Inference engines of the contract: their memory rule, batch limit and achieved fractions are
+# estimate/engines.py's (one home), applied by planning/inference.py.
+INFERENCE_ENGINES: tuple[str, ...] = ENGINES
+# Engines named by the contract but not modelled (none now): refused by name (schema._framework).
+PLANNED_ENGINES: tuple[str, ...] = ()
 FRAMEWORKS = TRAINING_FRAMEWORKS + INFERENCE_ENGINES
 
 TORCHTUNE = "pytorch/torchtune @ bd2a0fc7c"

@@ -442,9 +442,11 @@ class WorkloadFields(_Strict):
     concurrency: Concurrency | None = Field(None, description="Runs of this workload at once.")
     storage: Storage | None = None
     framework: Annotated[Literal[FRAMEWORKS], BeforeValidator(_framework)] | None = Field(
-        None, description="The software that will run it (hf-trainer, torchtune, torchtitan, deepspeed, megatron, "
-                          "axolotl, llama-factory): sets the defaults its standard recipe uses, each stated as an "
-                          "assumption with its source; the workload's own fields override them.")
+        None, description="The software that will run it: for training hf-trainer, torchtune, torchtitan, deepspeed, "
+                          "megatron, axolotl, llama-factory (sets the defaults its standard recipe uses, each stated "
+                          "as an assumption with its source; the workload's own fields override them); for inference "
+                          "the engine vllm, sglang, trt-llm or hf (its memory rule, batch limit and calibrated "
+                          "speed).")
 
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"

@@ -35,6 +35,10 @@ from .records import Candidate, InferencePlan, Settings, Throughput
 # (estimate/inference.py: NVLink within a node); the best latency a workload can reach is
 # quoted for replicas within a node of 8 GPUs (HGX A100/H100/H200 baseboards).
 NODE_GPUS = 8
+# The published measurements the engines' achieved fractions are fitted on (estimate/engines.py,
+# benchmarks/calibrate_inference.py; reference/inference.json rows TRT-*-H100-*).
+CALIBRATION = ("fitted on the TensorRT-LLM performance overview's H100 rows (trtllm-bench offline throughput, "
+               "perf-overview.md @00f37686)")
 
 
 def mode(w) -> str | None:
@@ -75,6 +79,10 @@ class _Option:
     batch: int
     plan: InferencePlan
     tokens_per_second: float | None
+
+
+def _source(e: Engine) -> str:
+    return f"{e.calibration}; {CALIBRATION}"
 
 
 def _memory(model, s: Settings, rep: Replica, batch: int, context: int):
@@ -146,7 +154,7 @@ def _batch(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
                                f"{job.runtime_seconds / SECONDS_PER_HOUR:,.2f} h per run "
                                f"({job.output_tokens_per_second:,.0f} output tokens/s)"))
     plan = InferencePlan(
-        mode="batch", engine=rep.engine.id, engine_source=rep.engine.calibration, tensor_parallel=t, replicas=1,
+        mode="batch", engine=rep.engine.id, engine_source=_source(rep.engine), tensor_parallel=t, replicas=1,
         batch=job.batch, max_concurrency=most, context=I + O, input_tokens=I, output_tokens=O, requests=w.requests,
         prefill_tokens_per_second=job.prefill_tokens_per_second,
         output_tokens_per_second=job.output_tokens_per_second,
@@ -173,7 +181,7 @@ def _rate(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
                               f"({targets})⌉ = {svc.replicas:,} replica{'s' if svc.replicas > 1 else ''} of {t} "
                               f"GPU{'s' if t > 1 else ''}"))
     plan = InferencePlan(
-        mode="rate", engine=rep.engine.id, engine_source=rep.engine.calibration, tensor_parallel=t,
+        mode="rate", engine=rep.engine.id, engine_source=_source(rep.engine), tensor_parallel=t,
         replicas=svc.replicas, batch=svc.concurrency, max_concurrency=svc.max_concurrency, context=I + O,
         input_tokens=I, output_tokens=O, requests=None,
         prefill_tokens_per_second=svc.prefill.tokens_per_second,
@@ -193,7 +201,7 @@ def _hours(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
     steps = _common_steps(rep, context, None, most)[:1]
     steps.append(_step_line(rep, step, "Decode step (full context)"))
     plan = InferencePlan(
-        mode="hours", engine=rep.engine.id, engine_source=rep.engine.calibration, tensor_parallel=rep.tensor_parallel,
+        mode="hours", engine=rep.engine.id, engine_source=_source(rep.engine), tensor_parallel=rep.tensor_parallel,
         replicas=1, batch=batch, max_concurrency=most, context=context, input_tokens=None, output_tokens=None,
         requests=None, prefill_tokens_per_second=prefill(rep, context).tokens_per_second,
         output_tokens_per_second=batch / step.seconds, ttft_ms=None, tpot_ms=step.seconds * 1e3,
@@ -283,7 +291,7 @@ def _impossible(lw, limits: list[tuple[float, str, str, int]]) -> None:
                 f"one decode step at batch 1 reads the weights and one sequence's KV cache in {ms:,.2f} ms")
         problems.append(Problem(lw.path, lw.field_line(name), f"workloads[{lw.index}].{name}",
                                 f"below what the GPUs can reach (got {target:g} ms, expected at least {ms:,.2f} ms: "
-                                f"{what} even on {t}× {gpu}, the fastest replica within a node)"))
+                                f"{what} even on {t}× {gpu}, the fastest replica tried within a node)"))
     if problems:
         raise InputError(problems)
 

@@ -67,6 +67,9 @@ PAPERS: tuple[tuple[str, str, str], ...] = (
     ("llm-foundry", r"llm-foundry",
      ("mosaicml/llm-foundry, scripts/train/benchmarking/README.md at commit 8c8dd48f: MFU and HFU of MPT "
       "training with and without activation checkpointing.")),
+    ("Little 1961", r"Little 1961|Little's law",
+     ("J. D. C. Little. A Proof for the Queuing Formula: L = λW. Operations Research 9(3):383–387, 1961. "
+      "(Requests in flight = arrival rate × time in the system.)")),
     ("Micikevicius et al. 2018", r"Micikevicius et al\.? 2018|fp32 master",
      ("P. Micikevicius, S. Narang, J. Alben, G. Diamos, E. Elsen, D. Garcia, B. Ginsburg, M. Houston, "
       "O. Kuchaiev, G. Venkatesh, H. Wu. Mixed Precision Training. ICLR 2018; arXiv:1710.03740.")),
@@ -85,6 +88,11 @@ PAPERS: tuple[tuple[str, str, str], ...] = (
     ("torchtitan", r"torchtitan",
      ("pytorch/torchtitan, torchtitan/models/llama/parallelize_llama.py at commit 82010c79: op-level "
       "selective activation checkpointing (every second matmul recomputed).")),
+    ("TensorRT-LLM performance overview", r"TensorRT-LLM performance overview",
+     ("NVIDIA/TensorRT-LLM, docs/source/performance/perf-overview.md at commit 00f37686aa85: "
+      "'Throughput Measurements', trtllm-bench offline throughput of Llama 3.1 8B, Llama 3.3 70B and "
+      "Llama 3.1 405B (FP8) on H100 and H200 (the inference engines' achieved fractions are fitted on the "
+      "H100 rows; docs/validation.md).")),
     ("Touvron et al. 2023", r"Touvron et al\.? 2023",
      ("H. Touvron, L. Martin, K. Stone, et al. Llama 2: Open Foundation and Fine-Tuned Chat Models. "
       "arXiv:2307.09288, 2023.")),

@@ -118,7 +118,7 @@ def _lora(v: dict | None) -> str:
 
 
 THROUGHPUT_SOURCES = {"pilot": "the pilot", "pilot-extrapolated": "the pilot, extrapolated",
-                      "flops": "FLOPs × MFU", "service": "service hours"}
+                      "flops": "FLOPs × MFU", "service": "service hours", "estimate": "the inference estimate"}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,232 @@
+"""Inference planned without a pilot, through the CLI: workload YAML → `proposalkit plan --format json`.
+
+Values computed by hand from published inputs:
+- Llama 3.1 8B (meta-llama/Llama-3.1-8B config.json): 32 layers, hidden 4,096, 32 heads, 8 KV heads of
+  128, vocabulary 128,256, untied: 8,030,261,248 parameters, of which 128,256 × 4,096 = 525,336,576 are
+  the input embedding (a lookup, no FLOPs): 7,504,924,672 in matrix multiplies; bf16 weights
+  8,030,261,248 × 2 = 16,060,522,496 bytes; KV cache 32 layers × 2 (K, V) × 8 × 128 × 2 bytes =
+  131,072 bytes per token.
+- H100 SXM (NVIDIA datasheet): 989 TFLOP/s dense bf16, 3.35 TB/s; PyTorch reports 79.11 GiB usable.
+- The engines' achieved fractions are the calibrated constants of proposalkit/estimate/engines.py
+  (fitted on TensorRT-LLM's published H100 throughput), imported by name.
+- vLLM's pool: gpu_memory_utilization 0.9 of the device for weights, workspace and KV cache
+  (vllm/engine/arg_utils.py); max_num_seqs 1,024 on a ≥ 70 GiB GPU other than an A100.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+
+import pytest
+
+from proposalkit.cli import main
+from proposalkit.estimate.engines import TRT_BANDWIDTH_FRACTION as BW_FRACTION
+from proposalkit.estimate.engines import TRT_COMPUTE_FRACTION_16BIT as FLOP_FRACTION
+
+MATMUL_PARAMS = 7_504_924_672
+WEIGHT_BYTES = 16_060_522_496
+KV_PER_TOKEN = 131_072
+LAYERS, ATTENTION_WIDTH = 32, 32 * 128
+H100_FLOPS, H100_BANDWIDTH, H100_USABLE = 989e12, 3.35e12, 79.11 * 2**30
+CUDA_CONTEXT = 2**30            # estimate/breakdown.py CUDA_CONTEXT_BYTES (PyTorch issue 107667)
+
+
+def plan(tmp_path, capsys, text: str):
+    path = tmp_path / "w.yaml"
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    code = main(["plan", str(path), "--format", "json"])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if code == 0 else None), err.replace(str(path), "FILE")
+
+
+def prefill_seconds(tokens: int) -> float:
+    """2·P·s + causal attention 2·L·s²·a·d FLOPs at the achieved 16-bit rate, one GPU."""
+    flops = 2 * MATMUL_PARAMS * tokens + 2 * LAYERS * tokens**2 * ATTENTION_WIDTH
+    return flops / (H100_FLOPS * FLOP_FRACTION)
+
+
+def step_seconds(batch: int, context: int) -> float:
+    """The weights' matmuls and attention, each the longer of its bytes ÷ bandwidth and FLOPs ÷ FLOP/s."""
+    bandwidth, flops = H100_BANDWIDTH * BW_FRACTION, H100_FLOPS * FLOP_FRACTION
+    linear = max(WEIGHT_BYTES / bandwidth, 2 * MATMUL_PARAMS * batch / flops)
+    attention = max(batch * context * KV_PER_TOKEN / bandwidth, batch * 4 * LAYERS * context * ATTENTION_WIDTH / flops)
+    return linear + attention
+
+
+BATCH_JOB = """\
+workloads:
+  - name: answers
+    kind: inference
+    model: llama-3.1-8b
+    requests: 10k
+    input_tokens: 1000
+    output_tokens: 256
+    gpu: h100-80gb
+    gpus: 1
+"""
+
+
+def test_a_batch_job_by_hand(tmp_path, capsys):
+    code, p, err = plan(tmp_path, capsys, BATCH_JOB)
+    assert code == 0, err
+    (w,) = p["workloads"]
+    i = w["inference"]
+    assert (i["mode"], i["engine"], i["replicas"], i["tensor_parallel"]) == ("batch", "vllm", 1, 1)
+    # The batch: what vLLM's pool holds of 1,000 + 256-token sequences (capped at 1,024 and 10,000
+    # requests). The pool is 0.9 × 79.11 GiB − 16.06 GB weights − workspace (one forward pass's
+    # activations + the CUDA context), so with a workspace between 1 and 3 GiB:
+    per_sequence = 1256 * KV_PER_TOKEN
+    pool_high = 0.9 * H100_USABLE - WEIGHT_BYTES - CUDA_CONTEXT
+    pool_low = pool_high - 2 * 2**30
+    batch = i["batch"]
+    assert i["max_concurrency"] == batch and i["context"] == 1256
+    assert pool_low // per_sequence <= batch <= pool_high // per_sequence
+    # TTFT: a lone prompt's prefill; TPOT: a decode step at the batch and the mean context 1,000 + 128.
+    ttft, tpot = prefill_seconds(1000), step_seconds(batch, 1128)
+    assert i["ttft_ms"] == pytest.approx(ttft * 1e3, rel=1e-4)
+    assert i["tpot_ms"] == pytest.approx(tpot * 1e3, rel=1e-4)
+    assert i["prefill_tokens_per_second"] == pytest.approx(1000 / ttft, rel=1e-4)
+    # runtime = requests × prefill + requests × output ÷ batch × step
+    runtime = 10_000 * ttft + 10_000 * 256 / batch * tpot
+    assert w["runtime_hours"] == pytest.approx(runtime / 3600, rel=1e-4)
+    assert w["tokens"] == 10_000 * 256
+    assert w["tokens_per_second"] == pytest.approx(10_000 * 256 / runtime, rel=1e-4)
+    assert i["output_tokens_per_second"] == pytest.approx(w["tokens_per_second"], rel=1e-4)
+    assert w["gpu_hours"] == pytest.approx(runtime / 3600 * 1, rel=1e-4)
+    assert w["gpu_hours_requested"] == pytest.approx(runtime / 3600 * 1.3, rel=1e-4)
+    assert w["throughput_source"] == "estimate"
+    labels = [d["label"] for d in i["derivation"]]
+    assert labels == ["KV cache", "Prefill", "Decode step", "Batch job"]
+
+
+def test_a_batch_cap_and_the_engine(tmp_path, capsys):
+    # batch: 64 caps the sequences at once; TensorRT-LLM's factors are the same calibrated ones.
+    code, p, err = plan(tmp_path, capsys, BATCH_JOB + "    batch: 64\n    framework: trt-llm\n")
+    assert code == 0, err
+    (w,) = p["workloads"]
+    i = w["inference"]
+    assert (i["batch"], i["engine"]) == (64, "trt-llm")
+    runtime = 10_000 * prefill_seconds(1000) + 10_000 * 256 / 64 * step_seconds(64, 1128)
+    assert w["runtime_hours"] == pytest.approx(runtime / 3600, rel=1e-4)
+
+
+def test_the_planner_chooses_the_fewest_gpu_hours(tmp_path, capsys):
+    code, p, err = plan(tmp_path, capsys, BATCH_JOB.replace("    gpu: h100-80gb\n    gpus: 1\n", ""))
+    assert code == 0, err
+    (w,) = p["workloads"]
+    fits = [a for a in w["alternatives"] if a["fits"]]
+    assert fits and all(a["gpu_hours_requested"] >= w["gpu_hours_requested"] for a in fits)
+
+
+SERVICE = """\
+workloads:
+  - name: chat
+    kind: inference
+    model: llama-3.1-8b
+    request_rate: {rate}
+    input_tokens: 1000
+    output_tokens: 32
+    ttft_ms: 100
+    tpot_ms: 100
+    hours: 720
+    gpu: h100-80gb
+    tensor_parallel: 1
+"""
+
+
+def test_a_service_sized_by_little_s_law(tmp_path, capsys):
+    # One replica at r requests/s prefills for a share u = r·p of its time (p: one prompt's
+    # prefill), so TTFT = p ÷ (1 − u). The TTFT target of 100 ms binds first: r ≤ (1 − p/0.1) ÷ p.
+    p = prefill_seconds(1000)
+    most = (1 - p / 0.1) / p
+    assert 30 < most < 40                       # ≈ 34 requests/s per replica
+    # At that rate the TPOT target holds: step ÷ (1 − u) with the requests in flight B = r × (TTFT +
+    # 32 × TPOT) (Little's law; mean context 1,000 + 16) is under 100 ms, and B fits vLLM's pool
+    # (≈ 450 sequences of 1,032 tokens).
+    u = most * p
+    batch = 1
+    for _ in range(50):
+        tpot = step_seconds(batch, 1016) / (1 - u)
+        batch = math.ceil(most * (p / (1 - u) + 32 * tpot))
+    assert tpot < 0.1 and batch < 100
+    rate = 50.0
+    replicas = math.ceil(rate / most)
+    assert replicas == 2
+    code, plan_json, err = plan(tmp_path, capsys, SERVICE.format(rate=rate))
+    assert code == 0, err
+    (w,) = plan_json["workloads"]
+    i = w["inference"]
+    assert (i["mode"], i["replicas"], i["tensor_parallel"]) == ("rate", replicas, 1)
+    assert w["gpu"]["count"] == replicas
+    assert w["runtime_hours"] == 720 and w["gpu_hours"] == pytest.approx(720 * replicas)
+    # Each replica carries 25 requests/s: TTFT and TPOT there, and the requests in flight.
+    r = rate / replicas
+    u = r * p
+    assert i["ttft_ms"] == pytest.approx(p / (1 - u) * 1e3, rel=1e-4)
+    step = step_seconds(i["batch"], 1016) / (1 - u)
+    assert i["tpot_ms"] == pytest.approx(step * 1e3, rel=1e-4)
+    assert i["batch"] == math.ceil(r * (i["ttft_ms"] + 32 * i["tpot_ms"]) / 1e3 - 1e-9)
+    assert i["ttft_ms"] <= 100 and i["tpot_ms"] <= 100
+    assert i["output_tokens_per_second"] == pytest.approx(rate * 32)
+    assert w["tokens"] == 0 and w["throughput_source"] == "service"
+
+
+def test_one_replica_when_the_load_is_light(tmp_path, capsys):
+    code, plan_json, err = plan(tmp_path, capsys, SERVICE.format(rate=1))
+    assert code == 0, err
+    (w,) = plan_json["workloads"]
+    assert (w["inference"]["replicas"], w["gpu"]["count"]) == (1, 1)
+
+
+def test_targets_no_gpu_reaches_say_what_is_achievable(tmp_path, capsys):
+    # On the pinned 1× h100-80gb: a lone prompt of 1,000 tokens takes p (above), and one decode step
+    # at batch 1 and context 1,016 reads 16.06 GB of weights and 1,016 × 131,072 B of KV.
+    text = SERVICE.format(rate=1).replace("ttft_ms: 100", "ttft_ms: 5").replace("tpot_ms: 100", "tpot_ms: 1")
+    code, _, err = plan(tmp_path, capsys, text)
+    assert code == 2
+    ttft, tpot = prefill_seconds(1000) * 1e3, step_seconds(1, 1016) * 1e3
+    assert err == (
+        f"FILE:8: workloads[0].ttft_ms: below what the GPUs can reach (got 5 ms, expected at least {ttft:,.2f} ms: "
+        f"a lone prompt of 1,000 tokens takes {ttft:,.1f} ms to prefill even on 1× h100-80gb, the fastest replica "
+        "tried within a node)\n"
+        f"FILE:9: workloads[0].tpot_ms: below what the GPUs can reach (got 1 ms, expected at least {tpot:,.2f} ms: "
+        f"one decode step at batch 1 reads the weights and one sequence's KV cache in {tpot:,.2f} ms even on "
+        "1× h100-80gb, the fastest replica tried within a node)\n")
+
+
+def test_a_service_by_hours_is_checked_against_the_kv_pool(tmp_path, capsys):
+    # vLLM's pool on one a100-40gb (39.39 GiB usable): 0.9 × 39.39 GiB − 16.06 GB − workspace holds
+    # 18-19 sequences of 8,000 tokens (1.05 GB each), so batch 16 is served and 24 is not.
+    text = """\
+    workloads:
+      - name: svc
+        kind: inference
+        model: llama-3.1-8b
+        context: 8000
+        batch: {batch}
+        hours: 100
+        gpu: a100-40gb
+        gpus: 1
+    """
+    code, p, err = plan(tmp_path, capsys, text.format(batch=16))
+    assert code == 0, err
+    i = p["workloads"][0]["inference"]
+    pool_high = 0.9 * 39.39 * 2**30 - WEIGHT_BYTES - CUDA_CONTEXT
+    assert pool_high // (8000 * KV_PER_TOKEN) - 2 <= i["max_concurrency"] <= pool_high // (8000 * KV_PER_TOKEN)
+    assert (i["mode"], i["batch"], i["ttft_ms"]) == ("hours", 16, None)
+    assert p["workloads"][0]["gpu_hours"] == 100
+    code, _, err = plan(tmp_path, capsys, text.format(batch=24))
+    assert code == 1
+    assert "svc" in err and "a100-40gb" in err
+
+
+def test_the_example_requests_plan(capsys):
+    """workloads/inference/evaluation.yaml: the README's figures (a regression pin of the example)."""
+    assert main(["plan", "workloads/inference/evaluation.yaml", "--format", "json"]) == 0
+    batch, service = json.loads(capsys.readouterr().out)["workloads"]
+    assert (batch["gpu"]["type"], batch["gpu"]["count"]) == ("h200", 2)
+    assert round(batch["runtime_hours"], 1) == 12.4 and round(batch["gpu_hours_requested"], 1) == 32.1
+    assert (service["inference"]["replicas"], service["inference"]["tensor_parallel"]) == (3, 2)
+    assert service["inference"]["ttft_ms"] < 1000 and service["inference"]["tpot_ms"] < 50
