@@ -123,7 +123,16 @@ def _step_line(rep: Replica, step, label: str) -> tuple[str, str]:
     """A decode step: the bytes it reads ÷ the achieved bandwidth, operator by operator (the weights'
     matrix multiplies, then attention over the KV cache), each the longer of memory and compute time."""
     achieved = rep.achieved_bandwidth
-    kv = step.bytes_read - rep.weights_bytes
+    kv, weights = step.kv_bytes_read, step.weights_bytes_read
+    per_sequence = rep.kv_bytes_per_sequence(step.context)
+    if per_sequence == step.context * rep.kv_bytes_per_token:
+        kv_text = f"{step.batch:,} × {step.context:,} × {rep.kv_bytes_per_token:,} B"
+    else:   # sliding-window layers keep only the window (estimate/memory.kv_layer_tokens)
+        kv_text = (f"{step.batch:,} × {per_sequence:,} B ({rep.model.sliding_window_layers} of {rep.model.layers} "
+                   f"layers keep only {rep.model.sliding_window:,} tokens)")
+    weights_text = (f"{weights / GB:,.2f} GB weights" if weights == rep.weights_bytes else
+                    f"{weights / GB:,.2f} GB of the {rep.weights_bytes / GB:,.2f} GB weights (the experts "
+                    f"{step.batch:,} token{'s' if step.batch > 1 else ''} visit{'' if step.batch > 1 else 's'})")
 
     def part(name: str, nbytes: float, seconds: float) -> str:
         memory = nbytes / achieved
@@ -132,10 +141,10 @@ def _step_line(rep: Replica, step, label: str) -> tuple[str, str]:
         return f"{name} {_ms(seconds)}"
 
     comm = step.seconds - step.linear_seconds - step.attention_seconds
-    text = (f"batch {step.batch:,} at {step.context:,} tokens reads {rep.weights_bytes / GB:,.2f} GB weights + "
-            f"{step.batch:,} × {step.context:,} × {rep.kv_bytes_per_token:,} B = {kv / GB:,.2f} GB KV per GPU; "
+    text = (f"batch {step.batch:,} at {step.context:,} tokens reads {weights_text} + "
+            f"{kv_text} = {kv / GB:,.2f} GB KV per GPU; "
             f"at {rep.gpu.memory_bandwidth / 1e12:,.3g} TB/s × {rep.engine.bandwidth_fraction:g} = "
-            f"{achieved / 1e12:,.3g} TB/s: {part('weights', rep.weights_bytes, step.linear_seconds)} + "
+            f"{achieved / 1e12:,.3g} TB/s: {part('weights', weights, step.linear_seconds)} + "
             f"{part('KV', kv, step.attention_seconds)}"
             + (f" + all-reduce {_ms(comm)}" if rep.tensor_parallel > 1 else "")
             + f" = {_ms(step.seconds)} per step")
