@@ -163,10 +163,13 @@ def render(rs: list[Result] | None = None) -> str:
         "proposalkit's inference model (`proposalkit/estimate/inference.py`) against published measurements: "
         "every row of the project's reference data (`reference/inference.json`) and the rows marked *added* in "
         "`tests/data/validation_inference.yaml` (the same TensorRT-LLM table's Llama-3.3-70B and Llama-3.1-405B "
-        "rows left out of the reference data, and one vLLM measurement). Offline rows are batch jobs "
-        "(`batch_job`) with the request count the benchmark used; fixed-batch rows a static batch of that size; "
-        "first-token rows the prefill of one prompt; the vLLM row one decode step. All count output tokens "
-        "(trtllm-bench, MLPerf and vLLM's benchmark do).",
+        "rows left out of the reference data, and one vLLM measurement). "
+        + ("Each row is an ordinary workload file (`benchmarks/validation/inference/`) planned with `proposalkit "
+           "plan FILE --format json`; the figure is read from the plan's `inference` block. " if through_cli() else
+           "Each row is computed through `proposalkit.estimate.inference`. ")
+        + "Offline rows are batch jobs with the request count the benchmark used; fixed-batch rows a batch of that "
+        "size; first-token rows one prompt (its TTFT); the vLLM row one request (1 / its TPOT). All count output "
+        "tokens (trtllm-bench, MLPerf and vLLM's benchmark do).",
         "",
         "### Calibration",
         "",
