@@ -27,7 +27,8 @@ from .checkpointing import (
 )
 from .loss import FP32_BYTES, loss_note, loss_peak_bytes
 from .shapes import (
-    ModelSpec, expert_ffn_hidden, is_mla, is_moe, largest_linear_params, mlp_matrices, moe_layer_count,
+    ModelSpec, expert_ffn_hidden, is_mla, is_moe, largest_linear_params, linear_weight_params, mlp_matrices,
+    moe_layer_count,
     projection_widths, require_architecture, routed_experts, shared_expert_ffn_hidden,
 )
 
@@ -45,6 +46,23 @@ SOFTMAX_STATISTICS_BYTES = 4
 # Mixture-of-experts router probabilities are computed in fp32 (Mixtral's HF
 # implementation applies softmax with dtype=torch.float).
 ROUTER_PROBABILITY_BYTES = 4
+
+# torch.autocast over fp32 parameters (Hugging Face Trainer AMP): the residual stream stays fp32 (the
+# embeddings are fp32, and adding a 16-bit sublayer output to it promotes, PyTorch type promotion), the
+# norms run in fp32 (layer_norm is on autocast's float32 list; transformers' LlamaRMSNorm @ d0fed636
+# computes in fp32 and returns its fp32 input's dtype), so each norm saves a 4-byte input; every linear
+# fed by a norm casts that fp32 output to its own saved 16-bit copy (linear is on autocast's lower-precision
+# list; a non-leaf cast is not cached, PyTorch docs "Automatic Mixed Precision package - torch.amp").
+AUTOCAST_RESIDUAL_BYTES = FP32_BYTES
+# Linears each norm's output feeds, one 16-bit copy each: q, k, v (transformers' BertSelfAttention and
+# LlamaAttention @ d0fed636 keep three nn.Linear; a fused qkv matrix casts once, so this bounds it).
+AUTOCAST_QKV_COPIES = 3
+# Autocast caches the 16-bit cast of each fp32 leaf weight it feeds to a lower-precision op until the
+# outermost autocast region exits, whatever the grad mode (pytorch/pytorch aten/src/ATen/autocast_mode.cpp
+# cached_cast: can_try_cache for an fp32 leaf that requires grad, no grad-mode condition): at the forward's
+# end every block linear's and the output projection's 16-bit copy is live (2 B per cast weight in fp16/bf16).
+# It coexists with the fp32 gradients under gradient accumulation (not freed between micro-batches), which
+# the workload format does not state: counted, since an under-estimate is the worst error.
 
 # Inference attention kernels: flash (FlashAttention), sdpa (PyTorch scaled_dot_product_attention,
 # which runs a flash or memory-efficient kernel for 16-bit inputs), eager (matmul + softmax).
@@ -69,6 +87,7 @@ def activation_terms_per_layer(
     bytes_per_value: int = 2,
     moe_layer: bool = True,
     softmax_fp32: bool = False,
+    autocast_fp32_params: bool = False,
 ) -> dict[str, Fraction]:
     """Bytes one transformer layer stores for the backward pass, term by term.
 
@@ -121,17 +140,21 @@ def activation_terms_per_layer(
     MLP inner activations by t; the norms, the QKV/MLP inputs and the masks
     are split only with sequence parallelism (eq. 2 vs Table 2), so with
     sequence parallelism the whole layer is divided by t.
+    autocast_fp32_params: 16-bit compute by autocast over fp32 parameters
+    (Hugging Face Trainer AMP): autocast_terms() gives the tensors autocast
+    leaves in fp32 and the 16-bit copies it makes.
     """
     require_architecture(model, "activation memory")
     check_positive(seq_len, "seq_len")
     check_positive(micro_batch, "micro_batch")
     check_positive(tensor_parallel, "tensor_parallel")
     return _terms(model, seq_len, micro_batch, flash_attention, tensor_parallel, sequence_parallel,
-                  bytes_per_value, moe_layer, softmax_fp32)
+                  bytes_per_value, moe_layer, softmax_fp32, autocast_fp32_params)
 
 
 def _terms(model: ModelSpec, s: int, b: int, flash_attention: bool, tensor_parallel: int,
-           sequence_parallel: bool, e: int, moe_layer: bool, softmax_fp32: bool = False) -> dict[str, Fraction]:
+           sequence_parallel: bool, e: int, moe_layer: bool, softmax_fp32: bool = False,
+           autocast_fp32_params: bool = False) -> dict[str, Fraction]:
     """activation_terms_per_layer() without its checks (training_memory has made them)."""
     h, a = model.hidden, model.heads
     q_width, k_width, v_width, o_width = projection_widths(model)
@@ -177,7 +200,34 @@ def _terms(model: ModelSpec, s: int, b: int, flash_attention: bool, tensor_paral
         terms["shared expert output"] = e * sb * h * split
     if model.dropout:
         terms["dropout masks"] = 2 * MASK_BYTES * sb * h * replicated
+    if autocast_fp32_params and e < FP32_BYTES:
+        terms.update(autocast_terms(model, sb, e, replicated))
     return terms
+
+
+def autocast_terms(model: ModelSpec, sb: int, e: int, replicated: Fraction) -> dict[str, Fraction]:
+    """The terms of _terms() that autocast over fp32 parameters stores at other sizes, per layer.
+
+    The norms' inputs are the fp32 residual stream (4 B each, not e); the
+    attention projections each save their own e-byte cast of the fp32 norm
+    output (AUTOCAST_QKV_COPIES, not one shared e-byte input; MLA's latent
+    path is left at one); the MLP's input projections likewise (gate and up
+    of a gated MLP: 2, plain: 1), also where one norm feeds attention and
+    MLP. Everything computed by a 16-bit op stays e bytes: q, k, v, the
+    o_proj input, the MLP inner tensors (GELU/SiLU are on neither autocast
+    list and run in their input's 16-bit dtype); the scores are counted by
+    softmax_fp32 (a mask added in the parameters' fp32 dtype, as BERT's
+    extended attention mask, promotes them to fp32 before the fp32 softmax,
+    which saves its output, as counted). Per token and layer, for BERT
+    (two norms, plain MLP): 2·4 + 3·e + e = 8 + 4e bytes · h against the
+    16-bit count's 2·e + e + e = 4e: 16 · h against 8 · h in fp16.
+    """
+    h = model.hidden
+    qkv_copies = 1 if is_mla(model) else AUTOCAST_QKV_COPIES
+    mlp_copies = 2 if mlp_matrices(model) == 3 else 1
+    return {"norm inputs": model.norms_per_layer * AUTOCAST_RESIDUAL_BYTES * sb * h * replicated,
+            "qkv input": qkv_copies * e * sb * h * replicated,
+            "mlp input": mlp_copies * e * sb * h * replicated}
 
 
 def activation_bytes_per_layer(
@@ -233,6 +283,8 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
             "give layers, hidden, heads and vocab to include them",
         )
     e = 4 if setup.precision == "fp32" else 2
+    autocast = setup.autocast_fp32_params and e < FP32_BYTES
+    residual = AUTOCAST_RESIDUAL_BYTES if autocast else e   # the layer inputs: the fp32 stream under autocast
     cp = setup.context_parallel
     # Context parallelism (torchtitan, ring attention) gives each GPU s/cp of the sequence's tokens:
     # every per-token activation, and the loss, divided by cp (input/loading.py requires FlashAttention).
@@ -242,13 +294,13 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     split = exact(1, t)
     replicated = split if sp else 1
     ckpt = setup.activation_checkpointing
-    layer_input = e * s * b * h * replicated
+    layer_input = residual * s * b * h * replicated
     lora = (lora_activation_bytes_per_layer(model, setup.lora or default_lora(model), s * b, e, t)
             if setup.method in ("lora", "qlora") else 0)
 
     def layer_kinds(moe_layer: bool) -> tuple:
         """(kept for backward, transient while recomputed, largest saved tensor) of one layer of this kind."""
-        terms = _terms(model, s, b, setup.flash_attention, t, sp, e, moe_layer, setup.softmax_fp32)
+        terms = _terms(model, s, b, setup.flash_attention, t, sp, e, moe_layer, setup.softmax_fp32, autocast)
         full = sum(terms.values()) + lora
         widest = max(projection_widths(model)[0], model.ffn_hidden, expert_ffn_hidden(model) if moe_layer else 0)
         largest = max(layer_input, e * s * b * widest * split)
@@ -297,7 +349,8 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     # (Korthikanti §4.3: 2·e·sbh/t), then the loss peaks while every saved activation is still live; a
     # checkpointed layer is recomputed later, in the backward, after the loss's buffers are freed, so
     # the two transients are compared, not added (the larger of the phases).
-    head_inputs = (1 if setup.loss == "fused" else 2) * e * s * b * h * replicated
+    # Under autocast the final norm's input is the fp32 residual stream; the LM head saves its 16-bit cast.
+    head_inputs = (residual + (0 if setup.loss == "fused" else e)) * s * b * h * replicated
     loss = loss_peak_bytes(setup.loss, s * b, h, v, e, t)
     if p == 1:
         total = stage(1) + embedding_masks + head_inputs + max(loss, recompute)
@@ -306,12 +359,24 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
         last = stage(1) + head_inputs + max(loss, recompute)
         total = max(first, last)
     total += dequantized
+    if autocast:
+        # The cast copies of the busiest stage's block weights and of the output projection (tied or not).
+        cast_weights = linear_weight_params(model) * exact(layers_per_stage, model.layers) + v * h
+        total += exact(e * cast_weights, t)
 
     notes = _training_notes(model, setup.method, e, ckpt, setup.flash_attention,
                             p, t, sp, layers_per_stage, len(kinds) > 1, setup.loss, setup.softmax_fp32)
     notes += _mechanism_notes(model, ckpt, setup.selective_policy, setup.activation_offload, cp, e, s * b)
+    if autocast:
+        notes += (AUTOCAST_NOTE,)
     return ceil(total), notes
 
+
+AUTOCAST_NOTE = ("autocast over fp32 parameters (Hugging Face Trainer AMP): the residual stream and the norms' "
+                 "inputs stay fp32 (4 bytes), and each linear fed by a norm (q, k, v; the MLP's input projections) "
+                 "saves its own 16-bit copy of that input (PyTorch torch.amp autocast op lists, type promotion); "
+                 "autocast's cached 16-bit copies of the weights (2 bytes per block and output-projection weight) "
+                 "live to the forward's end, beside the fp32 gradients under gradient accumulation")
 
 _CHECKPOINTING = {False: "no activation checkpointing",
                   True: "full activation checkpointing (layer inputs + one layer recomputed)",

@@ -105,6 +105,9 @@ class TrainingSetup:
     # Without FlashAttention, the softmax runs in fp32 (eager PyTorch under autocast, transformers'
     # eager attention); False: a fused 16-bit softmax kernel (Megatron-LM), Korthikanti's count.
     softmax_fp32: bool = True
+    # 16-bit compute by torch.autocast over fp32 parameters (Hugging Face Trainer's fp16/bf16 AMP): each
+    # saved activation at the dtype autocast gives it (activations.autocast_terms); a framework preset sets it.
+    autocast_fp32_params: bool = False
 
 
 @dataclass(frozen=True)

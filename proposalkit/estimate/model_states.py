@@ -65,11 +65,12 @@ OPTIMIZER_IMPLS = ("torch", "deepspeed-bf16", "megatron")
 # torch.autocast with fp32 parameters (Hugging Face Trainer's bf16/fp16 AMP) holds the same 16 bytes split
 # 4 (fp32 weights) + 4 (fp32 gradients) + 8 (moments). Autocast also caches the 16-bit copy of each weight
 # it casts and matmul saves it for backward (PyTorch autocast docs, cache_enabled), 2 B/param at the end
-# of a forward without checkpointing; the fp32 gradients then exist only under gradient accumulation
-# (zero_grad sets them to None), so the 16 bytes bound the step without accumulation: stated, not added.
+# of a forward; the fp32 gradients then exist only under gradient accumulation (zero_grad sets them to None
+# otherwise); activations.py counts the copies where autocast runs over fp32 parameters.
 AMP_NOTE = ("; with fp32 parameters under autocast (Hugging Face Trainer AMP) the same 16 bytes are 4 + 4 + 8, "
-            "and autocast's 16-bit weight copies saved for backward (2 bytes/parameter without checkpointing) "
-            "are not counted: they coincide with the fp32 gradients only under gradient accumulation")
+            "and autocast's 16-bit weight copies (2 bytes/parameter, beside the fp32 gradients under gradient "
+            "accumulation) are counted with the activations where the framework runs autocast over fp32 parameters "
+            "(hf-trainer, llama-factory full fine-tunes)")
 
 
 # bitsandbytes pages a state only for a parameter of at least 1e5 values; smaller ones get ordinary

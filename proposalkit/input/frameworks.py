@@ -165,6 +165,19 @@ def softmax_fp32(workload) -> tuple[bool | None, str | None]:
     return None, None
 
 
+# Frameworks whose full fine-tune runs 16-bit compute as torch.autocast over fp32 parameters: the Hugging
+# Face Trainer (TrainingArguments fp16/bf16: torch.amp autocast, the model's parameters left in fp32) and
+# LLaMA-Factory, which trains through it with its trainable parameters upcast to fp32
+# (cast_trainable_params_to_fp32, above).
+AUTOCAST_FRAMEWORKS = ("hf-trainer", "llama-factory")
+
+
+def autocast_fp32_params(workload) -> bool:
+    """Whether the framework runs its 16-bit compute under autocast with fp32 parameters (the planner applies
+    it to full fine-tunes with mixed_precision true; LoRA's frozen base weights are 16-bit)."""
+    return workload.kind != "inference" and workload.framework in AUTOCAST_FRAMEWORKS
+
+
 def optimizer_impl(workload, precision: str) -> tuple[str, str | None]:
     """(the optimizer implementation the framework runs, an assumption stating it or None)."""
     name = workload.framework

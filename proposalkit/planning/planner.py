@@ -132,6 +132,7 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
         optimizer_impl=impl,
         **({"selective_policy": policy} if policy else {}),
         **({"softmax_fp32": softmax32} if softmax32 is not None else {}),
+        autocast_fp32_params=frameworks.autocast_fp32_params(w),
     )
 
 
