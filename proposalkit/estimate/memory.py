@@ -217,6 +217,7 @@ def _validate_training(model: ModelSpec, setup: TrainingSetup) -> None:
         raise ValueError(f"offload.params: the parameters are offloaded only with full sharding (zero_stage 3), "
                          f"got zero_stage {setup.zero_stage}")
     if setup.optimizer_impl == "deepspeed-bf16" and setup.zero_stage >= 2:
+        # stage 1 only with DeepSpeed's data_types.grad_accum_dtype fp32 (runtime/engine.py); frameworks.py applies it at 0
         raise ValueError("optimizer_impl: DeepSpeed's BF16_Optimizer runs at ZeRO stage 0 or 1 "
                          f"(got zero_stage {setup.zero_stage})")
     if setup.lora is not None:

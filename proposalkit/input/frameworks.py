@@ -139,8 +139,11 @@ NOTES: dict[str, tuple[str, ...]] = {
 # Optimizer implementations a framework runs in place of torch.optim (estimate/model_states.py
 # OPTIMIZER_IMPLS), with the condition and the source; not a workload field.
 OPTIMIZER_IMPL_SOURCES = {
-    "deepspeed-bf16": "DeepSpeed's BF16_Optimizer with bf16 at ZeRO stage 0-1 (deepspeed/runtime/bf16_optimizer.py): "
-                      "an fp32 gradient accumulation buffer of the whole replica beside the bf16 gradients",
+    "deepspeed-bf16": "DeepSpeed's BF16_Optimizer with bf16 at ZeRO stage 0 (deepspeed/runtime/bf16_optimizer.py): "
+                      "an fp32 gradient accumulation buffer of the whole replica beside the bf16 gradients; at "
+                      "stages 1-3 DeepSpeed's ZeRO optimizers with bf16 gradients (microsoft/DeepSpeed @ "
+                      "4be8df721 runtime/engine.py get_data_types: grad_accum_dtype is bf16 under ZeRO unless "
+                      "data_types.grad_accum_dtype is set; _do_optimizer_sanity_check)",
     "megatron": f"Megatron-LM's fp32 main gradients ({MEGATRON} megatron/training/arguments.py: "
                 "accumulate_allreduce_grads_in_fp32 for bf16; docs/distrib_optimizer.md)",
 }
@@ -183,7 +186,12 @@ def optimizer_impl(workload, precision: str) -> tuple[str, str | None]:
     name = workload.framework
     if workload.kind == "inference" or name is None:
         return "torch", None
-    if name == "deepspeed" and precision == "bf16" and workload.zero_stage in (None, 0, 1):
+    # DeepSpeed picks BF16_Optimizer for bf16 without ZeRO (stage 0), where grad_accum_dtype defaults to fp32;
+    # under ZeRO it defaults to bf16 and the ZeRO optimizer runs (microsoft/DeepSpeed @ 4be8df721, 2023-01,
+    # runtime/engine.py get_data_types and _do_optimizer_sanity_check; BF16_Optimizer at stage 1 only with
+    # data_types.grad_accum_dtype fp32, which the workload format does not express). With zero_stage unset the
+    # planner's search applies it at stage 0 only (planning/search.py memory_of).
+    if name == "deepspeed" and precision == "bf16" and workload.zero_stage in (None, 0):
         impl = "deepspeed-bf16"
     elif name == "megatron" and precision in ("bf16", "fp16"):
         impl = "megatron"

@@ -7,6 +7,14 @@ from ..estimate.precision import PAGED_OPTIMIZERS
 
 STATE_FIELDS = ("mixed_precision", "optimizer_in_backward", "offload")
 
+# Frameworks whose optimizer always keeps fp32 main parameters for 16-bit weights and steps once after the whole
+# backward, over a gradient buffer of every parameter: DeepSpeed (microsoft/DeepSpeed @ 38327e07
+# deepspeed/runtime/zero/stage_1_and_2.py single_partition_of_fp32_groups, zero/stage3.py
+# fp32_partitioned_groups_flat, bf16_optimizer.py fp32_groups_flat_partition; the step in engine.step()) and
+# Megatron-LM (NVIDIA/Megatron-LM @ d98e8a64d megatron/core/optimizer/optimizer.py Float16OptimizerWithFloat16Params
+# fp32 main params; @ 0e9fcc1d megatron/core/distributed/param_and_grad_buffer.py: one contiguous grad buffer).
+FP32_MAIN_FRAMEWORKS = {"deepspeed": "DeepSpeed (its ZeRO and BF16 optimizers)", "megatron": "Megatron-LM"}
+
 
 def state_rules(workload) -> list[tuple[tuple, str]]:
     """(path, message) for each problem of the model-state fields of one workload."""
@@ -24,6 +32,16 @@ def state_rules(workload) -> list[tuple[tuple, str]]:
         problems.append((("offload", "optimizer"), f"a paged optimizer ({workload.optimizer}) already pages its states "
                                                    "to host memory (expected offload.optimizer or a paged optimizer, "
                                                    "not both)"))
+    owner = FP32_MAIN_FRAMEWORKS.get(workload.framework)
+    if owner and workload.mixed_precision is False:
+        problems.append((("mixed_precision",), f"{owner} keeps fp32 main weights for 16-bit parameters (got "
+                                               f"mixed_precision: false with framework {workload.framework}, "
+                                               "expected true or nothing)"))
+    if owner and workload.optimizer_in_backward:
+        problems.append((("optimizer_in_backward",), f"{owner} steps after the whole backward, over a gradient "
+                                                     "buffer of every parameter (got optimizer_in_backward with "
+                                                     f"framework {workload.framework}, expected false or nothing; "
+                                                     "the step in backward is torchtune's optimizer_in_bwd)"))
     if workload.mixed_precision is not None and workload.precision == "fp32":
         problems.append((("mixed_precision",), "fp32 training has no 16-bit compute to mix (got precision fp32, "
                                                "expected mixed_precision with bf16 or fp16, or leave it out)"))

@@ -62,11 +62,16 @@ def memory_of(model: ModelSpec, w, s: Settings, count: int, zero_stage: int | No
                           loss=s.loss,
                           master_weights=s.mixed_precision, optimizer_in_backward=s.optimizer_in_backward,
                           offload_optimizer=s.offload_optimizer, offload_params=s.offload_params,
-                          optimizer_impl=s.optimizer_impl, selective_policy=s.selective_policy,
+                          optimizer_impl=_impl_at(s.optimizer_impl, zero_stage), selective_policy=s.selective_policy,
                           activation_offload=s.activation_offload, context_parallel=s.context_parallel,
                           softmax_fp32=s.softmax_fp32,
                           autocast_fp32_params=s.autocast_fp32_params and method == "full" and s.mixed_precision)
     return training_memory(model, setup, DEFAULT_OVERHEAD)
+
+
+def _impl_at(impl: str, zero_stage: int | None) -> str:
+    """DeepSpeed runs BF16_Optimizer without ZeRO only; at stages 1-3 its ZeRO optimizers (input/frameworks.py)."""
+    return "torch" if impl == "deepspeed-bf16" and zero_stage else impl
 
 
 def pilot_sized(model: ModelSpec, w) -> bool:
@@ -101,8 +106,6 @@ def _fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict
     stages = [s.zero_stage] if s.zero_stage is not None else ([0, 1, 2, 3] if dp > 1 else [0])
     if s.zero_stage is None and s.offload_params:
         stages = [3]            # parameters are offloaded only under full sharding
-    elif s.zero_stage is None and s.optimizer_impl == "deepspeed-bf16":
-        stages = [0]            # BF16_Optimizer shards its optimizer states itself (ZeRO stages 0-1)
     ckpts = [s.activation_checkpointing] if s.activation_checkpointing is not None else [False, True]
     smallest = None
     for ckpt in ckpts:

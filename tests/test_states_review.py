@@ -1,0 +1,86 @@
+"""Framework optimizers as they run, through `proposalkit plan` (review of issue 12's model states).
+
+- DeepSpeed picks BF16_Optimizer (bf16 .grad + an fp32 gradient buffer of the whole replica) only without
+  ZeRO: under ZeRO, grad_accum_dtype defaults to bf16 and DeepSpeedZeroOptimizer runs (microsoft/DeepSpeed
+  @ 4be8df721 deepspeed/runtime/engine.py get_data_types, _do_optimizer_sanity_check). At ZeRO stage 1 over
+  d GPUs: bf16 weights 2 + bf16 gradients 2 (whole) + (fp32 master 4 + Adam m, v 8) / d.
+- DeepSpeed and Megatron-LM keep fp32 main parameters and step after the whole backward over a gradient
+  buffer of every parameter: mixed_precision: false and optimizer_in_backward are refused under them.
+Llama 3.1 8B: 8,030,261,248 parameters (meta-llama/Llama-3.1-8B safetensors total).
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from proposalkit import cli
+
+P = 8_030_261_248
+
+WORKLOAD = """\
+workloads:
+  - name: w
+    kind: finetune
+    method: full
+    model: llama-3.1-8b
+    tokens: 10M
+    seq_len: 2048
+    gpus: 8
+    activation_checkpointing: true
+"""
+
+
+def _run(tmp_path, capsys, extra: str):
+    path = tmp_path / "w.yaml"
+    path.write_text(WORKLOAD + textwrap.indent(textwrap.dedent(extra).strip(), "    ") + "\n", encoding="utf-8")
+    code = cli.main(["plan", str(path), "--format", "json"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("stage", ["", "zero_stage: 1"])
+def test_deepspeed_zero_1_runs_the_zero_optimizer_with_bf16_gradients(tmp_path, capsys, stage):
+    # Before: BF16_Optimizer at stage 1 (2 + 4 B/param of gradients), and with zero_stage unset only stage 0
+    # was tried: 8B on 8 H100s 'did not fit' (86.8 GiB) and was sent to 32 GPUs.
+    code, out, err = _run(tmp_path, capsys, f"gpu: h100-80gb\nframework: deepspeed\n{stage}")
+    assert code == 0, err
+    (w,) = json.loads(out)["workloads"]
+    components = w["memory"]["components"]
+    assert w["settings"]["zero_stage"] == 1
+    assert components["weights"] == 2 * P
+    assert components["gradients"] == 2 * P
+    assert components["optimizer"] == 12 * P // 8
+
+
+def test_deepspeed_without_zero_keeps_bf16_optimizer_buffer(tmp_path, capsys):
+    # stage 0: BF16_Optimizer, 2 (bf16 .grad) + 4 (fp32 buffer) B/param of gradients, its own ZeRO-1 of the states
+    code, out, err = _run(tmp_path, capsys, "gpu: h200\nframework: deepspeed\nzero_stage: 0")
+    assert code == 0, err
+    (w,) = json.loads(out)["workloads"]
+    assert w["memory"]["components"]["gradients"] == 6 * P
+    assert w["memory"]["components"]["optimizer"] == 12 * P // 8
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("framework: megatron\noptimizer_in_backward: true",
+     "workloads[0].optimizer_in_backward: Megatron-LM steps after the whole backward, over a gradient buffer of "
+     "every parameter (got optimizer_in_backward with framework megatron, expected false or nothing; the step in "
+     "backward is torchtune's optimizer_in_bwd)"),
+    ("framework: deepspeed\noptimizer_in_backward: true",
+     "workloads[0].optimizer_in_backward: DeepSpeed (its ZeRO and BF16 optimizers) steps after the whole backward"),
+    ("framework: deepspeed\nzero_stage: 2\nmixed_precision: false",
+     "workloads[0].mixed_precision: DeepSpeed (its ZeRO and BF16 optimizers) keeps fp32 main weights for 16-bit "
+     "parameters (got mixed_precision: false with framework deepspeed, expected true or nothing)"),
+    ("framework: megatron\nmixed_precision: false",
+     "workloads[0].mixed_precision: Megatron-LM keeps fp32 main weights"),
+])
+def test_framework_state_contradictions_exit_2(tmp_path, capsys, extra, message):
+    # Before: accepted; megatron + optimizer_in_backward planned 0.98 GiB of gradients for 8B where Megatron's
+    # fp32 main_grad buffer holds 29.9 GiB; deepspeed ZeRO-2 + mixed_precision false dropped the fp32 master.
+    code, out, err = _run(tmp_path, capsys, extra)
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and lines[0].split(":")[1].isdigit(), lines
