@@ -32,7 +32,12 @@ def inference_problems(w, model: ModelSpec | None) -> list[tuple[tuple, str]]:
     if batch_job and w.tokens is not None:
         out.append((("tokens",), "given twice (expected requests, input_tokens and output_tokens, or tokens with "
                                  "a measured throughput, not both)"))
-    if (batch_job or by_rate) and w.throughput is not None:
+    if (batch_job or by_rate) and getattr(w, "pilot", None) is not None:
+        # loading.py has already turned the pilot into a measured throughput: name what the user wrote.
+        out.append((("pilot",), "a measured pilot applies to batch inference by tokens; a batch job by requests "
+                                "or a service by request_rate is estimated (expected tokens = requests × "
+                                "output_tokens with context beside the pilot, or no pilot)"))
+    elif (batch_job or by_rate) and w.throughput is not None:
         out.append((("throughput",), "the rate of a batch job by requests or a service by request_rate is "
                                      "estimated (expected throughput only with tokens)"))
     if batch_job or by_rate:

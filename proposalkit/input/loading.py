@@ -178,7 +178,8 @@ def _check(workload: Workload, model: ModelSpec | None, index: int, source: Sour
         if workload.precision in ("fp8", "int8", "int4") and workload.method != "qlora":
             add(("precision",), f"training precision {workload.precision!r} is not modelled "
                                 "(expected fp32, bf16 or fp16; use method qlora for a 4-bit base)")
-    if workload.throughput is not None and workload.kind == "inference" and workload.hours is not None:
+    if (workload.throughput is not None and workload.kind == "inference" and workload.hours is not None
+            and workload.request_rate is None):     # a service by load: inference_rules names it
         add(("pilot",) if workload.pilot is not None else ("throughput",),
             "an inference service is costed by hours; a measured throughput applies to a token count")
     return problems
