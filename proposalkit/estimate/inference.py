@@ -341,7 +341,7 @@ def _check_speed(rep: Replica) -> None:
     if not rep.engine.speed_modelled:
         raise InferenceError(
             f"{rep.engine.name}: its speed is not modelled ({rep.engine.calibration}); measure a pilot run and "
-            "give its log (pilot:), or plan the job under vllm, sglang or trt-llm")
+            "give its log (pilot:, with tokens and context), or plan the job under vllm, sglang or trt-llm")
 
 
 def prefill(rep: Replica, input_tokens: int, batch: int = 1) -> Prefill:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..estimate.engines import ENGINES
+from ..estimate.engines import ENGINES, engine as engine_named
 
 # Training frameworks a workload may name (CONTRACT.md, `framework`).
 TRAINING_FRAMEWORKS = ("hf-trainer", "torchtune", "torchtitan", "deepspeed", "megatron", "axolotl", "llama-factory")
@@ -233,4 +233,12 @@ def framework_problem(workload) -> str | None:
     if workload.kind != "inference" and name in INFERENCE_ENGINES:
         return (f"an inference engine on a {workload.kind} workload (got {name!r}, expected a training "
                 f"framework: {', '.join(TRAINING_FRAMEWORKS)})")
+    if workload.kind == "inference" and (workload.requests is not None or workload.request_rate is not None):
+        e = engine_named(name) if name in INFERENCE_ENGINES else None
+        if e is not None and not e.speed_modelled:
+            form = "a batch job by requests" if workload.requests is not None else "a service sized by request_rate"
+            return (f"{name}: {e.name}'s speed is not modelled (no published measurement with stated settings), "
+                    f"which {form} needs (expected vllm, sglang or trt-llm for an "
+                    "estimate; or, measured under transformers, tokens = requests × output_tokens with context "
+                    "and pilot: {log, gpu, gpus}; or a service by hours with context and batch)")
     return None

@@ -96,16 +96,30 @@ def _ms(seconds: float) -> str:
     return f"{ms:,.1f} ms" if ms >= 10 else f"{ms:.3g} ms"
 
 
-def _common_steps(rep: Replica, input_tokens: int, output_tokens: int | None, most: int) -> list[tuple[str, str]]:
-    """KV pool, prefill of one prompt: the lines every form shows."""
+def _kv_line(rep: Replica, input_tokens: int, output_tokens: int | None, most: int) -> tuple[str, str]:
+    """The KV pool ÷ one sequence's KV cache: how many sequences a replica holds at once."""
     m, t, e = rep.model, rep.tensor_parallel, rep.engine
     context = input_tokens + (output_tokens or 0)
     gpus = f" per GPU ({t} GPUs, tensor parallel)" if t > 1 else ""
     cap = f", capped at {e.name}'s {rep.max_batch}" if rep.max_batch is not None and most == rep.max_batch else ""
-    steps = [("KV cache", f"{rep.kv_bytes_per_token:,} B per token{gpus} ({m.layers} layers, {rep.kv_precision}); "
-                          f"{e.name}'s pool {rep.kv_pool_bytes / GB:,.2f} GB ÷ {rep.kv_bytes_per_token:,} B = "
-                          f"{rep.kv_tokens:,} tokens = {rep.kv_tokens // context:,} sequences of {context:,} "
-                          f"tokens{cap}: at most {most:,} at once")]
+    per_sequence = rep.kv_bytes_per_sequence(context)
+    if per_sequence == context * rep.kv_bytes_per_token:
+        fits = f"{rep.kv_tokens // context:,} sequences of {context:,} tokens"
+    else:   # sliding-window layers keep only the window (estimate/memory.kv_layer_tokens)
+        return ("KV cache", f"{rep.kv_bytes_per_token:,} B per token{gpus} ({m.layers} layers, {rep.kv_precision}); "
+                            f"a sequence of {context:,} tokens holds {per_sequence:,} B ({m.sliding_window_layers} of "
+                            f"{m.layers} layers keep only {m.sliding_window:,} tokens); {e.name}'s pool "
+                            f"{rep.kv_pool_bytes / GB:,.2f} GB ÷ {per_sequence:,} B = "
+                            f"{rep.kv_pool_bytes // per_sequence:,} sequences{cap}: at most {most:,} at once")
+    return ("KV cache", f"{rep.kv_bytes_per_token:,} B per token{gpus} ({m.layers} layers, {rep.kv_precision}); "
+                        f"{e.name}'s pool {rep.kv_pool_bytes / GB:,.2f} GB ÷ {rep.kv_bytes_per_token:,} B = "
+                        f"{rep.kv_tokens:,} tokens = {fits}{cap}: at most {most:,} at once")
+
+
+def _common_steps(rep: Replica, input_tokens: int, output_tokens: int | None, most: int) -> list[tuple[str, str]]:
+    """KV pool, prefill of one prompt: the lines every form shows."""
+    m, t = rep.model, rep.tensor_parallel
+    steps = [_kv_line(rep, input_tokens, output_tokens, most)]
     lone = prefill(rep, input_tokens)
     flops = prefill_flops_per_sequence(m, input_tokens)
     compute = flops / t / rep.achieved_flops
@@ -206,8 +220,18 @@ def _hours(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
         raise InferenceError(f"{rep.engine.name}'s KV pool on {rep.tensor_parallel}× {rep.gpu.id} holds "
                              f"{rep.kv_tokens:,} tokens = {most:,} sequences of {context:,} tokens, fewer than "
                              f"batch {batch:,}", achievable=most)
+    steps = [_kv_line(rep, context, None, most)]
+    if not rep.engine.speed_modelled:
+        # Costed by the hours as declared, which need no speed; the memory check above stands.
+        steps.append(("Speed", f"{rep.engine.name}: speed not modelled ({rep.engine.calibration}); the "
+                                     "service is costed by its hours, the KV pool checked against its batch"))
+        plan = InferencePlan(
+            mode="hours", engine=rep.engine.id, engine_source=rep.engine.calibration,
+            tensor_parallel=rep.tensor_parallel, replicas=1, batch=batch, max_concurrency=most, context=context,
+            input_tokens=None, output_tokens=None, requests=None, prefill_tokens_per_second=None,
+            output_tokens_per_second=None, ttft_ms=None, tpot_ms=None, request_rate=None, steps=tuple(steps))
+        return _Option(rep.tensor_parallel, w.hours, batch, plan, None)
     step = decode_step(rep, batch, context)
-    steps = _common_steps(rep, context, None, most)[:1]
     steps.append(_step_line(rep, step, "Decode step (full context)"))
     plan = InferencePlan(
         mode="hours", engine=rep.engine.id, engine_source=_source(rep.engine), tensor_parallel=rep.tensor_parallel,
@@ -309,7 +333,8 @@ def _throughput(w, option: _Option, rep: Replica) -> Throughput:
     e = rep.engine
     if option.tokens_per_second is None:
         hours = f"{w.hours:,.0f} h × {option.gpus} GPU{'s' if option.gpus > 1 else ''}"
-        return Throughput(None, "service", f"{hours} ({e.name}; estimated, no pilot)")
+        how = "estimated, no pilot" if e.speed_modelled else "hours as declared; speed not modelled"
+        return Throughput(None, "service", f"{hours} ({e.name}; {how})")
     return Throughput(option.tokens_per_second, "estimate",
                       f"{option.tokens_per_second:,.0f} output tokens/s on {rep.tensor_parallel}× {rep.gpu.id} "
                       f"({e.name}, calibrated roofline; no pilot)")

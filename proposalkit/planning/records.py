@@ -114,10 +114,10 @@ class InferencePlan:
     input_tokens: int | None
     output_tokens: int | None
     requests: int | None
-    prefill_tokens_per_second: float    # one replica
-    output_tokens_per_second: float     # all replicas
-    ttft_ms: float
-    tpot_ms: float
+    prefill_tokens_per_second: float | None    # one replica (None: the engine's speed is not modelled)
+    output_tokens_per_second: float | None     # all replicas
+    ttft_ms: float | None
+    tpot_ms: float | None
     request_rate: float | None          # requests per second the replicas sustain together
     steps: tuple[tuple[str, str], ...] = ()
 
