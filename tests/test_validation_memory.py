@@ -101,3 +101,15 @@ def test_agreement_is_pinned(results):
     assert s.median_abs_pct <= MEDIAN_MAX_PCT, f"median |error| rose to {s.median_abs_pct:.2f}%: see docs/validation.md"
     assert s.within >= WITHIN_15_MIN
     assert s.worst_under.diff_pct >= WORST_UNDER_MIN_PCT, s.worst_under.id
+
+
+def test_the_readme_states_the_memory_figures_as_measured(results):
+    # README's Validation paragraph and docs/validation.md come from the same results: a change of the model
+    # that moves the table must move the README's figures with it.
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    whole = [r for r in results if r.row["group"] == "expressible" and r.whole]
+    s = vm.summarize(whole)
+    assert f"the median |error| is **{s.median_abs_pct:.2f}%** and {s.within} of {s.rows} are within ±15%" in readme
+    worst = f"{s.worst_under.diff_pct:.1f}%".replace("-", "−")
+    assert f"the worst under-estimate is BLOOM-176B ({worst}," in readme or s.worst_under.id != "A-BLOOM-1", worst
+    assert f"({worst}," in readme, worst

@@ -74,11 +74,12 @@ AMP_NOTE = ("; with fp32 parameters under autocast (Hugging Face Trainer AMP) th
 
 
 # bitsandbytes pages a state only for a parameter of at least 1e5 values; smaller ones get ordinary
-# torch.zeros_like buffers (bitsandbytes optim/optimizer.py Optimizer8bit.get_state_buffer:
+# torch.zeros_like buffers (bitsandbytes-foundation/bitsandbytes @ 51294d90 bitsandbytes/optim/optimizer.py
+# Optimizer8bit.get_state_buffer:
 # "if not self.is_paged or p.numel() < 1e5: return torch.zeros_like(...)").
 PAGED_MIN_ELEMENTS = 100_000
 
-# DeepSpeed's default reduce_bucket_size, in elements (microsoft/DeepSpeed runtime/zero/config.py:
+# DeepSpeed's default reduce_bucket_size, in elements (microsoft/DeepSpeed @ 38327e07 deepspeed/runtime/zero/config.py:
 # reduce_bucket_size = Field(pp_int(5e8)), "Number of elements reduced/allreduced at a time").
 DEEPSPEED_REDUCE_BUCKET = 500_000_000
 

@@ -29,7 +29,7 @@ FRAMEWORKS = TRAINING_FRAMEWORKS + INFERENCE_ENGINES
 
 TORCHTUNE = "pytorch/torchtune @ bd2a0fc7c"
 TORCHTITAN = "pytorch/torchtitan @ 9dec370 (the commit of its Dec 2024 H100 benchmarks)"
-TRANSFORMERS = "huggingface/transformers TrainingArguments"
+TRANSFORMERS = "huggingface/transformers @ 2cda12cb src/transformers/trainer.py (mixed precision through accelerate)"
 AXOLOTL = "axolotl-ai-cloud/axolotl @ 067b021c8"
 LLAMA_FACTORY = "hiyouga/LLaMA-Factory @ ff6d4d12e"
 MEGATRON = "NVIDIA/Megatron-LM @ d98e8a64d"
@@ -83,8 +83,9 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
     ),
     "deepspeed": (
         PresetDefault("mixed_precision", True,
-                      "microsoft/DeepSpeed deepspeed/runtime/bf16_optimizer.py and the ZeRO optimizers: fp32 master "
-                      "copies of the 16-bit parameters"),
+                      "microsoft/DeepSpeed @ 38327e07 deepspeed/runtime/bf16_optimizer.py fp32_groups_flat_partition, "
+                      "zero/stage_1_and_2.py single_partition_of_fp32_groups, zero/stage3.py "
+                      "fp32_partitioned_groups_flat: fp32 master copies of the 16-bit parameters"),
     ),
     "megatron": (
         PresetDefault("mixed_precision", True,
