@@ -91,3 +91,24 @@ def test_sliding_window_kv_line_divides_the_pool_by_one_sequences_bytes(tmp_path
     pool = float(re.search(r"pool ([\d.,]+) GB", kv).group(1).replace(",", "")) * 1e9
     assert abs(inf["max_concurrency"] - pool / per_sequence) < 1
     assert kv.endswith(f"= {inf['max_concurrency']} sequences: at most {inf['max_concurrency']} at once")
+
+
+def test_batch_caps_a_service_by_rate_per_replica(tmp_path, capsys):
+    # Before: batch was accepted beside request_rate and did nothing (47 in flight per replica, 3 replicas).
+    # By hand: Qwen2.5-7B bf16 weights 15.23 GB read every step at 2.039 TB/s × 0.72 (A100 80GB datasheet,
+    # the engine's bandwidth fraction) ≥ 10.37 ms per token, so a request stays ≥ 300 × 10.37 ms = 3.11 s
+    # and 8 in flight serve at most 8 ÷ 3.11 = 2.57 requests/s: at least ⌈20 ÷ 2.57⌉ = 8 replicas.
+    body = ("  - {{name: rb, kind: inference, model: qwen2.5-7b, gpu: a100-80gb, request_rate: 20,{}\n"
+            "     input_tokens: 1000, output_tokens: 300, hours: 10}}\n")
+    assert main(["plan", "--format", "json", str(write(tmp_path, body.format(" batch: 8,")))]) == 0
+    capped = json.loads(capsys.readouterr().out)["workloads"][0]
+    assert main(["plan", "--format", "json", str(write(tmp_path, body.format("")))]) == 0
+    free = json.loads(capsys.readouterr().out)["workloads"][0]
+    assert free["inference"]["batch"] > 8 and free["inference"]["replicas"] == 3
+    inf = capped["inference"]
+    assert inf["max_concurrency"] == 8 and inf["batch"] <= 8
+    assert inf["replicas"] >= 8 and inf["replicas"] == 10           # 10: a regression pin of today's model
+    assert capped["gpu"]["count"] == 10 and capped["gpu_hours"] == 100.0
+    texts = {d["label"]: d["text"] for d in inf["derivation"]}
+    assert "capped at the workload's batch 8: at most 8 at once" in texts["KV cache"]
+    assert "at most 8 in flight (batch 8)" in texts["Replicas"]

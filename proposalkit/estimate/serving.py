@@ -51,11 +51,15 @@ def _service_point(rep: Replica, rate: float, input_tokens: int, output_tokens: 
 
 
 def service(rep: Replica, request_rate: float, input_tokens: int, output_tokens: int,
-            ttft_ms: float | None = None, tpot_ms: float | None = None) -> Service:
-    """Replicas needed to serve `request_rate` requests/s within the latency targets."""
+            ttft_ms: float | None = None, tpot_ms: float | None = None, batch: int | None = None) -> Service:
+    """Replicas needed to serve `request_rate` requests/s within the latency targets.
+
+    batch: at most this many sequences in flight per replica (None: what the KV pool and the engine allow)."""
     if request_rate <= 0:
         raise ValueError(f"request_rate must be positive, got {request_rate}")
     most = _batch_for(rep, input_tokens, output_tokens)
+    if batch is not None:
+        most = min(most, batch)
     lone = prefill(rep, input_tokens)
     first = decode_step(rep, 1, mean_context(input_tokens, output_tokens))
     if ttft_ms is not None and lone.seconds * 1e3 > ttft_ms:

@@ -103,6 +103,8 @@ def _kv_line(rep: Replica, input_tokens: int, output_tokens: int | None, most: i
     gpus = f" per GPU ({t} GPUs, tensor parallel)" if t > 1 else ""
     cap = f", capped at {e.name}'s {rep.max_batch}" if rep.max_batch is not None and most == rep.max_batch else ""
     per_sequence = rep.kv_bytes_per_sequence(context)
+    if not cap and most < min(rep.kv_pool_bytes // per_sequence, rep.max_batch or most + 1):
+        cap = f", capped at the workload's batch {most:,}"
     if per_sequence == context * rep.kv_bytes_per_token:
         fits = f"{rep.kv_tokens // context:,} sequences of {context:,} tokens"
     else:   # sliding-window layers keep only the window (estimate/memory.kv_layer_tokens)
@@ -187,13 +189,16 @@ def _batch(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
 
 def _rate(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
     I, O = w.input_tokens, w.output_tokens
-    svc = service(rep, w.request_rate, I, O, ttft_ms=w.ttft_ms, tpot_ms=w.tpot_ms)
+    svc = service(rep, w.request_rate, I, O, ttft_ms=w.ttft_ms, tpot_ms=w.tpot_ms, batch=w.batch)
     t = rep.tensor_parallel
     steps = _common_steps(rep, I, O, svc.max_concurrency)
     steps.append(_step_line(rep, svc.step, "Decode step"))
     busy = svc.rate_per_replica * svc.prefill.seconds
-    targets = ", ".join(f"{name} ≤ {value:g} ms" for name, value in (("TTFT", w.ttft_ms), ("TPOT", w.tpot_ms))
-                        if value is not None) or "as the KV pool allows"
+    limits = [f"{name} ≤ {value:g} ms" for name, value in (("TTFT", w.ttft_ms), ("TPOT", w.tpot_ms))
+              if value is not None]
+    if w.batch is not None:
+        limits.append(f"at most {svc.max_concurrency:,} in flight (batch {w.batch:,})")
+    targets = ", ".join(limits) or "as the KV pool allows"
     steps.append(("Per replica", f"at {svc.rate_per_replica:,.3g} requests/s prefill keeps the GPUs busy u = "
                                  f"{svc.rate_per_replica:,.3g} × {_ms(svc.prefill.seconds)} = {busy:.3f}; TTFT = "
                                  f"{_ms(svc.prefill.seconds)} ÷ (1 − u) = {svc.ttft_ms:,.1f} ms, TPOT = "
