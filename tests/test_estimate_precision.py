@@ -13,13 +13,13 @@ from proposalkit.estimate.shapes import ModelSpec
 from proposalkit.input import schema
 
 NO_OVERHEAD = Overhead(cuda_context_bytes=0, allocator_reserve=0.0)
-PARAMS = 2**31   # a multiple of 2048, so 8-bit Adam's absmax blocks divide it exactly
+PARAMS = 2**31   # a multiple of 256, so 8-bit Adam's absmax blocks divide it exactly
 
 
 def test_8bit_adam_state_is_two_bytes_plus_absmax_per_block():
-    # bitsandbytes optim/optimizer.py, Optimizer2State.init_state: state1 and state2 uint8
-    # (1 byte per value each), absmax1 and absmax2 float32 of ⌈n / 2048⌉ values.
-    assert precision.optimizer_state_bytes("adamw-8bit") == 2 * (1 + Fraction(4, 2048)) == Fraction(513, 256)
+    # bitsandbytes @ 51294d90 bitsandbytes/optim/optimizer.py, Optimizer2State.init_state: state1 and state2
+    # uint8 (1 byte per value each), absmax1 and absmax2 float32 of ⌈n / 256⌉ values (256 since 0.44.0).
+    assert precision.optimizer_state_bytes("adamw-8bit") == 2 * (1 + Fraction(4, 256)) == Fraction(65, 32)
     assert precision.optimizer_state_bytes("adamw") == 8          # exp_avg + exp_avg_sq, fp32
     assert precision.optimizer_state_bytes("sgd") == 4            # momentum_buffer, fp32
 
@@ -37,8 +37,8 @@ def test_memory_and_checkpoint_count_the_same_optimizer_state(optimizer):
 
 def test_8bit_adam_checkpoint_basis_shows_the_absmax():
     size = storage.checkpoint_size(PARAMS, "bf16", "adamw-8bit")
-    assert size.basis == ("2 (bf16 weights) + 4 (fp32 master weights) + 2.00391 (adamw-8bit state) "
-                          "= 8.00391 bytes/param; gradients are not saved")
+    assert size.basis == ("2 (bf16 weights) + 4 (fp32 master weights) + 2.03125 (adamw-8bit state) "
+                          "= 8.03125 bytes/param; gradients are not saved")
 
 
 def test_schema_offers_the_estimates_option_lists():

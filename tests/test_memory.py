@@ -148,8 +148,8 @@ def test_kv_cache_in_inference_is_per_token_times_tokens():
     ("fp32", "adamw", 4, 4, 8),                              # no master copy
     ("bf16", "sgd", 2, 2, 8),                                # fp32 master + momentum
     ("fp32", "sgd", 4, 4, 4),
-    ("bf16", "adamw-8bit", 2, 2, 4 + 2 * (1 + Fraction(4, 2048))),   # bnb block-wise, block 2048
-    ("fp32", "adamw-8bit", 4, 4, 2 * (1 + Fraction(4, 2048))),
+    ("bf16", "adamw-8bit", 2, 2, 4 + 2 * (1 + Fraction(4, 256))),   # bnb block-wise, block 256 (since 0.44.0)
+    ("fp32", "adamw-8bit", 4, 4, 2 * (1 + Fraction(4, 256))),
 ])
 def test_full_training_bytes_per_parameter(precision, optimizer, w, g, o):
     m = training_memory(SEVEN_B, TrainingSetup(method="full", seq_len=1, precision=precision, optimizer=optimizer))

@@ -22,7 +22,7 @@ Sources, cited where used:
   Trillion Parameter Models", §3.1 (model states) and §5 / Figure 1 (stages).
 - Hu et al. 2021, "LoRA"; Dettmers et al. 2023, "QLoRA", §3 (NF4, blocksize
   64, double quantization); Dettmers et al. 2022, "8-bit Optimizers via
-  Block-wise Quantization" §2.1 (block size 2048).
+  Block-wise Quantization" §2.1 (bitsandbytes' block size 256 since 0.44.0).
 - Frantar et al. 2023 (GPTQ) and Lin et al. 2024 (AWQ): int4 weights with
   group-wise scales, default group size 128.
 - Kwon et al. 2023, "Efficient Memory Management for LLM Serving with
@@ -231,9 +231,9 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
 
     Full training (Rajbhandari et al. 2020 §3.1), bytes per parameter:
       mixed precision (bf16/fp16) AdamW: weights 2 + gradients 2 + optimizer 12
-      (fp32 master 4, m 4, v 4) = 16; adamw-8bit: optimizer 4 + 2·(1 + 4/2048);
+      (fp32 master 4, m 4, v 4) = 16; adamw-8bit: optimizer 4 + 2·(1 + 4/256);
       SGD with momentum: optimizer 4 + 4. fp32 training: weights 4 + gradients 4
-      + optimizer 8 (AdamW), 2·(1 + 4/2048) (8-bit) or 4 (SGD); no master copy.
+      + optimizer 8 (AdamW), 2·(1 + 4/256) (8-bit) or 4 (SGD); no master copy.
       Pure 16-bit (master_weights=False, torchtune): 2 + 2 + 4 (AdamW moments
       in bf16) = 8.
       Tensor × pipeline parallelism divide the parameters first (P/(t·p)); ZeRO

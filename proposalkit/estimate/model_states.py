@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from .arith import exact, fmt_bytes_per_param
 from .lora import default_lora, lora_matrices, lora_trainable_params
 from .precision import (
-    ADAM_MOMENTS, FP32_BYTES, NF4_BITS, PAGED_OPTIMIZERS, optimizer_state_bytes,
+    ADAM8BIT_MOMENT_BYTES, ADAM_MOMENTS, FP32_BYTES, NF4_BITS, PAGED_OPTIMIZERS, optimizer_state_bytes,
 )
 from .shapes import (
     ModelSpec, embedding_params, expert_params, layer_params, linear_weight_params, linears, lm_head_params,
@@ -282,7 +282,9 @@ def model_states(model: ModelSpec, setup: TrainingSetup) -> ModelStates:
         master = moments = 0
     elif paged_states:
         share = paged_share(model, setup)
-        paged = moments * share
+        # Only the state buffers are paged (get_state_buffer); an 8-bit optimizer's fp32 absmax per block is an
+        # ordinary GPU tensor (precision.py ADAM8BIT_BLOCK): 1 of the 1 + 4/256 bytes per moment value is paged.
+        paged = moments * share * (1 / ADAM8BIT_MOMENT_BYTES if setup.optimizer == "paged-adamw-8bit" else 1)
         moments -= paged
         notes.append(
             f"paged optimizer ({setup.optimizer}): its states ({fmt_gib(paged)} per GPU) are in CUDA unified "
@@ -290,7 +292,9 @@ def model_states(model: ModelSpec, setup: TrainingSetup) -> ModelStates:
             "short, so they are shown apart and not counted in the memory that must fit (bitsandbytes "
             "paged optimizers; Dettmers et al. 2023 §3)"
             + (f"; the states of tensors under {PAGED_MIN_ELEMENTS:,} values ({1 - float(share):.1%}) stay in "
-               "ordinary GPU memory" if share != 1 else ""))
+               "ordinary GPU memory" if share != 1 else "")
+            + ("; the 8-bit states' fp32 absmax per block of 256 stays in GPU memory"
+               if setup.optimizer == "paged-adamw-8bit" else ""))
     return ModelStates(weights, gradients, master + moments, paged, host, tuple(notes))
 
 

@@ -4,7 +4,7 @@ The one home of these facts: memory (what a GPU holds), storage (what a
 checkpoint saves) and the workload schema (what a user may write) import them
 from here. Bits per plain dtype are units.PRECISION_BITS (bytes_per_element);
 quantization constants and optimizer states are below. All values exact
-(ints or Fractions), so 8-bit Adam's 2 + 8/2048 bytes is never rounded away.
+(ints or Fractions), so 8-bit Adam's 2 + 8/256 bytes is never rounded away.
 """
 
 from __future__ import annotations
@@ -34,12 +34,15 @@ ADAM_MOMENTS = 2            # m and v (PyTorch AdamW state: exp_avg, exp_avg_sq)
 SGD_MOMENTS = 1             # momentum buffer (torch.optim.SGD, momentum > 0)
 
 # bitsandbytes 8-bit optimizers: each moment is a uint8 code plus one fp32
-# absmax per block of 2048 values (Dettmers et al. 2022, "8-bit Optimizers via
-# Block-wise Quantization", §2.1; bitsandbytes optim/optimizer.py,
-# Optimizer2State.init_state: state1/state2 uint8, absmax1/absmax2 float32 of
-# ⌈n / 2048⌉). Both live in the optimizer's state_dict, so a checkpoint saves
-# them too: 1 + 4/2048 bytes per value in memory and on disk.
-ADAM8BIT_BLOCK = 2048
+# absmax per block of 256 values (bitsandbytes-foundation/bitsandbytes @
+# 51294d90 bitsandbytes/optim/optimizer.py, Optimizer2State.init_state:
+# state1/state2 uint8, absmax1/absmax2 float32 of ⌈n / 256⌉; 256 since
+# bitsandbytes 0.44.0, aa57bd89 "Change 8bit optimizer blocksize 2048->256";
+# Dettmers et al. 2022 §2.1 used 2048). Both live in the optimizer's
+# state_dict, so a checkpoint saves them too: 1 + 4/256 bytes per value in
+# memory and on disk. The absmax buffers are ordinary GPU tensors (torch.zeros),
+# never paged (model_states.py).
+ADAM8BIT_BLOCK = 256
 ADAM8BIT_MOMENT_BYTES = 1 + Fraction(FP32_BYTES, ADAM8BIT_BLOCK)
 
 # NF4 (Dettmers et al. 2023 §3): 4-bit codes, one absmax constant per block of
@@ -122,7 +125,7 @@ def optimizer_state_bytes(optimizer: str, moment_bytes: Fraction | int = FP32_BY
 
     AdamW keeps two moments, SGD with momentum one, each `moment_bytes` wide
     (fp32 under mixed precision); 8-bit AdamW two 1-byte moments plus one fp32
-    absmax per block of 2048 (ADAM8BIT_MOMENT_BYTES), whatever `moment_bytes`.
+    absmax per block of 256 (ADAM8BIT_MOMENT_BYTES), whatever `moment_bytes`.
     bitsandbytes' paged AdamW keeps two fp32 moments whatever the parameters'
     dtype (optim/optimizer.py Optimizer2State.init_state: optim_bits 32 →
     torch.float32), its 8-bit variant the 8-bit layout.

@@ -18,7 +18,7 @@ Bytes per parameter of a checkpoint (each constant below carries its source):
   (Rajbhandari et al. 2020, §3.1); the checkpoint drops the 2Ψ of fp16 gradients.
 * optimizer state per trainable parameter is precision.optimizer_state_bytes(),
   the same figure memory.py counts on the GPU: AdamW 8, SGD with momentum 4,
-  bitsandbytes 8-bit AdamW 2 + 8/2048 (its per-block fp32 absmax is in the
+  bitsandbytes 8-bit AdamW 2 + 8/256 (its per-block fp32 absmax is in the
   optimizer's state_dict, so it is saved too).
 * LoRA: only the adapter is saved (the frozen base model is re-downloaded);
   PEFT keeps trainable adapter weights in fp32 (``autocast_adapter_dtype=True``
