@@ -267,12 +267,18 @@ def model_states(model: ModelSpec, setup: TrainingSetup) -> ModelStates:
             # DeepSpeed ZeRO-Offload streams each gradient to the host's fp32 gradient partition as the
             # backward produces it and frees it on the GPU (runtime/zero/stage_1_and_2.py,
             # async_inplace_copy_grad_to_fp32_buffer_from_gpu: "param.grad = None  #offload only"); what
-            # stays is the reduce bucket of reduce_bucket_size elements (runtime/zero/config.py default 5e8).
+            # stays is the reduce bucket of reduce_bucket_size elements (runtime/zero/config.py default 5e8),
+            # beside the autograd gradient of the parameter being copied into it, or of a parameter larger
+            # than the bucket, which is reduced as it is (stage_1_and_2.py reduce_independent_p_g_buckets_and_
+            # remove_grads: new_grad_tensor.copy_(grad_reduc), extra_large_param_to_reduce), and under ZeRO-3
+            # the gathered unit's unsharded gradients (gathered_grads).
             width = bytes_per_element(setup.precision if setup.method == "full"
                                       else (setup.lora or default_lora(model)).adapter_precision)
             elements = gradients / width
             host += elements * FP32_BYTES
-            gradients = min(gradients, DEEPSPEED_REDUCE_BUCKET * width)
+            one = (Fraction(largest_parameter(model) * width, setup.tensor_parallel)
+                   if setup.method == "full" and model.has_architecture else 0)
+            gradients = min(gradients, DEEPSPEED_REDUCE_BUCKET * width + max(one, gathered_grads))
         notes.append(
             f"optimizer states offloaded to the CPU ({fmt_gib(host)} per GPU in host memory: "
             + ("fp32 master weights, " if master else "")
