@@ -84,3 +84,29 @@ def test_framework_state_contradictions_exit_2(tmp_path, capsys, extra, message)
     assert code == 2 and out == ""
     lines = err.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and lines[0].split(":")[1].isdigit(), lines
+
+
+def test_torchtitan_preset_shards_with_fsdp_under_pipeline_parallelism(tmp_path, capsys):
+    # torchtitan @ 9dec370 config_manager.py: data_parallel_shard_degree -1 (FSDP over the remaining GPUs).
+    # Before, with zero_stage unset the planner could choose ZeRO 1-2, which under pipeline parallelism holds
+    # less than FSDP's gathered parameters and unsharded fp32 gradients (2 + 2 + 12/8 against 2 + 4 + 16/8 B/param).
+    path = tmp_path / "w.yaml"
+    path.write_text("""workloads:
+  - name: t
+    kind: pretrain
+    model: llama-3.1-8b
+    tokens: 10M
+    seq_len: 2048
+    gpus: 16
+    pipeline_parallel: 2
+    framework: torchtitan
+""", encoding="utf-8")
+    assert cli.main(["plan", str(path), "--format", "json"]) == 0
+    (w,) = json.loads(capsys.readouterr().out)["workloads"]
+    assert w["settings"]["zero_stage"] == 3
+    assert any(a.startswith("zero_stage: 3 (torchtitan preset") for a in w["assumptions"])
+    # fullest stage, the last: 16 layers × 218,112,000 + the 128,256 × 4,096 LM head + the final norm (4,096)
+    stage = 16 * 218_112_000 + 128_256 * 4_096 + 4_096
+    c = w["memory"]["components"]
+    assert c["weights"] == 2 * stage                         # bf16, gathered across micro-batches
+    assert c["gradients"] == 4 * stage + 4 * stage // 8      # unsharded fp32 + the fp32 shard

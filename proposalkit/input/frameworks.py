@@ -67,6 +67,11 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
         PresetDefault("mixed_precision", True,
                       f"{TORCHTITAN} torchtitan/config_manager.py: FSDP2 MixedPrecisionPolicy with "
                       "mixed_precision_param bfloat16 over fp32 sharded parameters, mixed_precision_reduce float32"),
+        # Without it the planner could pick ZeRO stage 1 or 2, which under pipeline parallelism holds less than
+        # FSDP with unsharded fp32 gradient accumulation (model_states.py): an under-estimate.
+        PresetDefault("zero_stage", 3,
+                      f"{TORCHTITAN} torchtitan/config_manager.py: --training.data_parallel_shard_degree default -1, "
+                      "FSDP2 fully_shard over the remaining GPUs (parallelize_llama.py apply_fsdp)"),
         PresetDefault("loss", "standard",
                       f"{TORCHTITAN} train.py loss_fn: cross_entropy(pred.flatten(0, 1).float(), labels) on the "
                       "whole fp32-upcast logits (torchtitan @ b5bcd76c chunks it since: set loss: chunked for a "
