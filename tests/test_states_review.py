@@ -110,3 +110,20 @@ def test_torchtitan_preset_shards_with_fsdp_under_pipeline_parallelism(tmp_path,
     c = w["memory"]["components"]
     assert c["weights"] == 2 * stage                         # bf16, gathered across micro-batches
     assert c["gradients"] == 4 * stage + 4 * stage // 8      # unsharded fp32 + the fp32 shard
+
+
+def test_deepspeed_offload_runs_under_zero(tmp_path, capsys):
+    # DeepSpeed's offload_optimizer is a zero_optimization setting; BF16_Optimizer (stage 0) keeps its states on
+    # the GPU (engine.py _do_optimizer_sanity_check: "and not self.zero_cpu_offload()"). Before: stage 0 was
+    # chosen with BF16_Optimizer and its states offloaded, a run DeepSpeed does not make.
+    code, out, err = _run(tmp_path, capsys, "gpu: h100-80gb\nframework: deepspeed\noffload: {optimizer: cpu}")
+    assert code == 0, err
+    (w,) = json.loads(out)["workloads"]
+    assert w["settings"]["zero_stage"] == 1
+    c = w["memory"]["components"]
+    # bf16 weights whole; the reduce bucket (5e8 values) + the embedding's bf16 gradient; no states on the GPU
+    assert (c["weights"], c["gradients"], c["optimizer"]) == (2 * P, 2 * 500_000_000 + 2 * 128_256 * 4_096, 0)
+    code, out, err = _run(tmp_path, capsys, "framework: deepspeed\noffload: {optimizer: cpu}\nzero_stage: 0")
+    assert code == 2 and out == ""
+    assert err.strip().endswith("workloads[0].offload.optimizer: DeepSpeed offloads the optimizer under ZeRO (got "
+                                "zero_stage 0 with framework deepspeed, expected zero_stage 1, 2, 3 or nothing)")

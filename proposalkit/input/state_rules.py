@@ -37,6 +37,14 @@ def state_rules(workload) -> list[tuple[tuple, str]]:
         problems.append((("mixed_precision",), f"{owner} keeps fp32 main weights for 16-bit parameters (got "
                                                f"mixed_precision: false with framework {workload.framework}, "
                                                "expected true or nothing)"))
+    if (workload.framework == "deepspeed" and offload is not None and offload.optimizer == "cpu"
+            and workload.zero_stage == 0):
+        # DeepSpeed's offload_optimizer is a zero_optimization setting: without ZeRO, bf16 runs BF16_Optimizer,
+        # which keeps its states on the GPU (microsoft/DeepSpeed @ 38327e07 runtime/engine.py
+        # _do_optimizer_sanity_check: BF16_Optimizer "and not self.zero_cpu_offload()").
+        problems.append((("offload", "optimizer"), "DeepSpeed offloads the optimizer under ZeRO (got zero_stage 0 "
+                                                   "with framework deepspeed, expected zero_stage 1, 2, 3 or "
+                                                   "nothing)"))
     if owner and workload.optimizer_in_backward:
         problems.append((("optimizer_in_backward",), f"{owner} steps after the whole backward, over a gradient "
                                                      "buffer of every parameter (got optimizer_in_backward with "

@@ -106,6 +106,8 @@ def _fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict
     stages = [s.zero_stage] if s.zero_stage is not None else ([0, 1, 2, 3] if dp > 1 else [0])
     if s.zero_stage is None and s.offload_params:
         stages = [3]            # parameters are offloaded only under full sharding
+    elif s.zero_stage is None and s.offload_optimizer and s.framework == "deepspeed":
+        stages = [1, 2, 3] if dp > 1 else [1]   # ZeRO-Offload runs under ZeRO stages 1-3 (input/state_rules.py)
     ckpts = [s.activation_checkpointing] if s.activation_checkpointing is not None else [False, True]
     smallest = None
     for ckpt in ckpts:
