@@ -5,6 +5,8 @@ bf16, context 1,024, batch 2, one GPU. The forward pass's workspace (estimate/ac
 n = 2 × 1,024 = 2,048 tokens; the residual and its normalised copy 2·2·n·256, then the larger of
 the attention phase (q, k, v, o: 2·n·1,024) and the MLP (gate, up, product: 2·n·3·1,024);
 plus fp32 logits of the 2 sampled positions, 4 · 2 · 32,000 = 256,000.
+Under transformers (framework: hf), which allocates as the batch runs: a pre-allocating engine (vLLM)
+holds its profiled workspace and whole KV pool instead (estimate/reservation.py).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ HEADER = """\
 defaults:
   model: {name: toy, layers: 2, hidden: 256, heads: 4, kv_heads: 4, ffn_hidden: 1024, vocab: 32000, mlp: gated}
   kind: inference
+  framework: hf
   context: 1024
   batch: 2
   hours: 10

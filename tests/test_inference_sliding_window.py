@@ -58,11 +58,12 @@ def test_kv_layer_tokens_caps_windowed_layers():
 def test_a_long_mistral_service_holds_the_window_only(tmp_path, capsys):
     path = tmp_path / "w.yaml"
     path.write_text("proposal: {title: t}\nworkloads:\n"
-                    "  - {name: chat, kind: inference, model: mistral-7b, context: 16k, batch: 4, hours: 10,\n"
+                    "  - {name: chat, kind: inference, framework: hf, model: mistral-7b, context: 16k, batch: 4, hours: 10,\n"
                     "     gpu: h100-80gb, gpus: 1, precision: bf16}\n", encoding="utf-8")
     assert main(["plan", str(path), "--format", "json"]) == 0
     plan = json.loads(capsys.readouterr().out)
-    # 4 sequences × 4,096 windowed tokens × 131,072 B, not × 16,384 tokens.
+    # 4 sequences × 4,096 windowed tokens × 131,072 B, not × 16,384 tokens (transformers: no KV pool,
+    # the batch's own cache; a pre-allocating engine's kv_cache is its whole pool).
     assert plan["workloads"][0]["memory"]["components"]["kv_cache"] == 4 * 4096 * KV_MISTRAL
 
 

@@ -195,6 +195,9 @@ def test_every_family_plans_through_a_workload(tmp_path, capsys, fixture):
 
 def test_falcon_kv_cache_in_the_plan(tmp_path, capsys):
     path = write_workload(tmp_path, str(CONFIGS / "falcon.json"))
+    # Under transformers (no KV pool) the plan's kv_cache is the batch's; a pre-allocating engine's is its pool.
+    path.write_text(path.read_text(encoding="utf-8").replace("kind: inference\n", "kind: inference\n    framework: hf\n"),
+                    encoding="utf-8")
     assert main(["plan", str(path), "--format", "json"]) == 0
     plan = json.loads(capsys.readouterr().out)["workloads"][0]
     # 2 × 32 layers × 1 KV head × 64 × 2 bytes × 2,000 tokens × 4 sequences = 65,536,000 bytes

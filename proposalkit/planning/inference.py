@@ -26,6 +26,7 @@ from ..estimate.inference import (
     service,
 )
 from ..estimate.memory import InferenceSetup, inference_memory
+from ..estimate.reservation import engine_memory
 from ..estimate.breakdown import DEFAULT_OVERHEAD
 from ..units import GB, SECONDS_PER_HOUR
 from . import search
@@ -86,9 +87,13 @@ def _source(e: Engine) -> str:
 
 
 def _memory(model, s: Settings, rep: Replica, batch: int, context: int):
+    """Memory per GPU. With no pool (transformers) what the planned batch allocates; under a pre-allocating
+    engine (vLLM, SGLang, TensorRT-LLM) the engine's whole reservation, which the device holds whatever the
+    batch (engine_memory)."""
     setup = InferenceSetup(context=context, batch=batch, precision=s.precision, kv_precision=rep.kv_precision,
                            tensor_parallel=rep.tensor_parallel, attention=s.attention)
-    return inference_memory(model, setup, DEFAULT_OVERHEAD)
+    mem = inference_memory(model, setup, DEFAULT_OVERHEAD)
+    return mem if rep.engine.fraction_of == "none" else engine_memory(rep, mem, batch, context)
 
 
 def _ms(seconds: float) -> str:
