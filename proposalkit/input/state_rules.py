@@ -45,6 +45,12 @@ def state_rules(workload) -> list[tuple[tuple, str]]:
         problems.append((("offload", "optimizer"), "DeepSpeed offloads the optimizer under ZeRO (got zero_stage 0 "
                                                    "with framework deepspeed, expected zero_stage 1, 2, 3 or "
                                                    "nothing)"))
+    if workload.activation_offload and workload.activation_checkpointing is False:
+        # pytorch/torchtune @ bd2a0fc7c recipes/full_finetune_single_device.py (and its other recipes): RuntimeError
+        # "enable_activation_offloading should only be True when enable_activation_checkpointing is True".
+        problems.append((("activation_offload",), "torchtune offloads activations only with activation checkpointing "
+                                                  "(got activation_checkpointing: false, expected true, selective or "
+                                                  "nothing)"))
     if owner and workload.optimizer_in_backward:
         problems.append((("optimizer_in_backward",), f"{owner} steps after the whole backward, over a gradient "
                                                      "buffer of every parameter (got optimizer_in_backward with "

@@ -109,6 +109,8 @@ def _fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict
     elif s.zero_stage is None and s.offload_optimizer and s.framework == "deepspeed":
         stages = [1, 2, 3] if dp > 1 else [1]   # ZeRO-Offload runs under ZeRO stages 1-3 (input/state_rules.py)
     ckpts = [s.activation_checkpointing] if s.activation_checkpointing is not None else [False, True]
+    if s.activation_offload and s.activation_checkpointing is None:
+        ckpts = [True]          # torchtune offloads activations only with checkpointing (input/state_rules.py)
     smallest = None
     for ckpt in ckpts:
         for stage in stages:
