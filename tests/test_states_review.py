@@ -141,3 +141,21 @@ def test_activation_offload_needs_checkpointing(tmp_path, capsys):
     assert err.strip().endswith("workloads[0].activation_offload: torchtune offloads activations only with activation "
                                 "checkpointing (got activation_checkpointing: false, expected true, selective or "
                                 "nothing)")
+
+
+def test_deepspeed_tensor_parallel_keeps_whole_layer_inputs(tmp_path, capsys):
+    # Megatron-DeepSpeed (BLOOM's tr11-176B-ml.slurm passes no --sequence-parallel): with full checkpointing each
+    # layer keeps its whole input, 2 B × s × b × h = 2 × 2048 × 4096 per layer, not ÷ t (Korthikanti Table 2).
+    body = WORKLOAD.replace("gpus: 8", "gpus: 2\n    tensor_parallel: 2\n    zero_stage: 1\n    gpu: h100-80gb")
+    acts = {}
+    for framework in ("deepspeed", "megatron"):
+        path = tmp_path / f"{framework}.yaml"
+        path.write_text(body + f"    framework: {framework}\n    loss: fused\n", encoding="utf-8")
+        assert cli.main(["plan", str(path), "--format", "json"]) == 0
+        (w,) = json.loads(capsys.readouterr().out)["workloads"]
+        acts[framework] = w["memory"]["components"]["activations"]
+        if framework == "deepspeed":
+            assert any(a.startswith("tensor parallelism without sequence parallelism") for a in w["assumptions"])
+    # 32 layer inputs (+ the final norm's input) whole instead of halved; the recomputed layer's norm/qkv/mlp
+    # inputs whole too: at least 33 × 2 × 2048 × 4096 / 2 more
+    assert acts["deepspeed"] - acts["megatron"] >= 33 * 2 * 2048 * 4096 // 2

@@ -174,6 +174,18 @@ def softmax_fp32(workload) -> tuple[bool | None, str | None]:
     return None, None
 
 
+def sequence_parallel(workload) -> tuple[bool | None, str | None]:
+    """Whether tensor parallelism also splits the norms' and dropouts' activations along the sequence, when the
+    framework decides (None: the planner's default, Megatron-LM's sequence parallelism, Korthikanti §4.2.2)."""
+    if workload.framework == "deepspeed" and (workload.tensor_parallel or 1) > 1:
+        return False, ("tensor parallelism without sequence parallelism: the norms' inputs, the attention and MLP "
+                       "inputs and the checkpointed layer inputs are whole on every tensor-parallel GPU (DeepSpeed "
+                       "trains tensor-parallel through Megatron-DeepSpeed, whose BLOOM run passes no "
+                       "--sequence-parallel: bigscience-workshop/bigscience @ e726b159 "
+                       "train/tr11-176B-ml/tr11-176B-ml.slurm; Korthikanti et al. 2022 eq. 2; deepspeed preset)")
+    return None, None
+
+
 # Frameworks whose full fine-tune runs 16-bit compute as torch.autocast over fp32 parameters: the Hugging
 # Face Trainer (TrainingArguments fp16/bf16: torch.amp autocast, the model's parameters left in fp32) and
 # LLaMA-Factory, which trains through it with its trainable parameters upcast to fp32

@@ -101,7 +101,8 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
     impl, impl_note = frameworks.optimizer_impl(w, precision)
     policy, policy_note = frameworks.selective_policy(w)
     softmax32, softmax_note = frameworks.softmax_fp32(w)
-    notes += [note for note in (impl_note, policy_note, softmax_note) if note]
+    sp, sp_note = frameworks.sequence_parallel(w)
+    notes += [note for note in (impl_note, policy_note, softmax_note, sp_note) if note]
     return Settings(
         precision=precision,
         buffer=buffer,
@@ -132,6 +133,7 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
         optimizer_impl=impl,
         **({"selective_policy": policy} if policy else {}),
         **({"softmax_fp32": softmax32} if softmax32 is not None else {}),
+        **({"sequence_parallel": sp} if sp is not None else {}),
         autocast_fp32_params=frameworks.autocast_fp32_params(w),
     )
 

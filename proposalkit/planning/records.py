@@ -56,6 +56,8 @@ class Settings:
     # Training without FlashAttention: the softmax in fp32 (eager PyTorch); a Megatron preset may set False
     # (its fused 16-bit softmax kernel).
     softmax_fp32: bool = True
+    # Tensor parallelism with sequence parallelism (Korthikanti §4.2.2); a deepspeed preset sets False (frameworks.py).
+    sequence_parallel: bool = True
     autocast_fp32_params: bool = False   # HF Trainer AMP: autocast over fp32 parameters (frameworks.py)
 
 
