@@ -159,3 +159,11 @@ def test_deepspeed_tensor_parallel_keeps_whole_layer_inputs(tmp_path, capsys):
     # 32 layer inputs (+ the final norm's input) whole instead of halved; the recomputed layer's norm/qkv/mlp
     # inputs whole too: at least 33 × 2 × 2048 × 4096 / 2 more
     assert acts["deepspeed"] - acts["megatron"] >= 33 * 2 * 2048 * 4096 // 2
+
+
+def test_an_empty_offload_is_refused(tmp_path, capsys):
+    # Before: accepted and ignored (a field that silently does nothing).
+    code, out, err = _run(tmp_path, capsys, "offload: {}")
+    assert code == 2 and out == ""
+    assert err.strip().endswith("workloads[0].offload: nothing to offload (got an empty mapping, expected optimizer: "
+                                "cpu, params: cpu or both, or leave offload out)")

@@ -25,6 +25,9 @@ def state_rules(workload) -> list[tuple[tuple, str]]:
                 problems.append(((name,), f"not used by inference (got {name}, expected it only on finetune or pretrain)"))
         return problems
     offload = workload.offload
+    if offload is not None and offload.optimizer is None and offload.params is None:
+        problems.append((("offload",), "nothing to offload (got an empty mapping, expected optimizer: cpu, params: "
+                                       "cpu or both, or leave offload out)"))
     if offload is not None and offload.params == "cpu" and workload.zero_stage not in (None, 3):
         problems.append((("offload", "params"), "parameters are offloaded only under full sharding (got zero_stage "
                                                 f"{workload.zero_stage}, expected zero_stage 3 or nothing)"))
