@@ -20,12 +20,12 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from .arith import ceil, check_positive, exact, memo
-from .precision import check_choice
+from .precision import FP32_BYTES, check_choice
 from .lora import default_lora, lora_activation_bytes_per_layer
 from .checkpointing import (
     OFFLOAD_STASH_TENSORS, POLICY_SOURCES, attention_core_bytes, offloaded_stash_bytes, op_policy_saved_bytes,
 )
-from .loss import FP32_BYTES, loss_note, loss_peak_bytes
+from .loss import loss_note, loss_peak_bytes
 from .shapes import (
     ModelSpec, expert_ffn_hidden, is_mla, is_moe, largest_linear_params, linear_weight_params, mlp_matrices,
     moe_layer_count,

@@ -36,13 +36,13 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from .precision import FP32_BYTES
 from .shapes import ModelSpec, is_moe, moe_layer_count, projection_widths, shared_expert_ffn_hidden
 
 SELECTIVE_POLICIES = ("attention", "op")
 DEFAULT_SELECTIVE_POLICY = "attention"
 # torchtune OffloadActivations(max_fwd_stash_size: int = 5, min_offload_size: int = 1024) (@ e511d5a2).
 OFFLOAD_STASH_TENSORS = 5
-FP32_BYTES = 4
 
 POLICY_SOURCES = {
     "attention": "selective checkpointing of the attention core (Megatron-LM; Korthikanti et al. 2022 §4.2): "

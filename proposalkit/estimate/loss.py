@@ -46,10 +46,10 @@ import math
 from fractions import Fraction
 
 from .arith import exact
+from .precision import FP32_BYTES
 
 LOSSES = ("standard", "chunked", "fused")
 DEFAULT_LOSS = "standard"
-FP32_BYTES = 4
 # torchtune CEWithChunkedOutputLoss(num_output_chunks: int = 8) (@ ce5433b0).
 CHUNKED_LOSS_CHUNKS = 8
 

@@ -23,8 +23,6 @@ TRAINING_FRAMEWORKS = ("hf-trainer", "torchtune", "torchtitan", "deepspeed", "me
 # Inference engines of the contract: their memory rule, batch limit and achieved fractions are
 # estimate/engines.py's (one home), applied by planning/inference.py.
 INFERENCE_ENGINES: tuple[str, ...] = ENGINES
-# Engines named by the contract but not modelled (none now): refused by name (schema._framework).
-PLANNED_ENGINES: tuple[str, ...] = ()
 FRAMEWORKS = TRAINING_FRAMEWORKS + INFERENCE_ENGINES
 
 TORCHTUNE = "pytorch/torchtune @ bd2a0fc7c"
@@ -245,8 +243,7 @@ def framework_problem(workload) -> str | None:
     if name is None:
         return None
     if workload.kind == "inference" and name in TRAINING_FRAMEWORKS:
-        expected = (f"an inference engine: {', '.join(INFERENCE_ENGINES)}" if INFERENCE_ENGINES else
-                    f"no framework: the inference engines {', '.join(PLANNED_ENGINES)} are not modelled yet")
+        expected = f"an inference engine: {', '.join(INFERENCE_ENGINES)}"
         return f"a training framework on an inference workload (got {name!r}, expected {expected})"
     if workload.kind != "inference" and name in INFERENCE_ENGINES:
         return (f"an inference engine on a {workload.kind} workload (got {name!r}, expected a training "

@@ -21,7 +21,7 @@ from ..estimate.loss import LOSSES
 from ..estimate.precision import OPTIMIZERS, PRECISIONS, TRAINING_METHODS as METHODS  # one home: the estimates
 from ..units import parse_count
 from .bounds import BOUNDS
-from .frameworks import FRAMEWORKS, PLANNED_ENGINES, TRAINING_FRAMEWORKS
+from .frameworks import FRAMEWORKS
 
 KINDS = ("finetune", "pretrain", "inference")
 TRACKS = ("startup", "standard")
@@ -140,15 +140,6 @@ def _dropout(value: object) -> bool:
     if not 0 <= number < 1:
         raise _fail("out of range", value, expected)
     return number > 0
-
-
-def _framework(value: object) -> object:
-    """An inference engine of the contract not modelled yet is refused by name, not as a misspelling."""
-    if isinstance(value, str) and value in PLANNED_ENGINES and value not in FRAMEWORKS:
-        raise PydanticCustomError(
-            "pk", "inference engine {got} is not modelled yet (expected a training framework: {allowed}; "
-                  "leave framework out for inference)", {"got": repr(value), "allowed": ", ".join(TRAINING_FRAMEWORKS)})
-    return value
 
 
 def _model_ref(value: object) -> object:
@@ -441,7 +432,7 @@ class WorkloadFields(_Strict):
     resource: Text | None = Field(None, description="Target resource for this workload (overrides proposal.resource).")
     concurrency: Concurrency | None = Field(None, description="Runs of this workload at once.")
     storage: Storage | None = None
-    framework: Annotated[Literal[FRAMEWORKS], BeforeValidator(_framework)] | None = Field(
+    framework: Literal[FRAMEWORKS] | None = Field(
         None, description="The software that will run it: for training hf-trainer, torchtune, torchtitan, deepspeed, "
                           "megatron, axolotl, llama-factory (sets the defaults its standard recipe uses, each stated "
                           "as an assumption with its source; the workload's own fields override them); for inference "
