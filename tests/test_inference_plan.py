@@ -136,41 +136,69 @@ workloads:
 """
 
 
-def test_a_service_sized_by_little_s_law(tmp_path, capsys):
-    # One replica at r requests/s prefills for a share u = r·p of its time (p: one prompt's
-    # prefill), so TTFT = p ÷ (1 − u). The TTFT target of 100 ms binds first: r ≤ (1 − p/0.1) ÷ p.
-    p = prefill_seconds(1000)
-    most = (1 - p / 0.1) / p
-    assert 30 < most < 40                       # ≈ 34 requests/s per replica
-    # At that rate the TPOT target holds: step ÷ (1 − u) with the requests in flight B = r × (TTFT +
-    # 32 × TPOT) (Little's law; mean context 1,000 + 16) is under 100 ms, and B fits vLLM's pool
-    # (≈ 450 sequences of 1,032 tokens).
-    u = most * p
+def p99_wait(rate: float, p: float, q: float = 0.99) -> float:
+    """The q-quantile bound of the wait for prefills ahead, prompts arriving as a Poisson stream and
+    prefilled one after another in p seconds (M/D/1): 0 where ρ = rate·p ≤ 1 − q (an arrival finds the
+    server idle with probability 1 − ρ), else −ln(1 − q)/θ with ρ(e^{θp} − 1) = θp (Lundberg's
+    inequality), solved here by Newton's method from the right of the root."""
+    rho = rate * p
+    if rho <= 1 - q:
+        return 0.0
+    x = 2 * math.log(1 / rho) + 2          # f(x) = ρ(eˣ − 1) − x > 0 there, and f is convex
+    for _ in range(100):
+        x -= (rho * math.expm1(x) - x) / (rho * math.exp(x) - 1)
+    return -math.log(1 - q) / (x / p)
+
+
+def service_point(r: float, p: float):
+    """One replica at r requests/s: u = r·p of its time prefills; TPOT = step ÷ (1 − u) with the
+    requests in flight B = r × (p ÷ (1 − u) + 32 × TPOT) (Little's law; mean context 1,000 + 16);
+    p99 TTFT = p + the p99 wait + the decode step under way."""
+    u = r * p
     batch = 1
     for _ in range(50):
         tpot = step_seconds(batch, 1016) / (1 - u)
-        batch = math.ceil(most * (p / (1 - u) + 32 * tpot))
-    assert tpot < 0.1 and batch < 100
+        batch = math.ceil(r * (p / (1 - u) + 32 * tpot))
+    return batch, tpot, p + p99_wait(r, p) + step_seconds(batch, 1016)
+
+
+def test_a_service_sized_by_little_s_law(tmp_path, capsys):
+    # 50 requests/s of 1,000-token prompts with TTFT ≤ 100 ms at p99 (the default percentile) and
+    # TPOT ≤ 100 ms. The TTFT target binds first: on two replicas (25 requests/s each) the prefills
+    # keep each GPU busy u = 25 × p ≈ 0.57 and the p99 wait behind them is about 100 ms; on three it holds.
+    p = prefill_seconds(1000)
     rate = 50.0
-    replicas = math.ceil(rate / most)
-    assert replicas == 2
+    replicas = next(n for n in range(1, 10) if 1 - rate / n * p > 0 and service_point(rate / n, p)[2] <= 0.1
+                    and service_point(rate / n, p)[1] <= 0.1)
+    assert replicas == 3 and service_point(25, p)[2] > 0.1
     code, plan_json, err = plan(tmp_path, capsys, SERVICE.format(rate=rate))
     assert code == 0, err
     (w,) = plan_json["workloads"]
     i = w["inference"]
-    assert (i["mode"], i["replicas"], i["tensor_parallel"]) == ("rate", replicas, 1)
+    assert (i["mode"], i["replicas"], i["tensor_parallel"], i["ttft_percentile"]) == ("rate", replicas, 1, 99)
     assert w["gpu"]["count"] == replicas
     assert w["runtime_hours"] == 720 and w["gpu_hours"] == pytest.approx(720 * replicas)
-    # Each replica carries 25 requests/s: TTFT and TPOT there, and the requests in flight.
-    r = rate / replicas
-    u = r * p
-    assert i["ttft_ms"] == pytest.approx(p / (1 - u) * 1e3, rel=1e-4)
-    step = step_seconds(i["batch"], 1016) / (1 - u)
-    assert i["tpot_ms"] == pytest.approx(step * 1e3, rel=1e-4)
-    assert i["batch"] == math.ceil(r * (i["ttft_ms"] + 32 * i["tpot_ms"]) / 1e3 - 1e-9)
+    # Each replica carries 50/3 requests/s: TTFT and TPOT there, and the requests in flight.
+    batch, tpot, ttft = service_point(rate / replicas, p)
+    assert i["batch"] == batch
+    assert i["tpot_ms"] == pytest.approx(tpot * 1e3, rel=1e-4)
+    assert i["ttft_ms"] == pytest.approx(ttft * 1e3, rel=1e-4)
     assert i["ttft_ms"] <= 100 and i["tpot_ms"] <= 100
     assert i["output_tokens_per_second"] == pytest.approx(rate * 32)
     assert w["tokens"] == 0 and w["throughput_source"] == "service"
+
+
+def test_the_median_ttft_needs_fewer_replicas(tmp_path, capsys):
+    # ttft_percentile: 50 holds the median: at 25 requests/s per replica u ≈ 0.57 > 0.5, so the median
+    # wait is −ln(0.5)/θ, far below the p99 wait; two replicas meet 100 ms.
+    p = prefill_seconds(1000)
+    assert p + p99_wait(25, p, 0.5) + step_seconds(service_point(25, p)[0], 1016) < 0.1
+    code, plan_json, err = plan(tmp_path, capsys, SERVICE.format(rate=50) + "    ttft_percentile: 50\n")
+    assert code == 0, err
+    i = plan_json["workloads"][0]["inference"]
+    assert (i["replicas"], i["ttft_percentile"]) == (2, 50)
+    batch = service_point(25, p)[0]
+    assert i["ttft_ms"] == pytest.approx((p + p99_wait(25, p, 0.5) + step_seconds(batch, 1016)) * 1e3, rel=1e-4)
 
 
 def test_one_replica_when_the_load_is_light(tmp_path, capsys):
@@ -186,11 +214,12 @@ def test_targets_no_gpu_reaches_say_what_is_achievable(tmp_path, capsys):
     text = SERVICE.format(rate=1).replace("ttft_ms: 100", "ttft_ms: 5").replace("tpot_ms: 100", "tpot_ms: 1")
     code, _, err = plan(tmp_path, capsys, text)
     assert code == 2
-    ttft, tpot = prefill_seconds(1000) * 1e3, step_seconds(1, 1016) * 1e3
+    tpot = step_seconds(1, 1016) * 1e3
+    ttft = prefill_seconds(1000) * 1e3 + tpot        # the prefill and the first decode step
     assert err == (
         f"FILE:8: workloads[0].ttft_ms: below what the GPUs can reach (got 5 ms, expected at least {ttft:,.2f} ms: "
-        f"a lone prompt of 1,000 tokens takes {ttft:,.1f} ms to prefill even on 1× h100-80gb, the fastest replica "
-        "tried within a node)\n"
+        f"a lone prompt of 1,000 tokens takes {ttft:,.1f} ms to prefill and decode its first token even on "
+        "1× h100-80gb, the fastest replica tried within a node)\n"
         f"FILE:9: workloads[0].tpot_ms: below what the GPUs can reach (got 1 ms, expected at least {tpot:,.2f} ms: "
         f"one decode step at batch 1 reads the weights and one sequence's KV cache in {tpot:,.2f} ms even on "
         "1× h100-80gb, the fastest replica tried within a node)\n")

@@ -57,7 +57,7 @@ def inference_problems(w, model: ModelSpec | None) -> list[tuple[tuple, str]]:
         out.append((("hours",), "required for a service sized by request_rate (expected the hours it is kept up, "
                                 "e.g. 720 for a month)"))
     if not by_rate:
-        for name in ("ttft_ms", "tpot_ms"):
+        for name in ("ttft_ms", "tpot_ms", "ttft_percentile"):
             if getattr(w, name) is not None:
                 out.append(((name,), "a latency target sizes a service by its load (expected request_rate "
                                      f"beside it, e.g. {SERVICE_EXAMPLE})"))

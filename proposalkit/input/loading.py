@@ -166,7 +166,8 @@ def _check(workload: Workload, model: ModelSpec | None, index: int, source: Sour
             add(("attention",), "an inference setting (for training, flash_attention: true or false)")
         if workload.hours is not None:
             add(("hours",), "only for an inference service (the training runtime is computed from the tokens)")
-        for name in ("requests", "input_tokens", "output_tokens", "request_rate", "ttft_ms", "tpot_ms"):
+        for name in ("requests", "input_tokens", "output_tokens", "request_rate", "ttft_ms", "tpot_ms",
+                     "ttft_percentile"):
             if getattr(workload, name) is not None:
                 add((name,), f"only for inference (got {name} on {workload.kind}; expected it only on kind: "
                              "inference)")

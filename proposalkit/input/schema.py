@@ -202,6 +202,9 @@ TokensPerSecond = Annotated[float, _within(_positive_float, "tokens_per_second")
 PositiveFloat = Annotated[float, BeforeValidator(_positive_float), WithJsonSchema(_FLOAT_SCHEMA)]
 Mfu = Annotated[float, _in_range("mfu"), WithJsonSchema({"type": "number", "minimum": BOUNDS["mfu"].low, "maximum": 1})]
 Buffer = Annotated[float, _in_range("buffer"), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
+TtftPercentile = Annotated[float, _in_range("ttft_percentile"),
+                           WithJsonSchema({"type": "number", "minimum": BOUNDS["ttft_percentile"].low,
+                                           "maximum": BOUNDS["ttft_percentile"].high})]
 ZeroStage = Annotated[int, _in_range("zero_stage"), WithJsonSchema({"type": "integer", "minimum": 0, "maximum": 3})]
 def _bounded_float(name: str):
     bound = BOUNDS[name]
@@ -429,6 +432,9 @@ class WorkloadFields(_Strict):
         None, description="Inference service: requests per second to sustain (with hours kept up).")
     ttft_ms: TtftMs | None = Field(None, description="Inference service: time to first token target, milliseconds.")
     tpot_ms: TpotMs | None = Field(None, description="Inference service: time per output token target, milliseconds.")
+    ttft_percentile: TtftPercentile | None = Field(
+        None, description="Inference service: the percentile of the time to first token that ttft_ms bounds and the "
+                          "plan reports (default 99: p99), prompts arriving as a Poisson stream.")
     resource: Text | None = Field(None, description="Target resource for this workload (overrides proposal.resource).")
     concurrency: Concurrency | None = Field(None, description="Runs of this workload at once.")
     storage: Storage | None = None

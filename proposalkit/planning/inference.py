@@ -23,7 +23,7 @@ from ..errors import InputError, Problem
 from ..estimate.engines import Engine, engine as engine_named
 from ..estimate.inference import (
     InferenceError, Replica, batch_job, decode_step, default_kv_precision, mean_context, prefill, prefill_flops_per_sequence, replica,
-    service,
+    service, DEFAULT_TTFT_PERCENTILE, ttft_floor,
 )
 from ..estimate.memory import InferenceSetup, inference_memory
 from ..estimate.reservation import engine_memory
@@ -194,22 +194,25 @@ def _batch(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
 
 def _rate(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
     I, O = w.input_tokens, w.output_tokens
-    svc = service(rep, w.request_rate, I, O, ttft_ms=w.ttft_ms, tpot_ms=w.tpot_ms, batch=w.batch)
+    q = w.ttft_percentile if w.ttft_percentile is not None else DEFAULT_TTFT_PERCENTILE
+    svc = service(rep, w.request_rate, I, O, ttft_ms=w.ttft_ms, tpot_ms=w.tpot_ms, batch=w.batch, ttft_percentile=q)
     t = rep.tensor_parallel
     steps = _common_steps(rep, I, O, svc.max_concurrency)
     steps.append(_step_line(rep, svc.step, "Decode step"))
     busy = svc.rate_per_replica * svc.prefill.seconds
-    limits = [f"{name} ≤ {value:g} ms" for name, value in (("TTFT", w.ttft_ms), ("TPOT", w.tpot_ms))
+    limits = [f"{name} ≤ {value:g} ms" for name, value in ((f"TTFT p{q:g}", w.ttft_ms), ("TPOT", w.tpot_ms))
               if value is not None]
     if w.batch is not None:
         limits.append(f"at most {svc.max_concurrency:,} in flight (batch {w.batch:,})")
     targets = ", ".join(limits) or "as the KV pool allows"
-    steps.append(("Per replica", f"at {svc.rate_per_replica:,.3g} requests/s prefill keeps the GPUs busy u = "
-                                 f"{svc.rate_per_replica:,.3g} × {_ms(svc.prefill.seconds)} = {busy:.3f}; TTFT = "
-                                 f"{_ms(svc.prefill.seconds)} ÷ (1 − u) = {svc.ttft_ms:,.1f} ms, TPOT = "
+    rate = svc.rate_per_replica
+    steps.append(("Per replica", f"at {rate:,.3g} requests/s prefill keeps the GPUs busy u = "
+                                 f"{rate:,.3g} × {_ms(svc.prefill.seconds)} = {busy:.3f}; TPOT = "
                                  f"{_ms(svc.step.seconds)} ÷ (1 − u) = {svc.tpot_ms:,.2f} ms; requests in flight "
-                                 f"(Little's law) = {svc.rate_per_replica:,.3g} × ({svc.ttft_ms / 1e3:,.3f} s + "
+                                 f"(Little's law, TTFT ≈ prefill ÷ (1 − u) = {svc.ttft_mean_ms:,.1f} ms) = "
+                                 f"{rate:,.3g} × ({svc.ttft_mean_ms / 1e3:,.3f} s + "
                                  f"{O:,} × {svc.tpot_ms / 1e3:,.4f} s) ≈ {svc.concurrency:,}"))
+    steps.append(("TTFT", _ttft_line(svc, rate, q)))
     steps.append(("Replicas", f"⌈{w.request_rate:g} ÷ {svc.max_rate_per_replica:,.3g} req/s per replica "
                               f"({targets})⌉ = {svc.replicas:,} replica{'s' if svc.replicas > 1 else ''} of {t} "
                               f"GPU{'s' if t > 1 else ''}"))
@@ -219,8 +222,24 @@ def _rate(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
         input_tokens=I, output_tokens=O, requests=None,
         prefill_tokens_per_second=svc.prefill.tokens_per_second,
         output_tokens_per_second=w.request_rate * O, ttft_ms=svc.ttft_ms, tpot_ms=svc.tpot_ms,
-        request_rate=w.request_rate, steps=tuple(steps))
+        request_rate=w.request_rate, steps=tuple(steps), ttft_percentile=q)
     return _Option(svc.replicas * t, w.hours, svc.concurrency, plan, None)
+
+
+def _ttft_line(svc, rate: float, q: float) -> str:
+    """The tail TTFT written out: prefill + the wait for prefills ahead (M/D/1, Lundberg's bound) + one step."""
+    S, step = svc.prefill.seconds, svc.step.seconds
+    busy = rate * S
+    head = f"p{q:g} with prompts arriving as a Poisson stream, prefilled one after another (M/D/1): "
+    if svc.lundberg_theta == 0:
+        wait = (f"a prompt waits for another's prefill with probability u = {busy:.3f} ≤ {1 - q / 100:.3g}, so "
+                f"the p{q:g} wait is 0")
+    else:
+        wait = (f"the wait for prefills ahead is at most −ln({1 - q / 100:.3g}) ÷ θ = {svc.ttft_wait_ms:,.1f} ms, θ = "
+                f"{svc.lundberg_theta:,.3g}/s solving {rate:,.3g} × (e^(θ × {S:.4g} s) − 1) = θ (Lundberg's "
+                "inequality)")
+    return (head + wait + f"; TTFT = {_ms(S)} prefill + {svc.ttft_wait_ms:,.1f} ms + {_ms(step)} decode step "
+            f"under way = {svc.ttft_ms:,.1f} ms")
 
 
 def _hours(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
@@ -309,7 +328,8 @@ def _latency_limits(w, rep: Replica) -> list[tuple[float, str, str, int]]:
     reaches, for the targets given: what is achievable when no configuration meets them."""
     out = []
     if w.ttft_ms is not None:
-        out.append((prefill(rep, w.input_tokens).seconds * 1e3, "ttft_ms", rep.gpu.id, rep.tensor_parallel))
+        out.append((ttft_floor(rep, w.input_tokens, w.output_tokens) * 1e3, "ttft_ms", rep.gpu.id,
+                    rep.tensor_parallel))
     if w.tpot_ms is not None:
         step = decode_step(rep, 1, mean_context(w.input_tokens, w.output_tokens))
         out.append((step.seconds * 1e3, "tpot_ms", rep.gpu.id, rep.tensor_parallel))
@@ -330,7 +350,8 @@ def _impossible(lw, limits: list[tuple[float, str, str, int]]) -> None:
         target = getattr(w, name)
         if ms <= target:
             continue
-        what = (f"a lone prompt of {w.input_tokens:,} tokens takes {ms:,.1f} ms to prefill" if name == "ttft_ms" else
+        what = (f"a lone prompt of {w.input_tokens:,} tokens takes {ms:,.1f} ms to prefill and decode its first "
+                "token" if name == "ttft_ms" else
                 f"one decode step at batch 1 reads the weights and one sequence's KV cache in {ms:,.2f} ms")
         problems.append(Problem(lw.path, lw.field_line(name), f"workloads[{lw.index}].{name}",
                                 f"below what the GPUs can reach (got {target:g} ms, expected at least {ms:,.2f} ms: "

@@ -122,6 +122,7 @@ class InferencePlan:
     tpot_ms: float | None
     request_rate: float | None          # requests per second the replicas sustain together
     steps: tuple[tuple[str, str], ...] = ()
+    ttft_percentile: float | None = None    # a service by load: the percentile ttft_ms is (99: p99)
 
 
 @dataclass(frozen=True)

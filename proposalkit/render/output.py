@@ -116,7 +116,7 @@ def inference_dict(i) -> dict:
     return {"prefill_tokens_per_second": _round(i.prefill_tokens_per_second, 3),
             "output_tokens_per_second": _round(i.output_tokens_per_second, 3),
             "max_concurrency": i.max_concurrency, "ttft_ms": _round(i.ttft_ms, 3), "tpot_ms": _round(i.tpot_ms, 3),
-            "mode": i.mode, "replicas": i.replicas, "tensor_parallel": i.tensor_parallel, "batch": i.batch,
+            "ttft_percentile": i.ttft_percentile, "mode": i.mode, "replicas": i.replicas, "tensor_parallel": i.tensor_parallel, "batch": i.batch,
             "context": i.context, "input_tokens": i.input_tokens, "output_tokens": i.output_tokens,
             "requests": i.requests, "request_rate": _round(i.request_rate),
             "engine": i.engine, "engine_source": i.engine_source,

@@ -278,7 +278,8 @@ def _inference_settings(w: WorkloadPlan) -> list[Setting]:
         out.append(Setting("replicas", fmt_count(i.replicas)))
     out.append(Setting("concurrent sequences per replica", f"{fmt_count(i.batch)} (the KV cache holds "
                                                            f"{fmt_count(i.max_concurrency)})"))
-    latency = [f"TTFT {i.ttft_ms:,.0f} ms"] if i.ttft_ms is not None else []
+    p = f" p{i.ttft_percentile:g}" if i.ttft_percentile is not None else ""
+    latency = [f"TTFT{p} {i.ttft_ms:,.0f} ms"] if i.ttft_ms is not None else []
     if i.tpot_ms is not None:
         latency.append(f"TPOT {i.tpot_ms:,.1f} ms")
     out.append(Setting("latency (estimated)", ", ".join(latency) or "not modelled for this engine"))
