@@ -239,7 +239,7 @@ def test_diff_keeps_working(tmp_path, capsys):
     ("{log: smi.csv, gpu: a100-80gb, gpus: 1}", "",
      "FILE:8: workloads[0].pilot.log: smi.csv: an nvidia-smi log measures memory only"),
     ("[{log: tt.txt, gpu: a100-80gb, gpus: 1}, {log: tt.txt, gpu: a100-80gb, gpus: 1}]", "",
-     "FILE:8: workloads[0].pilot[1].gpus: tt.txt and tt.txt both ran on 1 GPUs"),
+     "FILE:8: workloads[0].pilot[1].gpus: tt.txt and tt.txt both ran on 1 GPU"),
     ("[{log: tt.txt, gpu: a100-80gb, gpus: 1}, {log: tt.txt, gpu: h100-80gb, gpus: 2}]", "",
      "FILE:8: workloads[0].pilot[1].gpu: tt.txt ran on h100-80gb, tt.txt on a100-80gb"),
     ("{log: tt.txt, gpu: a100-80gb, gpus: 1, logs: 2}", "",

@@ -99,7 +99,7 @@ def read_pilots(workload, index: int, source, base_dir: str) -> tuple[tuple[Pilo
                                                   "of one GPU type on different GPU counts: the scaling efficiency "
                                                   "compares counts, not types)"))
         elif a.gpus == b.gpus:
-            problems.append(problem(at(1, "gpus"), f"{a.log} and {b.log} both ran on {a.gpus} GPUs (expected two "
+            problems.append(problem(at(1, "gpus"), f"{a.log} and {b.log} both ran on {a.gpus} GPU{'s' if a.gpus != 1 else ''} (expected two "
                                                    "different GPU counts, or one pilot)"))
     return tuple(runs) if not problems else (), problems
 
