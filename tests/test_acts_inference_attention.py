@@ -4,7 +4,9 @@ A toy model (2 layers, hidden 256, 4 heads, 4 kv heads, gated MLP 1,024, vocabul
 bf16, context 1,024, batch 2, one GPU. The forward pass's workspace (estimate/activations.py):
 n = 2 × 1,024 = 2,048 tokens; the residual and its normalised copy 2·2·n·256, then the larger of
 the attention phase (q, k, v, o: 2·n·1,024) and the MLP (gate, up, product: 2·n·3·1,024);
-plus fp32 logits of the 2 sampled positions, 4 · 2 · 32,000 = 256,000.
+plus fp32 logits of the 2 sampled positions, 4 · 2 · 32,000 = 256,000, plus the 16-bit logits of every
+prompt position that transformers' generate() keeps (no logits_to_keep; estimate/prompt_logits.py),
+2 · 1,024 · 32,000 · 2 = 131,072,000.
 Under transformers (framework: hf), which allocates as the batch runs: a pre-allocating engine (vLLM)
 holds its profiled workspace and whole KV pool instead (estimate/reservation.py).
 """
@@ -18,7 +20,7 @@ from proposalkit.cli import main
 
 N = 2 * 1024
 RESIDUAL = 2 * N * 2 * 256
-LOGITS = 4 * 2 * 32_000
+LOGITS = 4 * 2 * 32_000 + 2 * 1024 * 32_000 * 2
 
 HEADER = """\
 defaults:
@@ -43,14 +45,14 @@ def test_eager_attention_holds_the_scores_their_fp32_softmax_and_a_16_bit_copy(p
                                   "  - {name: sdpa, attention: sdpa}\n  - {name: eager, attention: eager}\n"
                                   "  - {name: no-flash, flash_attention: false}\n")
     fused = RESIDUAL + 2 * N * 3 * 1024 + LOGITS
-    assert fused == 14_936_064
+    assert fused == 14_936_064 + 131_072_000
     for name in ("default", "flash", "sdpa"):
         assert got[name]["memory"]["components"]["activations"] == fused
     # transformers eager_attention_forward: bf16 scores 2 + fp32 softmax 4 + bf16 copy 2 = 8 B per score,
     # 2 sequences × 4 heads × 1,024² scores = 67,108,864 B, in the attention phase with q, k, v, o.
     scores = 2 * 4 * 1024 * 1024 * 8
     eager = RESIDUAL + max(2 * N * 1024 + scores, 2 * N * 3 * 1024) + LOGITS
-    assert eager == 73_656_320
+    assert eager == 73_656_320 + 131_072_000
     assert got["eager"]["memory"]["components"]["activations"] == eager
     assert got["no-flash"]["memory"]["components"]["activations"] == eager
     assert got["eager"]["settings"]["attention"] == "eager"

@@ -26,6 +26,7 @@ from .checkpointing import (
     OFFLOAD_STASH_TENSORS, POLICY_SOURCES, attention_core_bytes, offloaded_stash_bytes, op_policy_saved_bytes,
 )
 from .loss import loss_note, loss_peak_bytes
+from .prompt_logits import WHOLE_PROMPT_ENGINE, prompt_logits_bytes
 from .shapes import (
     ModelSpec, expert_ffn_hidden, is_mla, is_moe, largest_linear_params, linear_weight_params, mlp_matrices,
     moe_layer_count,
@@ -451,7 +452,10 @@ def inference_activation_bytes(model: ModelSpec, setup: InferenceSetup) -> int:
     projection_widths) and the MLP inner tensors (3 or 2 · e·n·f per routed
     expert at the expert width, plus the shared experts; a dense layer's f
     when wider), those split by t; plus the fp32 logits of the sampled
-    positions (4·batch·v). e = 2 bytes (4 for fp32).
+    positions (4·batch·v). e = 2 bytes (4 for fp32). Under transformers (engine hf,
+    or eager attention, which only transformers runs) each prompt is one forward
+    pass (n = batch·context) and its logits at every position are live
+    (prompt_logits.py).
     """
     if not model.has_architecture:
         return 0
@@ -461,7 +465,8 @@ def inference_activation_bytes(model: ModelSpec, setup: InferenceSetup) -> int:
     eager = setup.attention == "eager"
     # Eager attention runs in Hugging Face transformers, whose generate() prefills each prompt in one
     # forward pass: no chunking.
-    n = setup.batch * setup.context if eager else min(setup.batch * setup.context, chunk)
+    whole = eager or setup.engine == WHOLE_PROMPT_ENGINE
+    n = setup.batch * setup.context if whole else min(setup.batch * setup.context, chunk)
     h = model.hidden
     attention = sum(projection_widths(model))
     widths = []
@@ -475,6 +480,8 @@ def inference_activation_bytes(model: ModelSpec, setup: InferenceSetup) -> int:
     scores = eager_scores_bytes(model, setup.batch, setup.context, e) if eager else 0
     layer = exact(e * n * 2 * h * t + max(e * n * attention + scores, e * n * mlp), t)   # e·n·2h + max(...)/t
     logits = LOGIT_BYTES * setup.batch * model.vocab
+    if whole:
+        logits += prompt_logits_bytes(setup.batch, setup.context, model.vocab, e)
     return ceil(layer + logits)
 
 

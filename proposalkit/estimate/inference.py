@@ -268,7 +268,8 @@ def replica(model: ModelSpec, gpu, *, tensor_parallel: int = 1, precision: str =
     weights = math.ceil(weight_bytes(model, precision) / t)
     activations = inference_activation_bytes(
         model, InferenceSetup(context=e.prefill_chunk, batch=1, precision=precision,
-                              kv_precision=kv_precision, tensor_parallel=t, prefill_tokens=e.prefill_chunk))
+                              kv_precision=kv_precision, tensor_parallel=t, prefill_tokens=e.prefill_chunk,
+                              engine=e.id))
     workspace = activations + CUDA_CONTEXT_BYTES
     device = gpu.usable_memory_bytes
     fraction = engine_memory_fraction(e, t, gpu.usable_memory_bytes)

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from .activations import DEFAULT_PREFILL_TOKENS, inference_activation_bytes, training_activation_bytes
+from .prompt_logits import WHOLE_PROMPT_ENGINE, prompt_logits_note
 from .arith import ceil, check_positive, exact, fmt_bytes_per_param, memo
 from .breakdown import (  # noqa: F401  (re-exported: the memory API)
     ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES, DEFAULT_OVERHEAD, MemoryBreakdown, Overhead, overhead_bytes, overhead_note,
@@ -119,6 +120,7 @@ class InferenceSetup:
     tensor_parallel: int = 1
     prefill_tokens: int | None = None   # tokens per forward pass; None: DEFAULT_PREFILL_TOKENS
     attention: str = "flash"     # flash | sdpa | eager (activations.py: eager keeps a layer's s×s scores)
+    engine: str | None = None    # estimate/engines.py id; "hf": whole-prompt prefill and its logits (prompt_logits.py)
 
 
 # --------------------------------------------------------------------------
@@ -359,6 +361,12 @@ def inference_memory(model: ModelSpec, setup: InferenceSetup, overhead: Overhead
                 "their fp32 softmax and its 16-bit copy (transformers eager_attention_forward) + fp32 logits of "
                 "the sampled positions"
             )
+        elif setup.engine == WHOLE_PROMPT_ENGINE:
+            notes.append(
+                f"activations: one layer's transient tensors for {setup.batch * setup.context:,} tokens (generate() "
+                "prefills each prompt in one forward pass) + fp32 logits of the sampled positions"
+                + (f"; {setup.attention} attention keeps no s×s scores" if setup.attention != "flash" else "")
+            )
         else:
             notes.append(
                 f"activations: one layer's transient tensors for {min(setup.batch * setup.context, chunk):,} tokens "
@@ -366,6 +374,9 @@ def inference_memory(model: ModelSpec, setup: InferenceSetup, overhead: Overhead
                 "positions"
                 + (f"; {setup.attention} attention keeps no s×s scores" if setup.attention != "flash" else "")
             )
+        if setup.attention == "eager" or setup.engine == WHOLE_PROMPT_ENGINE:
+            e = 4 if setup.precision == "fp32" else 2
+            notes.append(prompt_logits_note(setup.batch, setup.context, model.vocab, e))
     else:
         notes.append(f"activations not estimated: model {model.id!r} gives only a parameter count")
     notes.append(

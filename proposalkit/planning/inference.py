@@ -91,7 +91,7 @@ def _memory(model, s: Settings, rep: Replica, batch: int, context: int):
     engine (vLLM, SGLang, TensorRT-LLM) the engine's whole reservation, which the device holds whatever the
     batch (engine_memory)."""
     setup = InferenceSetup(context=context, batch=batch, precision=s.precision, kv_precision=rep.kv_precision,
-                           tensor_parallel=rep.tensor_parallel, attention=s.attention)
+                           tensor_parallel=rep.tensor_parallel, attention=s.attention, engine=rep.engine.id)
     mem = inference_memory(model, setup, DEFAULT_OVERHEAD)
     return mem if rep.engine.fraction_of == "none" else engine_memory(rep, mem, batch, context)
 
@@ -295,7 +295,8 @@ def choose(lw, s: Settings, target, gpus: dict, e: Engine):
                 # What it would take: the declared batch of a service by hours, else one sequence.
                 mem = inference_memory(model, InferenceSetup(
                     context=s.context, batch=s.batch if mode(w) == "hours" else 1, precision=s.precision,
-                    kv_precision=default_kv_precision(s.precision), tensor_parallel=t, attention=s.attention),
+                    kv_precision=default_kv_precision(s.precision), tensor_parallel=t, attention=s.attention,
+                    engine=e.id),
                     DEFAULT_OVERHEAD)
                 candidates.append(Candidate(gpu.id, t, False, mem.total, gpu.usable_memory_bytes, None, None, None,
                                             False))

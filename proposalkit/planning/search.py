@@ -43,7 +43,7 @@ def memory_of(model: ModelSpec, w, s: Settings, count: int, zero_stage: int | No
         # Quantized weights still keep a 16-bit KV cache (vLLM's default kv_cache_dtype "auto").
         kv = s.precision if s.precision in ("fp32", "fp16") else "bf16"
         setup = InferenceSetup(context=s.context, batch=s.batch, precision=s.precision, kv_precision=kv,
-                               tensor_parallel=count, attention=s.attention)
+                               tensor_parallel=count, attention=s.attention, engine=s.framework)
         return inference_memory(model, setup, DEFAULT_OVERHEAD)
     method = w.method or "full"
     model_parallel = s.tensor_parallel * s.pipeline_parallel
