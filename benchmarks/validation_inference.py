@@ -149,6 +149,17 @@ def _fmt(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
 
 
+def _diagnoses(beyond: list[Result]) -> list[str]:
+    """What was checked for the rows beyond ±35% (their `diagnosis` in the data file), one item per text."""
+    texts: dict[str, list[str]] = {}
+    for r in beyond:
+        texts.setdefault(r.row.get("diagnosis") or "no diagnosis yet", []).append(r.id)
+    if not texts:
+        return []
+    items = [f"- **{', '.join(ids)}**: {text}" for text, ids in texts.items()]
+    return [f"Rows beyond ±{ROW_TARGET:.0%}, and what was checked:", "", *items, ""]
+
+
 def render(rs: list[Result] | None = None) -> str:
     """The Markdown section: the calibration table, then planned vs published for every row."""
     rs = results() if rs is None else rs
@@ -163,7 +174,8 @@ def render(rs: list[Result] | None = None) -> str:
         "proposalkit's inference model (`proposalkit/estimate/inference.py`) against published measurements: "
         "every row of the project's reference data (`reference/inference.json`) and the rows marked *added* in "
         "`tests/data/validation_inference.yaml` (the same TensorRT-LLM table's Llama-3.3-70B and Llama-3.1-405B "
-        "rows left out of the reference data, and one vLLM measurement). "
+        "rows left out of the reference data, TensorRT-LLM v0.5's other Llama-2 first-token rows, and one vLLM "
+        "measurement). "
         + ("Each row is an ordinary workload file (`benchmarks/validation/inference/`) planned with `proposalkit "
            "plan FILE --format json`; the figure is read from the plan's `inference` block. " if through_cli() else
            "Each row is computed through `proposalkit.estimate.inference`. ")
@@ -183,7 +195,7 @@ def render(rs: list[Result] | None = None) -> str:
         "published), coordinate descent on a 0.01 grid): every H100 row of TensorRT-LLM's performance overview "
         "(Llama-3.1-8B on one GPU, Llama-3.3-70B on two, Llama-3.1-405B on eight; ten input/output pairs each) "
         "and TensorRT-LLM v0.5's 16-bit first-token row on an A100, the one 16-bit compute-bound row. Held out: "
-        "every H200 row, the fixed-batch A100 rows, the fp8 first-token row and the vLLM row. The FP8 checkpoints "
+        "every H200 row, the fixed-batch A100 rows, the other first-token rows and the vLLM row. The FP8 checkpoints "
         "of the overview are run with an fp8 KV cache (with a 16-bit cache no bandwidth fraction up to 1 fits the "
         "long-output rows); its `kv_cache_free_gpu_mem_fraction` is the 0.90 default (the overview sometimes used "
         "0.95). Prefill and decode are summed: a model in which prompt tokens ride free in memory-bound decode "
@@ -197,6 +209,7 @@ def render(rs: list[Result] | None = None) -> str:
         f"(target ≤ {MEDIAN_TARGET:.0%}). Rows beyond ±{ROW_TARGET:.0%}: "
         + (", ".join(f"{r.id} ({r.error:+.1%})" for r in beyond) if beyond else "none") + ".",
         "",
+        *_diagnoses(beyond),
         "| row | model | GPUs | TP | precision | input / output | metric | published | planned | error | role |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]

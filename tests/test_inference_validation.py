@@ -28,6 +28,13 @@ KNOWN_OUTLIERS = {
     # TensorRT-LLM v0.5 (2023) fp8 prefill on an H100: 36 ms for 2,048 tokens is 39% of the fp8
     # peak; today's trtllm-bench rows, which the fraction is fitted on, reach more.
     "TRT05-LLAMA7B-H100-PREFILL-2048",
+    # The same v0.5 table's 128-token rows: a lone short prompt, whose weight read and per-call fixed
+    # costs the compute-bound prefill does not count (their diagnosis in the data file).
+    "TRT05-LLAMA7B-H100-PREFILL-128",
+    "TRT05-LLAMA70B-H100x4-PREFILL-128",
+    "TRT05-LLAMA7B-L40S-PREFILL-128",
+    "TRT05-LLAMA7B-A100-PREFILL-128",
+    "TRT05-LLAMA70B-A100x4-PREFILL-128",
 }
 
 
@@ -55,6 +62,20 @@ def test_median_error_within_15_percent(results):
 def test_every_row_within_35_percent_but_the_known_outliers(results):
     beyond = {r.id for r in results if r.error is not None and abs(r.error) > validation.ROW_TARGET}
     assert beyond <= KNOWN_OUTLIERS
+
+
+def test_every_row_beyond_35_percent_states_what_was_checked(results):
+    beyond = [r for r in results if r.error is not None and abs(r.error) > validation.ROW_TARGET]
+    text = validation.render(results)
+    for r in beyond:
+        assert len(r.row.get("diagnosis", "")) > 100, r.id
+        assert " ".join(r.row["diagnosis"].split())[:80] in text, r.id
+
+
+def test_added_rows_quote_their_source(results):
+    for r in results:
+        if r.row.get("added") and r.id.startswith("TRT05"):
+            assert r.row.get("quote", "").endswith(f"| {r.row['value']} |"), r.id
 
 
 def test_render_names_the_calibration(results):
