@@ -52,7 +52,7 @@ def test_partial_shape_is_completed_as_the_gpt_block_and_warned(tmp_path, capsys
     expected = [
         "a: custom: kv_heads not given: 32 (= heads: multi-head attention, as in the original GPT block)",
         "a: custom: ffn_hidden not given: 10,240 (= 4 × hidden, as in the original GPT block)",
-        "a: custom: mlp not given: plain (two matrices, up and down, with GELU, as in the original GPT block; "
+        "a: custom: mlp not given: plain (two matrices, up and down, with GELU, and LayerNorm, as in the original GPT block; "
         "write mlp: gated for SwiGLU)",
         "a: custom: params 3,000,000,000 given: it sets the weights and FLOPs; the shape (layers, hidden, heads, "
         "...) counts 2,774,305,280; params is +8.1% from it: check the shape, or leave params out to use the "

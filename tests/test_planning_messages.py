@@ -94,14 +94,18 @@ def test_training_suggestions_fit_the_larger_part_and_the_settings_given(tmp_pat
     # activation settings are left out when activations are under a tenth of the total.
     # Activations of "states" (checkpointed to fit): 80 layer inputs 2·4096·8192 B + the last norm's and
     # head's inputs 4·4096·8192 + the loss's peak 12 B × 4096 × 128,256 logits (estimate/loss.py; larger than
-    # one recomputed layer) = 11,806,769,152 B = 11.0 GiB. "pinned" (micro_batch 4, no checkpointing) holds
-    # 8 B per logit more than the 4 once counted: 343.6 + 8·4·4096·128,256/2^30 = 359.3 GiB.
+    # one recomputed layer) + the last norm's eager fp32 copy 4·4096·8192 (estimate/kernels.py; the recomputed
+    # layer's eager extras stay under the loss) = 11,940,986,880 B = 11.1 GiB. "pinned" (micro_batch 4, no
+    # checkpointing) holds 8 B per logit more than the 4 once counted: 343.6 + 8·4·4096·128,256/2^30 = 359.3 GiB,
+    # plus eager PyTorch's extras (compile unset): per token and layer two fp32 norm copies 2·4·8,192, the SiLU
+    # output 2·28,672 and K/V copied to 64 heads 2·2·(64 - 8)·128 = 151,552 B × 16,384 tokens × 80 layers +
+    # the final norm's copy 4·16,384·8,192 = 185.5 GiB: 544.8 GiB; the total 1,552.7 + 185.5 × 1.1 (reserve).
     assert err.splitlines() == [
-        f"{path}:2: workloads[0]: states does not fit: it needs 597.8 GiB per GPU on 2× h100-pcie, which has 79.1 GiB "
-        "usable; per GPU the model states take 531.5 GiB and the activations 11.0 GiB: try method: lora or qlora, "
+        f"{path}:2: workloads[0]: states does not fit: it needs 597.9 GiB per GPU on 2× h100-pcie, which has 79.1 GiB "
+        "usable; per GPU the model states take 531.5 GiB and the activations 11.1 GiB: try method: lora or qlora, "
         "or a larger tensor_parallel or pipeline_parallel (now 1 × 1)",
-        f"{path}:3: workloads[1]: pinned does not fit: it needs 1,552.7 GiB per GPU on 1× h100-pcie, which has "
-        "79.1 GiB usable; per GPU the model states take 1,051.3 GiB and the activations 359.3 GiB: try method: lora "
+        f"{path}:3: workloads[1]: pinned does not fit: it needs 1,756.7 GiB per GPU on 1× h100-pcie, which has "
+        "79.1 GiB usable; per GPU the model states take 1,051.3 GiB and the activations 544.8 GiB: try method: lora "
         "or qlora, zero_stage: 3 (now 2), more GPUs (gpus: now 1), activation_checkpointing: true, a smaller "
         "micro_batch (now 4), a shorter seq_len (now 4,096), or a larger tensor_parallel or pipeline_parallel "
         "(now 1 × 1)",

@@ -25,6 +25,9 @@ from .lora import default_lora, lora_activation_bytes_per_layer
 from .checkpointing import (
     OFFLOAD_STASH_TENSORS, POLICY_SOURCES, attention_core_bytes, offloaded_stash_bytes, op_policy_saved_bytes,
 )
+from .kernels import (
+    AUTOCAST_NOTE, AUTOCAST_RESIDUAL_BYTES, COMPILE_NOTE, EAGER_NOTE, autocast_terms, eager_terms, final_norm_extra,
+)
 from .loss import loss_note, loss_peak_bytes
 from .prompt_logits import WHOLE_PROMPT_ENGINE, prompt_logits_bytes
 from .shapes import (
@@ -47,23 +50,6 @@ SOFTMAX_STATISTICS_BYTES = 4
 # Mixture-of-experts router probabilities are computed in fp32 (Mixtral's HF
 # implementation applies softmax with dtype=torch.float).
 ROUTER_PROBABILITY_BYTES = 4
-
-# torch.autocast over fp32 parameters (Hugging Face Trainer AMP): the residual stream stays fp32 (the
-# embeddings are fp32, and adding a 16-bit sublayer output to it promotes, PyTorch type promotion), the
-# norms run in fp32 (layer_norm is on autocast's float32 list; transformers' LlamaRMSNorm @ d0fed636
-# computes in fp32 and returns its fp32 input's dtype), so each norm saves a 4-byte input; every linear
-# fed by a norm casts that fp32 output to its own saved 16-bit copy (linear is on autocast's lower-precision
-# list; a non-leaf cast is not cached, PyTorch docs "Automatic Mixed Precision package - torch.amp").
-AUTOCAST_RESIDUAL_BYTES = FP32_BYTES
-# Linears each norm's output feeds, one 16-bit copy each: q, k, v (transformers' BertSelfAttention and
-# LlamaAttention @ d0fed636 keep three nn.Linear; a fused qkv matrix casts once, so this bounds it).
-AUTOCAST_QKV_COPIES = 3
-# Autocast caches the 16-bit cast of each fp32 leaf weight it feeds to a lower-precision op until the
-# outermost autocast region exits, whatever the grad mode (pytorch/pytorch aten/src/ATen/autocast_mode.cpp
-# cached_cast: can_try_cache for an fp32 leaf that requires grad, no grad-mode condition): at the forward's
-# end every block linear's and the output projection's 16-bit copy is live (2 B per cast weight in fp16/bf16).
-# It coexists with the fp32 gradients under gradient accumulation (not freed between micro-batches), which
-# the workload format does not state: counted, since an under-estimate is the worst error.
 
 # Inference attention kernels: flash (FlashAttention), sdpa (PyTorch scaled_dot_product_attention,
 # which runs a flash or memory-efficient kernel for 16-bit inputs), eager (matmul + softmax).
@@ -89,6 +75,7 @@ def activation_terms_per_layer(
     moe_layer: bool = True,
     softmax_fp32: bool = False,
     autocast_fp32_params: bool = False,
+    eager: bool = False,
 ) -> dict[str, Fraction]:
     """Bytes one transformer layer stores for the backward pass, term by term.
 
@@ -109,8 +96,8 @@ def activation_terms_per_layer(
     Generalised here: Q is a·d wide and K, V kv·d wide (grouped-query
     attention); the o_proj input is a·d wide; a SwiGLU MLP stores gate output
     (SiLU input), up output and their product (down_proj input), 3 · e·sb·f,
-    as fused SwiGLU kernels do (eager PyTorch also keeps the SiLU output, one
-    more e·sb·f); a GELU MLP 2 · e·sb·f; without dropout there are no masks
+    as fused SwiGLU kernels do (eager: kernels.eager_terms() adds what unfused
+    ops keep beyond this count); a GELU MLP 2 · e·sb·f; without dropout there are no masks
     and the softmax output alone serves the backward (2 a s² b, not 5).
     FlashAttention (Dao et al. 2022) stores no s² tensor, only the fp32
     log-sum-exp per row and head (4·a·s·b); its dropout mask is regenerated.
@@ -144,18 +131,21 @@ def activation_terms_per_layer(
     autocast_fp32_params: 16-bit compute by autocast over fp32 parameters
     (Hugging Face Trainer AMP): autocast_terms() gives the tensors autocast
     leaves in fp32 and the 16-bit copies it makes.
+    eager: the model runs as eager PyTorch (no torch.compile, no fused
+    kernels): kernels.eager_terms() adds the fp32 norm copies, a gated MLP's
+    activation output and GQA's K/V head copies.
     """
     require_architecture(model, "activation memory")
     check_positive(seq_len, "seq_len")
     check_positive(micro_batch, "micro_batch")
     check_positive(tensor_parallel, "tensor_parallel")
     return _terms(model, seq_len, micro_batch, flash_attention, tensor_parallel, sequence_parallel,
-                  bytes_per_value, moe_layer, softmax_fp32, autocast_fp32_params)
+                  bytes_per_value, moe_layer, softmax_fp32, autocast_fp32_params, eager)
 
 
 def _terms(model: ModelSpec, s: int, b: int, flash_attention: bool, tensor_parallel: int,
            sequence_parallel: bool, e: int, moe_layer: bool, softmax_fp32: bool = False,
-           autocast_fp32_params: bool = False) -> dict[str, Fraction]:
+           autocast_fp32_params: bool = False, eager: bool = False) -> dict[str, Fraction]:
     """activation_terms_per_layer() without its checks (training_memory has made them)."""
     h, a = model.hidden, model.heads
     q_width, k_width, v_width, o_width = projection_widths(model)
@@ -201,34 +191,12 @@ def _terms(model: ModelSpec, s: int, b: int, flash_attention: bool, tensor_paral
         terms["shared expert output"] = e * sb * h * split
     if model.dropout:
         terms["dropout masks"] = 2 * MASK_BYTES * sb * h * replicated
-    if autocast_fp32_params and e < FP32_BYTES:
+    autocast = autocast_fp32_params and e < FP32_BYTES
+    if autocast:
         terms.update(autocast_terms(model, sb, e, replicated))
+    if eager:
+        terms.update(eager_terms(model, sb, e, split, replicated, moe, AUTOCAST_RESIDUAL_BYTES if autocast else e))
     return terms
-
-
-def autocast_terms(model: ModelSpec, sb: int, e: int, replicated: Fraction) -> dict[str, Fraction]:
-    """The terms of _terms() that autocast over fp32 parameters stores at other sizes, per layer.
-
-    The norms' inputs are the fp32 residual stream (4 B each, not e); the
-    attention projections each save their own e-byte cast of the fp32 norm
-    output (AUTOCAST_QKV_COPIES, not one shared e-byte input; MLA's latent
-    path is left at one); the MLP's input projections likewise (gate and up
-    of a gated MLP: 2, plain: 1), also where one norm feeds attention and
-    MLP. Everything computed by a 16-bit op stays e bytes: q, k, v, the
-    o_proj input, the MLP inner tensors (GELU/SiLU are on neither autocast
-    list and run in their input's 16-bit dtype); the scores are counted by
-    softmax_fp32 (a mask added in the parameters' fp32 dtype, as BERT's
-    extended attention mask, promotes them to fp32 before the fp32 softmax,
-    which saves its output, as counted). Per token and layer, for BERT
-    (two norms, plain MLP): 2·4 + 3·e + e = 8 + 4e bytes · h against the
-    16-bit count's 2·e + e + e = 4e: 16 · h against 8 · h in fp16.
-    """
-    h = model.hidden
-    qkv_copies = 1 if is_mla(model) else AUTOCAST_QKV_COPIES
-    mlp_copies = 2 if mlp_matrices(model) == 3 else 1
-    return {"norm inputs": model.norms_per_layer * AUTOCAST_RESIDUAL_BYTES * sb * h * replicated,
-            "qkv input": qkv_copies * e * sb * h * replicated,
-            "mlp input": mlp_copies * e * sb * h * replicated}
 
 
 def activation_bytes_per_layer(
@@ -277,6 +245,9 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     rest (checkpointing.py); activation offloading leaves a stash of saved
     tensors on the GPU; context parallelism divides every per-token tensor
     and the loss by cp, adding the ring attention's K/V blocks in flight.
+    setup.kernels: "eager" adds kernels.eager_terms() to every layer and the
+    final norm's fp32 copy; "compiled" (torch.compile of each layer) the final
+    norm's copy and the compiled chunked loss (loss.py); "fused" neither.
     """
     if not model.has_architecture:
         return 0, (
@@ -301,7 +272,8 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
 
     def layer_kinds(moe_layer: bool) -> tuple:
         """(kept for backward, transient while recomputed, largest saved tensor) of one layer of this kind."""
-        terms = _terms(model, s, b, setup.flash_attention, t, sp, e, moe_layer, setup.softmax_fp32, autocast)
+        terms = _terms(model, s, b, setup.flash_attention, t, sp, e, moe_layer, setup.softmax_fp32, autocast,
+                       setup.kernels == "eager")
         full = sum(terms.values()) + lora
         widest = max(projection_widths(model)[0], model.ffn_hidden, expert_ffn_hidden(model) if moe_layer else 0)
         largest = max(layer_input, e * s * b * widest * split)
@@ -352,7 +324,9 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     # the two transients are compared, not added (the larger of the phases).
     # Under autocast the final norm's input is the fp32 residual stream; the LM head saves its 16-bit cast.
     head_inputs = (residual + (0 if setup.loss == "fused" else e)) * s * b * h * replicated
-    loss = loss_peak_bytes(setup.loss, s * b, h, v, e, t)
+    if setup.kernels != "fused":
+        head_inputs += final_norm_extra(model, s * b, residual, replicated)
+    loss = loss_peak_bytes(setup.loss, s * b, h, v, e, t, compiled=setup.kernels == "compiled")
     if p == 1:
         total = stage(1) + embedding_masks + head_inputs + max(loss, recompute)
     else:
@@ -366,18 +340,13 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
         total += exact(e * cast_weights, t)
 
     notes = _training_notes(model, setup.method, e, ckpt, setup.flash_attention,
-                            p, t, sp, layers_per_stage, len(kinds) > 1, setup.loss, setup.softmax_fp32)
+                            p, t, sp, layers_per_stage, len(kinds) > 1, setup.loss, setup.softmax_fp32,
+                            setup.kernels)
     notes += _mechanism_notes(model, ckpt, setup.selective_policy, setup.activation_offload, cp, e, s * b)
     if autocast:
         notes += (AUTOCAST_NOTE,)
     return ceil(total), notes
 
-
-AUTOCAST_NOTE = ("autocast over fp32 parameters (Hugging Face Trainer AMP): the residual stream and the norms' "
-                 "inputs stay fp32 (4 bytes), and each linear fed by a norm (q, k, v; the MLP's input projections) "
-                 "saves its own 16-bit copy of that input (PyTorch torch.amp autocast op lists, type promotion); "
-                 "autocast's cached 16-bit copies of the weights (2 bytes per block and output-projection weight) "
-                 "live to the forward's end, beside the fp32 gradients under gradient accumulation")
 
 _CHECKPOINTING = {False: "no activation checkpointing",
                   True: "full activation checkpointing (layer inputs + one layer recomputed)",
@@ -406,7 +375,7 @@ def _mechanism_notes(model: ModelSpec, checkpointing, policy: str, offload: bool
 @memo
 def _training_notes(model: ModelSpec, method: str, e: int, checkpointing: bool, flash_attention: bool, p: int,
                     t: int, sp: bool, layers_per_stage: int, mixed_kinds: bool, loss: str,
-                    softmax_fp32: bool) -> tuple[str, ...]:
+                    softmax_fp32: bool, kernels: str = "fused") -> tuple[str, ...]:
     """training_activation_bytes()'s notes: the same for every GPU count and ZeRO stage tried."""
     notes = []
     if is_moe(model):
@@ -433,7 +402,9 @@ def _training_notes(model: ModelSpec, method: str, e: int, checkpointing: bool, 
         f"{_CHECKPOINTING[checkpointing]} "
         f"(Korthikanti et al. 2022 eq. 1, §4.3)"
     )
-    notes.append(loss_note(loss, e))
+    if kernels != "fused":
+        notes.append(EAGER_NOTE if kernels == "eager" else COMPILE_NOTE)
+    notes.append(loss_note(loss, e, compiled=kernels == "compiled"))
     if p > 1:
         notes.append(f"pipeline parallel {p} with 1F1B: the first stage holds {p} microbatches × {layers_per_stage} layers (Korthikanti §4.2.3)")
     if t > 1:

@@ -30,6 +30,23 @@ runs it:
   output stays saved for backward (4 B per logit, all chunks); the fp32 copy
   exists for one chunk at a time. Forward peak (last chunk): e + 4 + 4/n =
   6.5 B per logit at n = 8; backward: 4 + (4 + 4 + e)/n = 5.25 B.
+  Compiled (torch.compile: torchtune @ bd2a0fc7c recipes/full_finetune_single_device.py calls
+  training.compile_loss(self._loss_fn) when compile is True, and training/_compile.py compile_loss
+  runs the loss's apply_compile_strategy, which compiles compute_cross_entropy, the per-chunk
+  cross_entropy(logits.float(), labels, reduction="sum") of ce_chunked_output_loss.py): Inductor
+  fuses the upcast, the row max, the sum of exponentials and the target gather into reductions
+  over the 16-bit chunk, and AOTAutograd's partitioner saves for the backward what costs the
+  fewest bytes: the chunk's 16-bit logits (its graph input, already held as the output
+  projection's result) and the per-row max and log-sum-exp (reductions are saved, not
+  recomputed), recomputing the log-softmax elementwise in the backward instead of keeping it in
+  fp32. Forward peak: every chunk's 16-bit logits, e B per logit, + 8 B per row. Backward, one
+  chunk at a time: the 16-bit logits of the chunks not yet done (at most e), one chunk's input
+  gradient in 16 bits (e/n) and, counted in case nll_loss's backward scatter is not fused into
+  the gradient's kernel, one chunk of fp32 (4/n): e + (e + 4)/n = 2.75 B per logit at e = 2,
+  n = 8, + 8 B per row. Uncompiled (eager) and the standard loss under torch.compile keep the
+  counts above (torchtune's model upcasts whole logits with .float() outside the compiled layers,
+  transformer.py TransformerDecoder.forward; torchtitan @ 9dec370 train.py leaves its loss
+  uncompiled).
 - fused: fused linear + cross-entropy (Liger Kernel, linkedin/Liger-Kernel @
   e11c2d6c src/liger_kernel/ops/fused_linear_cross_entropy.py; Cut
   Cross-Entropy keeps less): the logits are never materialised. The forward
@@ -52,6 +69,8 @@ LOSSES = ("standard", "chunked", "fused")
 DEFAULT_LOSS = "standard"
 # torchtune CEWithChunkedOutputLoss(num_output_chunks: int = 8) (@ ce5433b0).
 CHUNKED_LOSS_CHUNKS = 8
+# The compiled chunked loss saves two fp32 values per row: the row max and the log-sum-exp (above).
+COMPILED_ROW_STATISTICS_BYTES = 2 * FP32_BYTES
 
 LOSS_SOURCES = {
     "standard": "cross_entropy on fp32-upcast logits, as Hugging Face transformers (loss_utils.ForCausalLMLoss "
@@ -61,39 +80,48 @@ LOSS_SOURCES = {
 }
 
 
-def loss_bytes_per_logit(loss: str, e: int) -> tuple[Fraction | int, Fraction | int]:
-    """(forward, backward) peak bytes per logit of a materialising loss; e bytes per 16-bit value."""
+def loss_bytes_per_logit(loss: str, e: int, compiled: bool = False) -> tuple[Fraction | int, Fraction | int]:
+    """(forward, backward) peak bytes per logit of a materialising loss; e bytes per 16-bit value;
+    compiled: the chunked loss under torch.compile (the per-row statistics apart)."""
     upcast = FP32_BYTES if e < FP32_BYTES else 0          # .float() on fp32 logits returns them, no copy
     if loss == "standard":
         return e + upcast + FP32_BYTES, 3 * FP32_BYTES
+    if loss == "chunked" and compiled:
+        return e, e + exact(e + FP32_BYTES, CHUNKED_LOSS_CHUNKS)
     if loss == "chunked":
         n = CHUNKED_LOSS_CHUNKS
         return e + FP32_BYTES + exact(upcast, n), FP32_BYTES + exact(2 * FP32_BYTES + e, n)
     raise ValueError(f"loss: expected one of {', '.join(LOSSES)}, got {loss!r}")
 
 
-def loss_peak_bytes(loss: str, tokens: int, hidden: int, vocab: int, e: int, tensor_parallel: int = 1) -> Fraction | int:
+def loss_peak_bytes(loss: str, tokens: int, hidden: int, vocab: int, e: int, tensor_parallel: int = 1,
+                    compiled: bool = False) -> Fraction | int:
     """Bytes the loss holds at its peak for `tokens` = s·b tokens on one GPU.
 
     standard and chunked: max(forward, backward) bytes per logit × s·b·v / t
     (vocabulary-parallel logits, each tensor-parallel rank holds v/t of them).
     fused: e·s·b·h (input gradient) + 4·s·b (per-token loss) + (e + 4)·c·v
-    (one chunk of c rows), ÷ t for the vocabulary-split part.
+    (one chunk of c rows), ÷ t for the vocabulary-split part. compiled chunked:
+    the per-logit peak + 8 B per row (row max and log-sum-exp).
     """
     if loss == "fused":
         inc = math.ceil(vocab / hidden)
         rows = min(tokens, 1 << max(0, math.ceil(tokens / inc) - 1).bit_length())   # triton.next_power_of_2
         return e * tokens * hidden + FP32_BYTES * tokens + exact((e + FP32_BYTES) * rows * vocab, tensor_parallel)
-    forward, backward = loss_bytes_per_logit(loss, e)
-    return max(forward, backward) * exact(tokens * vocab, tensor_parallel)
+    forward, backward = loss_bytes_per_logit(loss, e, compiled)
+    rows = COMPILED_ROW_STATISTICS_BYTES * tokens if compiled and loss == "chunked" else 0
+    return max(forward, backward) * exact(tokens * vocab, tensor_parallel) + rows
 
 
-def loss_note(loss: str, e: int) -> str:
+def loss_note(loss: str, e: int, compiled: bool = False) -> str:
     if loss == "fused":
         return f"loss: {LOSS_SOURCES[loss]}; the LM head's input gradient and one chunk of logits kept"
-    forward, backward = loss_bytes_per_logit(loss, e)
+    compiled = compiled and loss == "chunked"
+    forward, backward = loss_bytes_per_logit(loss, e, compiled)
     peak = max(forward, backward)
-    return (f"loss: {LOSS_SOURCES[loss]}: {_fmt(forward)} B/logit at the forward peak, {_fmt(backward)} at the "
+    how = (" under torch.compile (16-bit logits and per-row log-sum-exp saved, the log-softmax recomputed in the "
+           "backward)" if compiled else "")
+    return (f"loss: {LOSS_SOURCES[loss]}{how}: {_fmt(forward)} B/logit at the forward peak, {_fmt(backward)} at the "
             f"backward peak; {_fmt(peak)}·s·b·v counted on top of the saved activations")
 
 

@@ -109,6 +109,10 @@ class TrainingSetup:
     # 16-bit compute by torch.autocast over fp32 parameters (Hugging Face Trainer's fp16/bf16 AMP): each
     # saved activation at the dtype autocast gives it (activations.autocast_terms); a framework preset sets it.
     autocast_fp32_params: bool = False
+    # How the layers' kernels run (activations.py, kernels.py): "fused" (what fused kernels keep:
+    # Megatron-LM's Transformer Engine kernels), "eager" (eager PyTorch's extra saved tensors) or
+    # "compiled" (torch.compile of each layer: fused layers, an eager final norm, a compiled chunked loss).
+    kernels: str = "fused"
 
 
 @dataclass(frozen=True)

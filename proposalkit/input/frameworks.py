@@ -31,6 +31,7 @@ TRANSFORMERS = "huggingface/transformers @ 2cda12cb src/transformers/trainer.py 
 AXOLOTL = "axolotl-ai-cloud/axolotl @ 067b021c8"
 LLAMA_FACTORY = "hiyouga/LLaMA-Factory @ ff6d4d12e"
 MEGATRON = "NVIDIA/Megatron-LM @ d98e8a64d"
+DEEPSPEED = "microsoft/DeepSpeed @ 38327e07"
 HF_LOSS = ("huggingface/transformers @ d0fed636 src/transformers/loss/loss_utils.py ForCausalLMLoss: "
            "logits.float() then cross_entropy")
 
@@ -57,6 +58,10 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
         PresetDefault("activation_checkpointing", True,
                       f"{TORCHTUNE} recipes/configs/llama3_1/8B_full_single_device.yaml, 8B_lora_single_device.yaml, "
                       "8B_qlora_single_device.yaml and 8B_full.yaml: enable_activation_checkpointing: True"),
+        PresetDefault("compile", False,
+                      f"{TORCHTUNE} recipes/configs/llama3_1/8B_full.yaml, llama3_2/3B_full_single_device.yaml and "
+                      "the other recipe configs: compile: False ('torch.compile the model + loss, True increases "
+                      "speed + decreases memory')"),
     ),
     "torchtitan": (
         PresetDefault("activation_checkpointing", "selective",
@@ -74,6 +79,9 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
                       f"{TORCHTITAN} train.py loss_fn: cross_entropy(pred.flatten(0, 1).float(), labels) on the "
                       "whole fp32-upcast logits (torchtitan @ b5bcd76c chunks it since: set loss: chunked for a "
                       "2026 torchtitan)"),
+        PresetDefault("compile", False,
+                      f"{TORCHTITAN} train_configs/llama3_8b.toml: [training] compile = false (torchtitan's later "
+                      "configs: [compile] enable = false)"),
     ),
     "hf-trainer": (
         PresetDefault("mixed_precision", True,
@@ -83,12 +91,17 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
                       "huggingface/transformers from_pretrained: attn_implementation sdpa where PyTorch has it "
                       "(FlashAttention kernels, no s×s scores stored)"),
         PresetDefault("loss", "standard", HF_LOSS),
+        PresetDefault("compile", False, f"{TRANSFORMERS}: TrainingArguments torch_compile defaults to False"),
     ),
     "deepspeed": (
         PresetDefault("mixed_precision", True,
                       "microsoft/DeepSpeed @ 38327e07 deepspeed/runtime/bf16_optimizer.py fp32_groups_flat_partition, "
                       "zero/stage_1_and_2.py single_partition_of_fp32_groups, zero/stage3.py "
                       "fp32_partitioned_groups_flat: fp32 master copies of the 16-bit parameters"),
+        PresetDefault("compile", False,
+                      f"{DEEPSPEED} deepspeed/runtime/engine.py: the model is compiled only when engine.compile() is "
+                      "called (_is_compiled = False until then); Megatron-DeepSpeed's RMSNorm and SwiGLU are plain "
+                      "PyTorch (megatron/model/rmsnorm.py x.float(); swiglu: F.silu(x[0]) * x[1])"),
     ),
     "megatron": (
         PresetDefault("mixed_precision", True,
@@ -119,6 +132,9 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
         PresetDefault("flash_attention", True,
                       f"{AXOLOTL} examples/llama-3/lora-8b.yml, qlora.yml, fft-8b.yaml: "
                       "attn_implementation: flash_attention_2"),
+        PresetDefault("compile", False,
+                      f"{AXOLOTL} src/axolotl/utils/schemas/config.py: torch_compile default None (not compiled); "
+                      "its Llama 3 examples do not set it"),
     ),
     "llama-factory": (
         PresetDefault("mixed_precision", True,
@@ -128,6 +144,9 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
         PresetDefault("activation_checkpointing", True,
                       f"{LLAMA_FACTORY} src/llamafactory/hparams/model_args.py: disable_gradient_checkpointing "
                       "defaults to False (gradient checkpointing on)"),
+        PresetDefault("compile", False,
+                      f"{LLAMA_FACTORY} has no compile setting of its own: transformers' TrainingArguments "
+                      "torch_compile, default False"),
     ),
 }
 
@@ -195,6 +214,31 @@ def autocast_fp32_params(workload) -> bool:
     """Whether the framework runs its 16-bit compute under autocast with fp32 parameters (the planner applies
     it to full fine-tunes with mixed_precision true; LoRA's frozen base weights are 16-bit)."""
     return workload.kind != "inference" and workload.framework in AUTOCAST_FRAMEWORKS
+
+
+# Megatron-LM's layers run Transformer Engine's and its own fused kernels: a fused RMSNorm with the QKV
+# linear that saves the 16-bit input and rstd (TELayerNormColumnParallelLinear), and the fused SwiGLU that
+# saves only its input and recomputes silu in the backward (d98e8a64d megatron/core/fusions/
+# fused_bias_swiglu.py SwiGLUFunction: ctx.save_for_backward(input_for_backward); bias_activation_fusion
+# is on with --swiglu in its Llama 3 example). What they keep is the fused count, without torch.compile.
+FUSED_FRAMEWORKS = {"megatron": f"{MEGATRON} Transformer Engine's fused RMSNorm + linear and "
+                                "megatron/core/fusions/fused_bias_swiglu.py SwiGLUFunction (saves its input only)"}
+
+
+def kernels(workload) -> tuple[str, str]:
+    """How a training workload's layers run (estimate/memory.py TrainingSetup.kernels), and the assumption
+    stating it: fused (a framework's own fused kernels), compiled (compile: true) or eager."""
+    name = workload.framework
+    if name in FUSED_FRAMEWORKS:
+        return "fused", (f"kernels: fused, what fused kernels keep, no eager extras ({name}; "
+                         f"{FUSED_FRAMEWORKS[name]})")
+    if workload.compile:
+        return "compiled", ("torch.compile (compile: true): each layer keeps what fused kernels keep; the final "
+                            "norm stays eager; a chunked loss is compiled (16-bit logits and per-row statistics)")
+    if workload.compile is None:
+        return "eager", ("compile: false (planner default: eager PyTorch, as the Hugging Face Trainer and most "
+                         "trainers run unless told; set compile: true where the run uses torch.compile)")
+    return "eager", ""
 
 
 def optimizer_impl(workload, precision: str) -> tuple[str, str | None]:

@@ -81,9 +81,15 @@ def _complete(given: dict) -> tuple[dict, list[str], list[str]]:
         defaulted.append(f"ffn_hidden not given: {out['ffn_hidden']:,} (= 4 × hidden, as in the original GPT block)")
         if "mlp" not in given:
             out["mlp"] = "plain"
-            defaulted.append("mlp not given: plain (two matrices, up and down, with GELU, as in the original GPT "
-                             "block; write mlp: gated for SwiGLU)")
+            defaulted.append("mlp not given: plain (two matrices, up and down, with GELU, and LayerNorm, as in the "
+                             "original GPT block; write mlp: gated for SwiGLU)")
     stated = []
+    if out.get("mlp") == "plain":
+        # The GPT block's LayerNorm (saves its input, mean and rstd: no eager fp32 copy, estimate/kernels.py);
+        # counted without a bias, so the parameter count is the one the mapping always gave.
+        out["norm"], out["norm_bias"] = "layernorm", False
+        if given.get("mlp") == "plain":
+            stated.append("mlp: plain: LayerNorm, as the GPT block (no eager fp32 norm copy counted)")
     if "mlp" not in out:
         stated.append("mlp not given: gated (gate, up and down projections: SwiGLU, as Llama; write mlp: plain "
                       "for a two-matrix GELU MLP)")

@@ -401,6 +401,11 @@ class WorkloadFields(_Strict):
         None, description="Training: saved activations copied to CPU memory in the forward and brought back in the "
                           "backward (torchtune enable_activation_offloading).")
     flash_attention: Bool | None = None
+    compile: Bool | None = Field(
+        None, description="Training: the model runs under torch.compile (torchtune/torchtitan compile, HF Trainer "
+                          "torch_compile): its layers keep what fused kernels keep and a chunked loss is compiled. "
+                          "Default: false (eager PyTorch, which also keeps fp32 norm copies, a gated MLP's activation "
+                          "output and GQA's K/V head copies); a framework preset sets its default.")
     attention: Literal[INFERENCE_ATTENTION] | None = Field(
         None, description="Inference: the attention kernel, flash (FlashAttention), sdpa (PyTorch's fused kernels) "
                           "or eager (matmul + softmax: a layer's s×s scores are held at the prefill). Default: flash; "

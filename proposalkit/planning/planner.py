@@ -102,7 +102,8 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
     policy, policy_note = frameworks.selective_policy(w)
     softmax32, softmax_note = frameworks.softmax_fp32(w)
     sp, sp_note = frameworks.sequence_parallel(w)
-    notes += [note for note in (impl_note, policy_note, softmax_note, sp_note) if note]
+    kernels, kernels_note = frameworks.kernels(w) if w.kind != "inference" else ("fused", None)
+    notes += [note for note in (impl_note, policy_note, softmax_note, sp_note, kernels_note) if note]
     return Settings(
         precision=precision,
         buffer=buffer,
@@ -135,6 +136,7 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
         **({"softmax_fp32": softmax32} if softmax32 is not None else {}),
         **({"sequence_parallel": sp} if sp is not None else {}),
         autocast_fp32_params=frameworks.autocast_fp32_params(w),
+        kernels=kernels,
     )
 
 

@@ -59,6 +59,7 @@ class Settings:
     # Tensor parallelism with sequence parallelism (Korthikanti §4.2.2); a deepspeed preset sets False (frameworks.py).
     sequence_parallel: bool = True
     autocast_fp32_params: bool = False   # HF Trainer AMP: autocast over fp32 parameters (frameworks.py)
+    kernels: str = "eager"     # training: eager | compiled | fused (estimate/memory.py TrainingSetup.kernels)
 
 
 class Candidate(NamedTuple):

@@ -54,6 +54,8 @@ def workload_dict(w: WorkloadPlan) -> dict:
             "loss": s.loss if w.kind != "inference" else None,
             "activation_offload": s.activation_offload if w.kind != "inference" else None,
             "context_parallel": s.context_parallel if w.kind != "inference" else None,
+            # The layers' kernels: eager (no torch.compile), compiled (compile: true) or fused (Megatron's).
+            "kernels": s.kernels if w.kind != "inference" else None,
             "attention": s.attention if w.kind == "inference" else None,
             "zero_stage": w.zero_stage, "activation_checkpointing": w.activation_checkpointing,
             "flash_attention": s.flash_attention, "tensor_parallel": s.tensor_parallel,

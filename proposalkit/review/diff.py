@@ -167,6 +167,7 @@ FIELDS: tuple[Field, ...] = (
     _setting("flash_attention", "FlashAttention"),
     _setting("loss", "loss"),
     _setting("activation_offload", "activation offloading"),
+    _setting("kernels", "kernels"),
     _setting("context_parallel", "context_parallel"),
     _setting("attention", "attention"),
     _setting("tensor_parallel", "tensor_parallel"),
