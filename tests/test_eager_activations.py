@@ -163,3 +163,27 @@ def test_compile_on_inference_is_refused(tmp_path, capsys):
     assert main(["plan", str(path)]) == 2
     err = capsys.readouterr().err
     assert f"{path}:7: workloads[0].compile: not used by inference" in err
+
+
+def _eager_minus_compiled(plan_workloads, model: str) -> int:
+    row = (f"kind: pretrain, model: {model}, tokens: 1B, seq_len: 1024, gpus: 2, gpu: h200, "
+           "activation_checkpointing: false")
+    got = plan_workloads(f"workloads:\n  - {{name: e, {row}, compile: false}}\n  - {{name: c, {row}, compile: true}}\n")
+    return _act(got["e"]) - _act(got["c"])
+
+
+def test_gemma_norms_multiply_in_fp32(plan_workloads):
+    # google/gemma-2-2b config.json: hidden 2,304, intermediate 9,216, 8 heads and 4 KV heads of 256, 26 layers,
+    # four RMSNorms per layer. GemmaRMSNorm (transformers @ d0fed636) keeps the fp32 copy and the fp32
+    # normalised tensor (output * (1.0 + weight.float())): 8 B per value against the counted 16-bit input,
+    # 6 more; GeGLU keeps its activation's output; K/V copied from 4 to 8 heads.
+    per_token_layer = 4 * (8 - 2) * 2304 + 2 * 9216 + 2 * 2 * (8 - 4) * 256
+    assert _eager_minus_compiled(plan_workloads, "gemma-2-2b") == per_token_layer * 1024 * 26 == 2_071_986_176
+
+
+def test_qwen3_query_key_norms_keep_their_fp32_copies(plan_workloads):
+    # Qwen/Qwen3-8B config.json: hidden 4,096, intermediate 12,288, 32 heads and 8 KV heads of 128, 36 layers,
+    # q_norm and k_norm RMSNorms over every head (Qwen3RMSNorm, as LlamaRMSNorm): 4 B per value of q (4,096)
+    # and k (1,024) beside the two layer norms.
+    per_token_layer = 2 * 4 * 4096 + 4 * (4096 + 1024) + 2 * 12288 + 2 * 2 * (32 - 8) * 128
+    assert _eager_minus_compiled(plan_workloads, "qwen3-8b") == per_token_layer * 1024 * 36 == 3_321_888_768

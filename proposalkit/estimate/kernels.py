@@ -96,12 +96,17 @@ EAGER_NORM_FP32_COPY = FP32_BYTES
 GEMMA_NORM_FP32_TENSORS = 2 * FP32_BYTES
 
 
+def is_gemma(model: ModelSpec) -> bool:
+    """Gemma's RMSNorm: config.json's model_type (gemma, gemma2, gemma3_text) or a catalog id gemma-*."""
+    return model.family.startswith("gemma") or model.id.startswith("gemma")
+
+
 def norm_extra_bytes(model: ModelSpec, counted: int) -> int:
     """Bytes per normalised value an eager RMSNorm saves beyond the fused count (`counted` B, its input).
     LayerNorm adds nothing: native_layer_norm saves its input, mean and rstd, as the fused count has it."""
     if model.norm != "rmsnorm":
         return 0
-    if model.family.startswith("gemma"):
+    if is_gemma(model):
         return GEMMA_NORM_FP32_TENSORS - counted
     return EAGER_NORM_FP32_COPY
 
