@@ -59,6 +59,9 @@ class Engine:
     batch_source: str
     calibration: str
     speed_modelled: bool = True     # False: no published measurement to take its speed from (refused)
+    # "device" engines: whether memory_fraction × the device holds the CUDA context too (SGLang measures its
+    # pool from the free memory, which the context has already taken); False: the context sits outside it.
+    context_in_budget: bool = True
 
 
 TRT_LLM = Engine(
@@ -101,6 +104,15 @@ VLLM = Engine(
                  "(EngineArgs default_max_num_seqs, vllm/engine/arg_utils.py @ 99d7eb5d)",
     calibration="TensorRT-LLM's calibrated fractions: vLLM runs the same roofline-bound kernels; a vLLM 0.23 "
                 "decode measurement (Llama-3.1-8B, A100 40GB, batch 1) is within 8% (docs/validation.md)",
+    # vllm/v1/worker/gpu_worker.py @ 35d5cda123ec28581759b6d34cde8052314fb1e6: init_device takes its
+    # memory snapshot "after NCCL is initialized" (the CUDA context exists by then) and sets
+    # requested_memory = total memory × gpu_memory_utilization; determine_available_memory gives the KV
+    # cache requested_memory − what the profiling run added since that snapshot (weights, peak activations,
+    # non-torch increase). So the context and NCCL's start-up buffers are held beside the budget. CUDA
+    # graphs: captured after the KV cache at that commit, outside the budget; estimated into it by default
+    # since v0.21.0 (vLLM 0.27.1's start-up log: "CUDA graph memory profiling is enabled (default since
+    # v0.21.0)"), which the plan assumes.
+    context_in_budget=False,
 )
 
 SGLANG = Engine(

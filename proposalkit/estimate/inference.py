@@ -274,7 +274,8 @@ def replica(model: ModelSpec, gpu, *, tensor_parallel: int = 1, precision: str =
     device = gpu.usable_memory_bytes
     fraction = engine_memory_fraction(e, t, gpu.usable_memory_bytes)
     if e.fraction_of == "device":
-        pool = fraction * device - weights - workspace
+        # vLLM: the budget holds weights, workspace and pool; the CUDA context sits beside it (engines.py).
+        pool = fraction * device - weights - (workspace if e.context_in_budget else activations)
         notes.append(f"{e.name} takes {fraction:g} of the GPU's {device / 2**30:.1f} GiB for weights, "
                      f"workspace and KV cache ({e.memory_source})")
     elif e.fraction_of == "free":

@@ -4,11 +4,10 @@ vLLM, SGLang and TensorRT-LLM allocate their KV pool once at start-up, sized by 
 (estimate/engines.py), and hold it whatever the batch; the device (nvidia-smi) shows the reservation,
 not the planned batch's KV cache. So the plan's memory under such an engine is the replica's
 (estimate/inference.replica): weights + activation workspace + CUDA context + the whole KV pool:
-  vLLM     gpu_memory_utilization × the device's memory. Its budget counts everything the worker
-           holds, the CUDA context and NCCL buffers included: available KV memory = total memory ×
-           gpu_memory_utilization − (torch's peak during the profiling run + non-torch allocations)
-           (vllm-project/vllm @ 0012cf691b7e69423244d2b1405f4b6832156e19,
-           vllm/v1/worker/gpu_worker.py Worker.determine_available_memory);
+  vLLM     gpu_memory_utilization × the device's memory for weights, workspace and pool, and the CUDA
+           context beside it: its budget is measured from a snapshot taken once the context and NCCL
+           exist (vllm/v1/worker/gpu_worker.py init_device, determine_available_memory @ 35d5cda1;
+           engines.py VLLM.context_in_budget). Before (@ 0012cf69) the budget held the context too;
   SGLang   mem_fraction_static × the device's memory (the pool rule of estimate/inference.replica);
   TensorRT-LLM  weights + workspace + free_gpu_memory_fraction × the memory free after them.
 The weights and the pool are torch allocations made once (vLLM's KV cache is torch.zeros tensors), so
@@ -39,10 +38,13 @@ def engine_memory(rep, batch_memory: MemoryBreakdown, batch: int, context: int) 
     total = rep.weights_bytes + rep.workspace_bytes + pool
     device = gpu.usable_memory_bytes
     fraction = engine_memory_fraction(e, t, device)
-    if e.fraction_of == "device":
+    if e.fraction_of == "device" and not e.context_in_budget:
+        rule = (f"{fraction:g} × the GPU's {device / GiB:.2f} GiB = {(total - context_bytes) / GiB:.2f} GiB, and the "
+                f"CUDA context beside it (vLLM's budget starts from a snapshot taken once the context exists: "
+                f"vllm/v1/worker/gpu_worker.py init_device @ 35d5cda1) = {total / GiB:.2f} GiB per GPU")
+    elif e.fraction_of == "device":
         rule = (f"{fraction:g} × the GPU's {device / GiB:.2f} GiB = {total / GiB:.2f} GiB per GPU, the CUDA "
-                "context inside it" + (" (vLLM counts non-torch memory in its budget: vllm/v1/worker/"
-                                       "gpu_worker.py determine_available_memory @ 0012cf69)" if e.id == "vllm" else ""))
+                "context inside it")
     else:
         free = device - rep.weights_bytes - rep.workspace_bytes
         rule = (f"weights + workspace + {fraction:g} × the {free / GiB:.2f} GiB free after them = "
