@@ -7,10 +7,16 @@ src/transformers/models/gpt_bigcode/modeling_gpt_bigcode.py, GPTBigCodeForCausal
 generation/utils.py greedy_search keeps ``outputs`` until the next forward pass returns.
 
 OctoCoder (bigcode/octocoder config.json: 40 layers, hidden 6,144, 48 heads, one kv head (MQA), MLP 24,576,
-vocabulary 49,152), bf16, a 4,060-token context, batch 1: the B-OCTO-5 row of docs/validation.md.
+vocabulary 49,152), bf16, a 4,060-token context, batch 1: the B-OCTO-5 row of docs/validation.md, its
+shape given in the workload file (no model_type: counted as a family without logits_to_keep).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+
+from proposalkit.catalog import models as catalog_models
+from proposalkit.estimate.prompt_logits import family_of, keeps_prompt_logits
 
 OCTO = ("  model: {name: OctoCoder, layers: 40, hidden: 6144, heads: 48, kv_heads: 1, ffn_hidden: 24576, "
         "vocab: 49152, max_context: 8192, tied_embeddings: true, mlp: plain}\n")
@@ -67,3 +73,50 @@ def test_hf_prefills_the_whole_batch_in_one_pass_without_chunking(plan_workloads
         assert got[name]["memory"]["components"]["activations"] == expected
     assert got["bf16"]["memory"]["components"]["activations"] == 1_166_528_512
     assert got["fp32"]["memory"]["components"]["activations"] == 2_332_545_024
+
+
+CONFIGS = Path(__file__).resolve().parent / "data" / "configs"
+
+
+def test_only_families_without_logits_to_keep_keep_every_position(plan_workloads):
+    # transformers v4.57.1: GPTBigCodeForCausalLM.forward takes no logits_to_keep (every prompt position's
+    # logits); LlamaForCausalLM.forward does, and generate() passes logits_to_keep=1 (the last position only).
+    rows = (f"  - {{name: bigcode, model: {{config: {CONFIGS / 'gpt_bigcode.json'}}}}}\n"
+            f"  - {{name: llama, model: {{config: {CONFIGS / 'llama.json'}}}}}\n"
+            "  - {name: catalog, model: llama-3.1-8b}\n")
+    got = plan_workloads(HF_HEADER + rows)
+    # bigcode/starcoderbase-1b's config.json: 24 layers, hidden 2,048, 16 heads, one kv head, MLP 8,192,
+    # vocabulary 49,280. 2 prompts × 1,024 tokens = 2,048 tokens in one pass: residual 2·n·2·2,048; the
+    # plain MLP 2·n·2·8,192 (wider than q, k, v, o: 2,048 + 128 + 128 + 2,048); sampled 4·2·49,280;
+    # every position's bf16 logits 2·1,024·49,280·2 = 201,850,880.
+    n = 2 * 1024
+    assert got["bigcode"]["memory"]["components"]["activations"] == (
+        2 * n * 2 * 2048 + 2 * n * 2 * 8192 + 4 * 2 * 49280 + 2 * 1024 * 49280 * 2) == 286_131_200
+    # Llama-3.1-8B's config.json: hidden 4,096, gated MLP 14,336, vocabulary 128,256: no prompt logits.
+    llama = 2 * n * 2 * 4096 + 2 * n * 3 * 14336 + 4 * 2 * 128256
+    assert llama == 210_741_248
+    assert got["llama"]["memory"]["components"]["activations"] == llama
+    assert got["catalog"]["memory"]["components"]["activations"] == llama
+    assert any("llama's forward takes logits_to_keep" in a for a in got["catalog"]["assumptions"])
+    assert any("gpt_bigcode's forward takes no logits_to_keep" in a for a in got["bigcode"]["assumptions"])
+
+
+def test_every_catalog_model_has_a_known_family():
+    # A catalog row the logits rule cannot place would be counted as unknown (every position): a new row
+    # without a model_type needs its family in prompt_logits.CATALOG_FAMILIES.
+    for model_id, model in catalog_models().items():
+        assert family_of(model), model_id
+    assert not keeps_prompt_logits(catalog_models()["gemma-3-1b"])    # gemma3_text: Gemma3ForCausalLM
+
+
+HF_HEADER = """\
+defaults:
+  kind: inference
+  framework: hf
+  context: 1024
+  batch: 2
+  hours: 1
+  gpus: 1
+  gpu: a100-80gb
+workloads:
+"""

@@ -29,7 +29,7 @@ from .kernels import (
     AUTOCAST_NOTE, AUTOCAST_RESIDUAL_BYTES, COMPILE_NOTE, EAGER_NOTE, autocast_terms, eager_terms, final_norm_extra,
 )
 from .loss import loss_note, loss_peak_bytes
-from .prompt_logits import WHOLE_PROMPT_ENGINE, prompt_logits_bytes
+from .prompt_logits import WHOLE_PROMPT_ENGINE, keeps_prompt_logits, prompt_logits_bytes
 from .shapes import (
     ModelSpec, expert_ffn_hidden, is_mla, is_moe, largest_linear_params, linear_weight_params, mlp_matrices,
     moe_layer_count,
@@ -425,8 +425,8 @@ def inference_activation_bytes(model: ModelSpec, setup: InferenceSetup) -> int:
     when wider), those split by t; plus the fp32 logits of the sampled
     positions (4·batch·v). e = 2 bytes (4 for fp32). Under transformers (engine hf,
     or eager attention, which only transformers runs) each prompt is one forward
-    pass (n = batch·context) and its logits at every position are live
-    (prompt_logits.py).
+    pass (n = batch·context) and, for a model without logits_to_keep, its
+    logits at every position are live (prompt_logits.py).
     """
     if not model.has_architecture:
         return 0
@@ -451,7 +451,7 @@ def inference_activation_bytes(model: ModelSpec, setup: InferenceSetup) -> int:
     scores = eager_scores_bytes(model, setup.batch, setup.context, e) if eager else 0
     layer = exact(e * n * 2 * h * t + max(e * n * attention + scores, e * n * mlp), t)   # e·n·2h + max(...)/t
     logits = LOGIT_BYTES * setup.batch * model.vocab
-    if whole:
+    if whole and keeps_prompt_logits(model):
         logits += prompt_logits_bytes(setup.batch, setup.context, model.vocab, e)
     return ceil(layer + logits)
 

@@ -380,7 +380,7 @@ def inference_memory(model: ModelSpec, setup: InferenceSetup, overhead: Overhead
             )
         if setup.attention == "eager" or setup.engine == WHOLE_PROMPT_ENGINE:
             e = 4 if setup.precision == "fp32" else 2
-            notes.append(prompt_logits_note(setup.batch, setup.context, model.vocab, e))
+            notes.append(prompt_logits_note(model, setup.batch, setup.context, e))
     else:
         notes.append(f"activations not estimated: model {model.id!r} gives only a parameter count")
     notes.append(

@@ -18,18 +18,56 @@ generate() runs each prompt through the model in one forward pass, and a causal-
   coexist with the first decode step; v4.57.1's _sample copies the last row and ``del outputs``, its
   comment saying the logits "may be very large for first iteration".
 
-Counted at the model's 16-bit compute dtype (fp32 models: 4 bytes), batch × context × vocab: the context
+Counted where the model's family computes them at v4.57.1 (no ``logits_to_keep`` in its forward) and
+where the family is unknown (a shape given in the workload file: counted, an under-estimate being the
+worst error); not for the families whose forward takes ``logits_to_keep``. Current releases are assumed:
+before v4.45 those families computed every position too, and v4.34-v4.44 also made an fp32 copy of them
+for Llama, Mistral, Mixtral, Gemma, Qwen2, Phi-3 and StarCoder2 (``logits = logits.float()``), neither
+counted. At the model's 16-bit compute dtype (fp32 models: 4 bytes), batch × context × vocab: the context
 includes the generated tokens, an upper bound on the prompt. Counted beside one layer's transient
-tensors, though those are freed before the head runs: an upper bound, since an under-estimate is the
-worst error. Not counted: the fp32 copy of all of them that transformers v4.34-v4.44 made for Llama,
-Mistral, Mixtral, Gemma, Qwen2, Phi-3 and StarCoder2 (``logits = logits.float()``; v4.46.0 upcasts only
-with labels): current releases compute those models' last position only.
+tensors, though those are freed before the head runs: an upper bound.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .shapes import ModelSpec
+
 # The engine that computes the LM head over every prompt position (estimate/engines.py HF).
 WHOLE_PROMPT_ENGINE = "hf"
+
+# config.json model_types whose *ForCausalLM.forward takes logits_to_keep at huggingface/transformers v4.57.1
+# (src/transformers/models/<type>/modeling_<type>.py), the decoder families proposalkit reads; gemma3_text is
+# Gemma3ForCausalLM's own config type (models/gemma3).
+LOGITS_TO_KEEP_FAMILIES = frozenset({
+    "cohere", "cohere2", "dbrx", "deepseek_v2", "deepseek_v3", "falcon", "gemma", "gemma2", "gemma3", "gemma3_text",
+    "glm", "glm4", "gpt2", "gpt_neox", "gpt_oss", "granite", "granitemoe", "jamba", "llama", "llama4",
+    "mistral", "mixtral", "nemotron", "olmo", "olmo2", "olmoe", "phi", "phi3", "phimoe", "qwen2", "qwen2_moe", "qwen3",
+    "qwen3_moe", "stablelm", "starcoder2",
+})
+# Catalog rows (catalog/models.yaml) that carry no model_type, by id prefix: the model_type of each row's
+# config.json (tests/test_inference_prompt_logits.py checks that every catalog row resolves).
+CATALOG_FAMILIES = (
+    ("tinyllama", "llama"), ("llama", "llama"), ("deepseek-r1-distill-llama", "llama"), ("mistral", "mistral"),
+    ("qwen2.5", "qwen2"), ("qwen3-30b-a3b", "qwen3_moe"), ("qwen3", "qwen3"), ("gemma-2", "gemma2"),
+    ("gemma-3", "gemma3_text"), ("olmo-2", "olmo2"), ("stable-code", "stablelm"),
+)
+
+
+def family_of(model: ModelSpec) -> str:
+    """The model's config.json model_type: its own, else a catalog row's by id prefix, else '' (unknown)."""
+    if model.family:
+        return model.family
+    if model.hf_id:
+        return next((family for prefix, family in CATALOG_FAMILIES if model.id.startswith(prefix)), "")
+    return ""
+
+
+def keeps_prompt_logits(model: ModelSpec) -> bool:
+    """Whether generate() computes the logits of every prompt position for this model (unknown: yes)."""
+    return family_of(model) not in LOGITS_TO_KEEP_FAMILIES
 
 
 def prompt_logits_bytes(batch: int, context: int, vocab: int, e: int) -> int:
@@ -37,9 +75,14 @@ def prompt_logits_bytes(batch: int, context: int, vocab: int, e: int) -> int:
     return batch * context * vocab * e
 
 
-def prompt_logits_note(batch: int, context: int, vocab: int, e: int) -> str:
-    """The assumption the plan states beside the count."""
+def prompt_logits_note(model: ModelSpec, batch: int, context: int, e: int) -> str:
+    """The assumption the plan states for the hf engine, counted or not."""
+    family = family_of(model)
+    if not keeps_prompt_logits(model):
+        return (f"Hugging Face generate(): {family}'s forward takes logits_to_keep, so the prefill computes the "
+                "last position's logits only (transformers v4.57.1; before v4.45 every position's were kept)")
+    why = (f"{family}'s forward takes no logits_to_keep" if family
+           else "the model's family is unknown: counted as for a forward without logits_to_keep")
     return (f"Hugging Face generate(): the prefill's logits of every prompt position, {batch} × {context:,} "
-            f"tokens × {vocab:,} vocab × {e} bytes, live through the first decode step (transformers "
-            "GPTBigCodeForCausalLM and models without logits_to_keep, all models before v4.45; the fp32 copy "
-            "v4.34-v4.44 made for Llama-family models is not counted)")
+            f"tokens × {model.vocab:,} vocab × {e} bytes, live through the first decode step ({why}; "
+            "transformers v4.57.1)")
