@@ -9,8 +9,9 @@ estimate/activations.py): two norm inputs 2·2·4,096 + QKV input 2·4,096 + q, 
 12 B × 8,192 × 128,256 logits = 12,608,077,824 B, larger than any recomputed layer here, so
 the total is what is kept + the last norm's and head's inputs (2·2·8,192·4,096) + the loss.
 The workloads say compile: true (these tests are about checkpointing): the layers keep the fused
-count above, and the final norm, which torch.compile of each layer leaves eager, its fp32 copy
-(4·8,192·4,096; estimate/kernels.py final_norm_extra).
+count above and K and V copied to all 32 heads, 2·2·(32 - 8)·128 = 12,288 B (the model code expands
+them before attention, kept compiled too: estimate/kernels.py head_copy_terms): 151,680 B; the final
+norm, which torch.compile of each layer leaves eager, its fp32 copy (4·8,192·4,096; final_norm_extra).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from proposalkit.estimate.activations import training_activation_bytes
 from proposalkit.estimate.memory import TrainingSetup
 
 L, S, H, V = 32, 8192, 4096, 128_256
-PER_TOKEN_LAYER = 139_392
+PER_TOKEN_LAYER = 139_392 + 12_288
 HEAD_INPUTS = 2 * 2 * S * H + 4 * S * H
 LOSS = 12 * S * V
 LAYER_INPUT = 2 * S * H
@@ -58,12 +59,12 @@ def test_no_full_and_selective_checkpointing(plan_workloads):
                                   "  - {name: full, activation_checkpointing: true}\n"
                                   "  - {name: selective, activation_checkpointing: selective}\n")
     none = L * PER_TOKEN_LAYER * S + HEAD_INPUTS + LOSS
-    assert _activations(got["none"]) == none == 49_417_289_728
+    assert _activations(got["none"]) == none == 52_638_515_200
     # Full: each layer's input, 2·8,192·4,096 B (Korthikanti Table 2).
     assert _activations(got["full"]) == L * LAYER_INPUT + HEAD_INPUTS + LOSS == 15_023_996_928
     # Selective without a framework: Megatron-LM's attention-core recomputation (Korthikanti §4.2)
     # keeps everything but the attention core, here FlashAttention's fp32 statistics 4·32 per token.
-    assert _activations(got["selective"]) == none - L * 4 * 32 * S == 49_383_735_296
+    assert _activations(got["selective"]) == none - L * 4 * 32 * S == 52_604_960_768
     assert got["selective"]["settings"]["activation_checkpointing"] == "selective"
     assert any("attention core" in a for a in got["selective"]["assumptions"])
 

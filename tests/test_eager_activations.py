@@ -4,17 +4,17 @@ Llama 3.2 3B (meta-llama/Llama-3.2-3B config.json: hidden_size 3,072, intermedia
 num_attention_heads 24, num_key_value_heads 8, head_dim 128, num_hidden_layers 28, vocab_size
 128,256, SwiGLU, RMSNorm), bf16 (e = 2), seq_len 4,096 × micro_batch 2 = 8,192 tokens.
 
-Eager PyTorch beyond the fused count, per token and layer (estimate/kernels.py, from the model code):
+Eager PyTorch beyond torch.compile, per token and layer (estimate/kernels.py, from the model code):
   two RMSNorms, each its fp32 copy (transformers LlamaRMSNorm @ d0fed636 hidden_states.to(float32);
   torchtune RMSNorm @ bd2a0fc7c x.float()):            2 · 4 · 3,072         = 24,576
   the SiLU output (LlamaMLP / torchtune FeedForward: act(w1(x)) * w3(x) saves both operands):
                                                         2 · 8,192             = 16,384
-  K and V copied to all 24 heads (torchtune MultiHeadAttention @ bd2a0fc7c expand().flatten()):
-                                                        2 · 2 · (24 - 8)·128  =  8,192
-                                                                        total   49,152
-(8·h + 2·f = 40,960 without the K/V copies, the issue's hand count.) The final norm's fp32 copy,
-4 · 3,072 per token, is counted eagerly and under torch.compile alike (torchtune and torchtitan
-compile each layer, not the final norm), so it cancels in eager - compiled differences.
+                                                                        total   40,960 (8·h + 2·f)
+Both eager and compiled keep K and V copied to all 24 heads (torchtune MultiHeadAttention @ bd2a0fc7c
+expand().flatten(); benchmarks/saved_tensors.py measured it compiled too): 2 · 2 · (24 - 8)·128 = 8,192
+beyond Megatron's fused count. The final norm's fp32 copy, 4 · 3,072 per token, is counted eagerly and
+under torch.compile alike (torchtune and torchtitan compile each layer, not the final norm), so it
+cancels in eager - compiled differences.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from proposalkit.cli import main
 
 L, H, F, V = 28, 3072, 8192, 128_256
 TOKENS = 4096 * 2
-EXTRA_PER_TOKEN_LAYER = 2 * 4 * H + 2 * F + 2 * 2 * (24 - 8) * 128
+EXTRA_PER_TOKEN_LAYER = 2 * 4 * H + 2 * F
+HEAD_COPIES = 2 * 2 * (24 - 8) * 128
 FINAL_NORM_COPY = 4 * TOKENS * H
 
 HEADER = """\
@@ -48,24 +49,25 @@ def _act(w: dict) -> int:
 
 
 def test_the_hand_count(plan_workloads):
-    assert EXTRA_PER_TOKEN_LAYER == 49_152
-    assert 8 * H + 2 * F == 40_960
+    assert EXTRA_PER_TOKEN_LAYER == 8 * H + 2 * F == 40_960
+    assert HEAD_COPIES == 8_192
 
 
 def test_eager_keeps_the_fp32_norm_copies_silu_output_and_kv_copies(plan_workloads):
     got = plan_workloads(HEADER + "  - {name: eager, framework: torchtune, loss: standard, activation_checkpointing: false, compile: false}\n"
                                   "  - {name: compiled, framework: torchtune, loss: standard, activation_checkpointing: false, compile: true}\n")
     # No checkpointing: every layer keeps its extras; the standard loss is the same in both.
-    assert _act(got["eager"]) - _act(got["compiled"]) == L * EXTRA_PER_TOKEN_LAYER * TOKENS == 11_274_289_152
+    assert _act(got["eager"]) - _act(got["compiled"]) == L * EXTRA_PER_TOKEN_LAYER * TOKENS == 9_395_240_960
     assert any("eager PyTorch (no torch.compile)" in n for n in got["eager"]["assumptions"])
 
 
 def test_full_checkpointing_carries_the_extras_in_the_recomputed_layer_only(plan_workloads):
     # loss: fused keeps the loss below one recomputed layer (Liger: e·N·h + 4·N + 6·256·v = 247,365,632 B
-    # against a fused layer's 90,208 B × 8,192 tokens = 738,983,936 B), so the recomputed layer is the peak.
+    # against a compiled layer's 90,208 + 8,192 B × 8,192 tokens = 806,092,800 B), so the recomputed layer is
+    # the peak.
     got = plan_workloads(HEADER + "  - {name: eager, loss: fused, activation_checkpointing: true, compile: false}\n"
                                   "  - {name: compiled, loss: fused, activation_checkpointing: true, compile: true}\n")
-    assert _act(got["eager"]) - _act(got["compiled"]) == EXTRA_PER_TOKEN_LAYER * TOKENS == 402_653_184
+    assert _act(got["eager"]) - _act(got["compiled"]) == EXTRA_PER_TOKEN_LAYER * TOKENS == 335_544_320
 
 
 def test_compiled_chunked_loss_keeps_16_bit_logits_and_row_statistics(plan_workloads):
@@ -117,8 +119,10 @@ def test_megatron_runs_fused_kernels_without_compile(plan_workloads):
     got = plan_workloads(HEADER + "  - {name: megatron, framework: megatron, activation_checkpointing: false}\n"
                                   "  - {name: compiled, compile: true, activation_checkpointing: false}\n")
     # Megatron's fused RMSNorm (Transformer Engine) and fused SwiGLU (SwiGLUFunction saves its input
-    # only): the fused count, also for the final norm, which torch.compile of each layer leaves eager.
-    assert _act(got["compiled"]) - _act(got["megatron"]) == FINAL_NORM_COPY == 100_663_296
+    # only), and attention that takes the kv heads as they are: the fused count, also for the final norm,
+    # which torch.compile of each layer leaves eager.
+    assert _act(got["compiled"]) - _act(got["megatron"]) == L * HEAD_COPIES * TOKENS + FINAL_NORM_COPY
+    assert L * HEAD_COPIES * TOKENS + FINAL_NORM_COPY == 1_979_711_488
     assert any(a.startswith("kernels: fused") and "SwiGLUFunction" in a for a in got["megatron"]["assumptions"])
 
 
@@ -134,8 +138,8 @@ def test_layernorm_gelu_mha_models_keep_nothing_more(plan_workloads):
 def test_autocast_counts_the_extras_once(plan_workloads):
     # HF Trainer full fine-tune: autocast over fp32 parameters. autocast_terms() counts the norms' fp32
     # inputs (the residual stream) and the projections' 16-bit copies; eager adds the normalised fp32
-    # tensor the weight multiply saves (4 B per value, as the fp32 copy elsewhere), the SiLU output and
-    # the K/V copies: the same 49,152 B per token and layer.
+    # tensor the weight multiply saves (4 B per value, as the fp32 copy elsewhere) and the SiLU output:
+    # the same 40,960 B per token and layer.
     got = plan_workloads(HEADER + "  - {name: eager, framework: hf-trainer, activation_checkpointing: false}\n"
                                   "  - {name: compiled, framework: hf-trainer, activation_checkpointing: false, "
                                   "compile: true}\n")
@@ -176,14 +180,14 @@ def test_gemma_norms_multiply_in_fp32(plan_workloads):
     # google/gemma-2-2b config.json: hidden 2,304, intermediate 9,216, 8 heads and 4 KV heads of 256, 26 layers,
     # four RMSNorms per layer. GemmaRMSNorm (transformers @ d0fed636) keeps the fp32 copy and the fp32
     # normalised tensor (output * (1.0 + weight.float())): 8 B per value against the counted 16-bit input,
-    # 6 more; GeGLU keeps its activation's output; K/V copied from 4 to 8 heads.
-    per_token_layer = 4 * (8 - 2) * 2304 + 2 * 9216 + 2 * 2 * (8 - 4) * 256
-    assert _eager_minus_compiled(plan_workloads, "gemma-2-2b") == per_token_layer * 1024 * 26 == 2_071_986_176
+    # 6 more; GeGLU keeps its activation's output (the K/V copies are kept compiled too).
+    per_token_layer = 4 * (8 - 2) * 2304 + 2 * 9216
+    assert _eager_minus_compiled(plan_workloads, "gemma-2-2b") == per_token_layer * 1024 * 26 == 1_962_934_272
 
 
 def test_qwen3_query_key_norms_keep_their_fp32_copies(plan_workloads):
     # Qwen/Qwen3-8B config.json: hidden 4,096, intermediate 12,288, 32 heads and 8 KV heads of 128, 36 layers,
     # q_norm and k_norm RMSNorms over every head (Qwen3RMSNorm, as LlamaRMSNorm): 4 B per value of q (4,096)
     # and k (1,024) beside the two layer norms.
-    per_token_layer = 2 * 4 * 4096 + 4 * (4096 + 1024) + 2 * 12288 + 2 * 2 * (32 - 8) * 128
-    assert _eager_minus_compiled(plan_workloads, "qwen3-8b") == per_token_layer * 1024 * 36 == 3_321_888_768
+    per_token_layer = 2 * 4 * 4096 + 4 * (4096 + 1024) + 2 * 12288
+    assert _eager_minus_compiled(plan_workloads, "qwen3-8b") == per_token_layer * 1024 * 36 == 2_868_903_936

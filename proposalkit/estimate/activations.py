@@ -26,7 +26,8 @@ from .checkpointing import (
     OFFLOAD_STASH_TENSORS, POLICY_SOURCES, attention_core_bytes, offloaded_stash_bytes, op_policy_saved_bytes,
 )
 from .kernels import (
-    AUTOCAST_NOTE, AUTOCAST_RESIDUAL_BYTES, COMPILE_NOTE, EAGER_NOTE, autocast_terms, eager_terms, final_norm_extra,
+    AUTOCAST_NOTE, AUTOCAST_RESIDUAL_BYTES, COMPILE_NOTE, EAGER_NOTE, HEAD_COPY_NOTE, autocast_terms, eager_terms,
+    final_norm_extra, head_copy_terms,
 )
 from .loss import loss_note, loss_peak_bytes
 from .prompt_logits import WHOLE_PROMPT_ENGINE, keeps_prompt_logits, prompt_logits_bytes
@@ -75,7 +76,7 @@ def activation_terms_per_layer(
     moe_layer: bool = True,
     softmax_fp32: bool = False,
     autocast_fp32_params: bool = False,
-    eager: bool = False,
+    kernels: str = "fused",
 ) -> dict[str, Fraction]:
     """Bytes one transformer layer stores for the backward pass, term by term.
 
@@ -131,21 +132,22 @@ def activation_terms_per_layer(
     autocast_fp32_params: 16-bit compute by autocast over fp32 parameters
     (Hugging Face Trainer AMP): autocast_terms() gives the tensors autocast
     leaves in fp32 and the 16-bit copies it makes.
-    eager: the model runs as eager PyTorch (no torch.compile, no fused
-    kernels): kernels.eager_terms() adds the fp32 norm copies, a gated MLP's
-    activation output and GQA's K/V head copies.
+    kernels: "eager" (eager PyTorch, no torch.compile, no fused kernels):
+    kernels.eager_terms() adds the fp32 norm copies and a gated MLP's
+    activation output; "eager" and "compiled" (torch.compile) add GQA's
+    K/V head copies (kernels.head_copy_terms()); "fused" (Megatron) neither.
     """
     require_architecture(model, "activation memory")
     check_positive(seq_len, "seq_len")
     check_positive(micro_batch, "micro_batch")
     check_positive(tensor_parallel, "tensor_parallel")
     return _terms(model, seq_len, micro_batch, flash_attention, tensor_parallel, sequence_parallel,
-                  bytes_per_value, moe_layer, softmax_fp32, autocast_fp32_params, eager)
+                  bytes_per_value, moe_layer, softmax_fp32, autocast_fp32_params, kernels)
 
 
 def _terms(model: ModelSpec, s: int, b: int, flash_attention: bool, tensor_parallel: int,
            sequence_parallel: bool, e: int, moe_layer: bool, softmax_fp32: bool = False,
-           autocast_fp32_params: bool = False, eager: bool = False) -> dict[str, Fraction]:
+           autocast_fp32_params: bool = False, kernels: str = "fused") -> dict[str, Fraction]:
     """activation_terms_per_layer() without its checks (training_memory has made them)."""
     h, a = model.hidden, model.heads
     q_width, k_width, v_width, o_width = projection_widths(model)
@@ -194,8 +196,10 @@ def _terms(model: ModelSpec, s: int, b: int, flash_attention: bool, tensor_paral
     autocast = autocast_fp32_params and e < FP32_BYTES
     if autocast:
         terms.update(autocast_terms(model, sb, e, replicated))
-    if eager:
+    if kernels == "eager":
         terms.update(eager_terms(model, sb, e, split, replicated, moe, AUTOCAST_RESIDUAL_BYTES if autocast else e))
+    if kernels != "fused":
+        terms.update(head_copy_terms(model, sb, e, split))
     return terms
 
 
@@ -247,7 +251,8 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     and the loss by cp, adding the ring attention's K/V blocks in flight.
     setup.kernels: "eager" adds kernels.eager_terms() to every layer and the
     final norm's fp32 copy; "compiled" (torch.compile of each layer) the final
-    norm's copy and the compiled chunked loss (loss.py); "fused" neither.
+    norm's copy and the compiled chunked loss (loss.py); both GQA's K/V head
+    copies (kernels.head_copy_terms()); "fused" none of these.
     """
     if not model.has_architecture:
         return 0, (
@@ -273,7 +278,7 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     def layer_kinds(moe_layer: bool) -> tuple:
         """(kept for backward, transient while recomputed, largest saved tensor) of one layer of this kind."""
         terms = _terms(model, s, b, setup.flash_attention, t, sp, e, moe_layer, setup.softmax_fp32, autocast,
-                       setup.kernels == "eager")
+                       setup.kernels)
         full = sum(terms.values()) + lora
         widest = max(projection_widths(model)[0], model.ffn_hidden, expert_ffn_hidden(model) if moe_layer else 0)
         largest = max(layer_input, e * s * b * widest * split)
@@ -404,6 +409,8 @@ def _training_notes(model: ModelSpec, method: str, e: int, checkpointing: bool, 
     )
     if kernels != "fused":
         notes.append(EAGER_NOTE if kernels == "eager" else COMPILE_NOTE)
+        if head_copy_terms(model, 1, 1, Fraction(1)):
+            notes.append(HEAD_COPY_NOTE)
     notes.append(loss_note(loss, e, compiled=kernels == "compiled"))
     if p > 1:
         notes.append(f"pipeline parallel {p} with 1F1B: the first stage holds {p} microbatches × {layers_per_stage} layers (Korthikanti §4.2.3)")

@@ -113,7 +113,8 @@ def norm_extra_bytes(model: ModelSpec, counted: int) -> int:
 
 def eager_terms(model: ModelSpec, sb: int, e: int, split: Fraction, replicated: Fraction, moe: bool,
                 norm_input_bytes: int) -> dict[str, Fraction]:
-    """Per layer, what eager PyTorch saves beyond the fused-kernel terms of activations._terms().
+    """Per layer, what eager PyTorch saves beyond the fused-kernel terms of activations._terms() (the K/V
+    head copies apart: head_copy_terms()).
 
     - The norms (norms_per_layer, the q/k norms, MLA's latent norms): norm_extra_bytes() per value.
     - A gated MLP (SwiGLU, GeGLU) keeps its activation's output too: act(gate(x)) * up(x) saves both
@@ -124,17 +125,11 @@ def eager_terms(model: ModelSpec, sb: int, e: int, split: Fraction, replicated: 
       passes through (transformers' LlamaMLP @ d0fed636: down_proj(act_fn(gate_proj(x)) * up_proj(x));
       torchtune FeedForward @ bd2a0fc7c: w2(activation(w1(x)) * w3(x)); torchtitan @ 9dec370 model.py:
       w2(F.silu(w1(x)) * w3(x))). A plain GELU MLP saves GELU's input only, as counted.
-    - Grouped-query attention: K and V are copied to every query head before attention, which saves the
-      copies (torchtune @ bd2a0fc7c modules/attention.py: k.unsqueeze(2).expand(...).flatten(1, 2);
-      torchtitan @ 9dec370 model.py: keys = repeat_kv(xk, self.n_rep); transformers' sdpa_attention_forward
-      calls repeat_kv unless use_gqa_in_sdpa, i.e. whenever an attention mask is passed, as with padded
-      batches): 2·e·sb·(a - kv)·d more, ÷ t. Under torch.compile the copy is recomputed from the
-      kv-wide tensors in the backward (a view and a copy, which the partitioner recomputes).
     RoPE adds nothing: q·cos + rotate_half(q)·sin saves only the cos and sin buffers (no gradient), so
     q and k are saved once, by attention, as counted.
     """
     h = model.hidden
-    q_width, k_width, v_width, _ = projection_widths(model)
+    q_width, k_width, _, _ = projection_widths(model)
     norm = norm_extra_bytes(model, norm_input_bytes)
     terms: dict[str, Fraction] = {}
     normed = model.norms_per_layer * h * replicated
@@ -149,9 +144,24 @@ def eager_terms(model: ModelSpec, sb: int, e: int, split: Fraction, replicated: 
         if moe and model.shared_experts:
             width += shared_expert_ffn_hidden(model) * model.shared_experts
         terms["eager activation output"] = e * sb * width * split
-    if not is_mla(model) and k_width < q_width:
-        terms["eager k, v head copies"] = e * sb * ((q_width - k_width) + (q_width - v_width)) * split
     return terms
+
+
+def head_copy_terms(model: ModelSpec, sb: int, e: int, split: Fraction) -> dict[str, Fraction]:
+    """Grouped-query attention in PyTorch model code: K and V copied to every query head before attention,
+    which saves the copies, 2·e·sb·(a - kv)·d per layer, ÷ t; eager and under torch.compile alike.
+
+    torchtune @ bd2a0fc7c modules/attention.py: k.unsqueeze(2).expand(...).flatten(1, 2); torchtitan @
+    9dec370 models/llama/model.py: keys = repeat_kv(xk, self.n_rep); transformers' sdpa_attention_forward
+    calls repeat_kv unless use_gqa_in_sdpa (no attention mask and torch >= 2.5), i.e. whenever a mask is
+    passed, as with padded batches (counted, since a workload does not say). Inductor keeps the copies too:
+    benchmarks/saved_tensors.py measured the same saved bytes for that expand + flatten + SDPA compiled as
+    eager. Megatron's Transformer Engine attention takes the kv heads as they are (FUSED in planner terms).
+    """
+    q_width, k_width, v_width, _ = projection_widths(model)
+    if is_mla(model) or k_width >= q_width:
+        return {}
+    return {"k, v head copies": e * sb * ((q_width - k_width) + (q_width - v_width)) * split}
 
 
 def final_norm_extra(model: ModelSpec, sb: int, norm_input_bytes: int, replicated: Fraction) -> Fraction:
@@ -163,8 +173,9 @@ def final_norm_extra(model: ModelSpec, sb: int, norm_input_bytes: int, replicate
 
 
 EAGER_NOTE = ("eager PyTorch (no torch.compile): each RMSNorm keeps its fp32 copy (4 bytes per value; Gemma's "
-              "also its fp32 normalised tensor), a gated MLP its activation's output, and grouped-query "
-              "attention its K and V copied to every query head, beside what fused kernels keep "
-              "(Hugging Face transformers' Llama model code and the PyTorch trainers' own)")
+              "also its fp32 normalised tensor) and a gated MLP its activation's output, beside what fused "
+              "kernels keep (Hugging Face transformers' Llama model code and the PyTorch trainers' own)")
 COMPILE_NOTE = ("torch.compile: the layers keep what fused kernels keep; the final norm stays eager "
                 "(trainers compile each layer), its fp32 copy counted")
+HEAD_COPY_NOTE = ("grouped-query attention: K and V copied to every query head before attention are saved "
+                  "(PyTorch model code, eager and compiled; not under Megatron's fused attention)")
