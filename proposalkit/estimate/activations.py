@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .arith import ceil, check_positive, exact, memo
 from .precision import FP32_BYTES, check_choice
@@ -227,8 +227,28 @@ def activation_bytes_per_layer(
     return ceil(sum(terms.values()))
 
 
+class TrainingActivations(NamedTuple):
+    """Activation bytes of a training step: `total` where gradients persist (the loss peak and the recomputed
+    layer compared, every gradient beside both), and the two phases where they do not (phases.py): `at_loss`,
+    the saved activations with the loss's peak and the hidden-state gradient the output projection's backward
+    writes; `at_backward`, the saved activations with the recomputed layer. Equal to `total` under pipeline
+    parallelism (the schedule accumulates gradients over micro-batches)."""
+
+    total: int
+    at_loss: int
+    at_backward: int
+    notes: tuple[str, ...]
+
+
 def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[int, tuple[str, ...]]:
-    """Activation bytes on the busiest GPU of a training step, with the notes to print.
+    """Activation bytes on the busiest GPU of a training step, with the notes to print (training_activations)."""
+    acts = training_activations(model, setup)
+    return acts.total, acts.notes
+
+
+@memo
+def training_activations(model: ModelSpec, setup: TrainingSetup) -> TrainingActivations:
+    """Activation bytes on the busiest GPU of a training step, by phase, with the notes to print.
 
     Per layer: activation_bytes_per_layer(). Full activation checkpointing
     keeps each layer's input (e·s·b·h, ÷ t with sequence parallelism) and one
@@ -255,10 +275,10 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     copies (kernels.head_copy_terms()); "fused" none of these.
     """
     if not model.has_architecture:
-        return 0, (
+        return TrainingActivations(0, 0, 0, (
             f"activations not estimated: model {model.id!r} gives only a parameter count; "
             "give layers, hidden, heads and vocab to include them",
-        )
+        ))
     e = 4 if setup.precision == "fp32" else 2
     autocast = setup.autocast_fp32_params and e < FP32_BYTES
     residual = AUTOCAST_RESIDUAL_BYTES if autocast else e   # the layer inputs: the fp32 stream under autocast
@@ -332,17 +352,22 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     if setup.kernels != "fused":
         head_inputs += final_norm_extra(model, s * b, residual, replicated)
     loss = loss_peak_bytes(setup.loss, s * b, h, v, e, t, compiled=setup.kernels == "compiled")
-    if p == 1:
-        total = stage(1) + embedding_masks + head_inputs + max(loss, recompute)
-    else:
-        first = stage(in_flight) + embedding_masks + recompute
-        last = stage(1) + head_inputs + max(loss, recompute)
-        total = max(first, last)
-    total += dequantized
+    common = dequantized
     if autocast:
         # The cast copies of the busiest stage's block weights and of the output projection (tied or not).
         cast_weights = linear_weight_params(model) * exact(layers_per_stage, model.layers) + v * h
-        total += exact(e * cast_weights, t)
+        common += exact(e * cast_weights, t)
+    if p == 1:
+        common += stage(1) + embedding_masks + head_inputs
+        total = common + max(loss, recompute)
+        # The output projection's backward writes the gradient of its input, the hidden states (the residual
+        # stream's width and dtype), while the loss's buffers are live: counted with the loss, whole on each
+        # tensor-parallel GPU (conservative).
+        at_loss, at_backward = common + loss + residual * s * b * h, common + recompute
+    else:
+        first = stage(in_flight) + embedding_masks + recompute
+        last = stage(1) + head_inputs + max(loss, recompute)
+        total = at_loss = at_backward = common + max(first, last)
 
     notes = _training_notes(model, setup.method, e, ckpt, setup.flash_attention,
                             p, t, sp, layers_per_stage, len(kinds) > 1, setup.loss, setup.softmax_fp32,
@@ -350,7 +375,7 @@ def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[i
     notes += _mechanism_notes(model, ckpt, setup.selective_policy, setup.activation_offload, cp, e, s * b)
     if autocast:
         notes += (AUTOCAST_NOTE,)
-    return ceil(total), notes
+    return TrainingActivations(ceil(total), ceil(at_loss), ceil(at_backward), notes)
 
 
 _CHECKPOINTING = {False: "no activation checkpointing",

@@ -45,6 +45,19 @@ DEFAULT_OVERHEAD = Overhead(cuda_context_bytes=CUDA_CONTEXT_BYTES, allocator_res
 
 
 @dataclass(frozen=True)
+class PeakPhases:
+    """Allocated bytes at the two moments of a training step that do not share their gradients
+    (phases.py): at the loss peak (start of the backward) and later in the backward (all gradients).
+    `peak` names the larger, the one the components describe; `gradients` is every gradient, which
+    exists only in the backward phase."""
+
+    peak: str            # "loss" | "backward"
+    loss_bytes: int
+    backward_bytes: int
+    gradients: int
+
+
+@dataclass(frozen=True)
 class MemoryBreakdown:
     """Bytes per GPU by component; `total` is their sum, the figure that must fit.
 
@@ -75,6 +88,9 @@ class MemoryBreakdown:
     # offloaded to host memory (ZeRO-Offload, FSDP CPUOffload), per GPU.
     paged_bytes: int = 0
     host_bytes: int = 0
+    # Training where gradients are freed between optimizer steps (phases.py): the components are those
+    # of the peak phase, and the gradients that exist only in the other phase are shown here, not dropped.
+    phases: PeakPhases | None = None
 
     @property
     def overhead(self) -> int:
@@ -116,6 +132,15 @@ class MemoryBreakdown:
         if self.host_bytes:
             stats["host_bytes"] = self.host_bytes
         return stats
+
+
+    def phase_fields(self) -> dict:
+        """The plan JSON's `memory.phases`, only where the phase rule applies (phases.py)."""
+        if self.phases is None:
+            return {}
+        p = self.phases
+        return {"phases": {"peak": p.peak, "loss_allocated_bytes": p.loss_bytes,
+                           "backward_allocated_bytes": p.backward_bytes, "gradients_bytes": p.gradients}}
 
 
 def overhead_bytes(allocated: int, overhead: Overhead) -> tuple[int, int]:

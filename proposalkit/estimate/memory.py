@@ -37,15 +37,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .activations import DEFAULT_PREFILL_TOKENS, inference_activation_bytes, training_activation_bytes
+from .activations import DEFAULT_PREFILL_TOKENS, inference_activation_bytes, training_activations
 from .prompt_logits import WHOLE_PROMPT_ENGINE, prompt_logits_note
 from .arith import ceil, check_positive, exact, fmt_bytes_per_param, memo
 from .breakdown import (  # noqa: F401  (re-exported: the memory API)
-    ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES, DEFAULT_OVERHEAD, MemoryBreakdown, Overhead, overhead_bytes, overhead_note,
+    ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES, DEFAULT_OVERHEAD, MemoryBreakdown, Overhead, PeakPhases, overhead_bytes,
+    overhead_note,
 )
 from .lora import LoraSpec
 from .checkpointing import DEFAULT_SELECTIVE_POLICY, SELECTIVE_POLICIES
 from .loss import DEFAULT_LOSS, LOSSES
+from .phases import gradients_persist, head_gradient_bytes, phase_note
 from .model_states import (  # noqa: F401  (re-exported: the memory API)
     OPTIMIZER_IMPLS, model_states, worst_stage_fraction, zero3_gathered_bytes,
 )
@@ -113,6 +115,10 @@ class TrainingSetup:
     # Megatron-LM's Transformer Engine kernels), "eager" (eager PyTorch's extra saved tensors) or
     # "compiled" (torch.compile of each layer: fused layers, an eager final norm, a compiled chunked loss).
     kernels: str = "fused"
+    # Micro-batches accumulated per optimizer step (None: not stated) and the framework that runs the step
+    # (None: not stated): together they say whether gradients persist beside the loss peak (phases.py).
+    gradient_accumulation_steps: int | None = None
+    framework: str | None = None
 
 
 @dataclass(frozen=True)
@@ -253,7 +259,8 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
     what the QLoRA code trains, with 32-bit paged AdamW states).
     QLoRA (Dettmers et al. 2023 §3): as LoRA, the block matrices in NF4 with
     double quantization (4.127 bits), the rest at `precision`.
-    Activations: training_activation_bytes(). Overhead: allocator_reserve ×
+    Activations: training_activations(). Gradients freed between steps (phases.py):
+    the larger of the loss phase and the backward phase. Overhead: allocator_reserve ×
     the other components, plus the CUDA context (breakdown.py).
     """
     _validate_training(model, setup)
@@ -281,13 +288,27 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
                if p > 1 and model.has_architecture else "")
         )
 
-    activations, activation_notes = training_activation_bytes(model, setup)
-    notes.extend(activation_notes)
+    acts = training_activations(model, setup)
+    notes.extend(acts.notes)
 
-    parts = [ceil(states.weights), ceil(states.gradients), ceil(states.optimizer), activations, 0]
+    weights, gradients, optimizer = ceil(states.weights), ceil(states.gradients), ceil(states.optimizer)
+    parts = [weights, gradients, optimizer, acts.total, 0]
+    phases = None
+    if gradients_persist(model, setup) is None:
+        # Gradients freed between steps (phases.py): the larger of the loss phase and the backward phase.
+        live = min(gradients, ceil(head_gradient_bytes(model, setup)))
+        at_loss = weights + optimizer + live + acts.at_loss
+        at_backward = weights + optimizer + gradients + acts.at_backward
+        peak = "loss" if at_loss >= at_backward else "backward"
+        parts = [weights, live, optimizer, acts.at_loss, 0] if peak == "loss" else [
+            weights, gradients, optimizer, acts.at_backward, 0]
+        phases = PeakPhases(peak, at_loss, at_backward, gradients)
+        notes.append(phase_note(model, setup, peak, at_loss, at_backward, gradients))
+    elif (note := phase_note(model, setup, None)) is not None:
+        notes.append(note)
     notes.append(overhead_note(overhead))
     return MemoryBreakdown(*parts, *overhead_bytes(sum(parts), overhead), notes=tuple(notes),
-                           paged_bytes=ceil(states.paged), host_bytes=ceil(states.host))
+                           paged_bytes=ceil(states.paged), host_bytes=ceil(states.host), phases=phases)
 
 
 # --------------------------------------------------------------------------

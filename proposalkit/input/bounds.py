@@ -55,6 +55,11 @@ BOUNDS = {
     # Llama 3.1 405B's whole global batch was 16M tokens, 2,048 sequences of 8,192 (Dubey et al. 2024).
     "micro_batch": Bound(1, 10**5, "at most 100,000 sequences per GPU per step, 50× the 2,048-sequence global "
                                    "batch of Llama 3.1 405B"),
+    # Micro-batches accumulated per optimizer step (HF Trainer, torchtune and DeepSpeed
+    # gradient_accumulation_steps); on the scale of micro_batch: a step of 100,000 micro-batches of one
+    # sequence is 50x Llama 3.1 405B's 2,048-sequence global batch (Dubey et al. 2024).
+    "gradient_accumulation_steps": Bound(1, 10**5, "at most 100,000 micro-batches per optimizer step, 50× the "
+                                                   "2,048-sequence global batch of Llama 3.1 405B"),
     # Concurrent sequences of a service, on the same scale as a training step's batch.
     "batch": Bound(1, 10**5, "at most 100,000 concurrent sequences, 50× the 2,048-sequence global batch of "
                              "Llama 3.1 405B"),

@@ -135,7 +135,7 @@ def _check(workload: Workload, model: ModelSpec | None, index: int, source: Sour
         add(("resource",), unknown_resource(workload.resource, resource_ids))
     if workload.kind == "inference":
         for name in ("method", "optimizer", "zero_stage", "lora", "data", "loss", "activation_offload",
-                     "context_parallel", "compile"):
+                     "context_parallel", "compile", "gradient_accumulation_steps"):
             if getattr(workload, name) is not None:
                 add((name,), f"not used by inference (got {name}, expected it only on finetune or pretrain)")
         if workload.attention not in (None, "eager") and workload.flash_attention is False:

@@ -187,6 +187,7 @@ Variants = _bounded_int("variants")
 Concurrency = _bounded_int("concurrency")
 CheckpointsRetained = _bounded_int("checkpoints_retained")
 MicroBatch = _bounded_int("micro_batch")
+GradientAccumulation = _bounded_int("gradient_accumulation_steps")
 Batch = _bounded_int("batch")
 LoraRank = _bounded_int("lora_rank")
 TensorParallel = _bounded_int("tensor_parallel")
@@ -385,6 +386,11 @@ class WorkloadFields(_Strict):
     buffer: Buffer | None = Field(None, description="Contingency added to GPU-hours (default 0.30).")
     seq_len: Sequence | None = None
     micro_batch: MicroBatch | None = None
+    gradient_accumulation_steps: GradientAccumulation | None = Field(
+        None, description="Training: micro-batches whose gradients are accumulated before each optimizer step (the "
+                          "name HF Trainer, torchtune and DeepSpeed use). Memory only: with 1, gradients freed "
+                          "between steps do not coexist with the loss peak (single GPU, FSDP); unset: gradients "
+                          "are counted beside it.")
     zero_stage: ZeroStage | None = None
     tensor_parallel: TensorParallel | None = None
     pipeline_parallel: PipelineParallel | None = None

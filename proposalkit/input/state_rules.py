@@ -59,6 +59,13 @@ def state_rules(workload) -> list[tuple[tuple, str]]:
                                                      "buffer of every parameter (got optimizer_in_backward with "
                                                      f"framework {workload.framework}, expected false or nothing; "
                                                      "the step in backward is torchtune's optimizer_in_bwd)"))
+    if workload.optimizer_in_backward and (workload.gradient_accumulation_steps or 1) > 1:
+        # pytorch/torchtune @ 01067f61 recipes/full_finetune_single_device.py: RuntimeError "Gradient accumulation
+        # is not supported with optimizer in bwd." (each gradient is applied and freed in its hook).
+        problems.append((("gradient_accumulation_steps",), "the optimizer step in backward applies each gradient as "
+                                                           "it is produced, so there is nothing to accumulate (got "
+                                                           f"{workload.gradient_accumulation_steps} with "
+                                                           "optimizer_in_backward, expected 1 or nothing)"))
     if workload.mixed_precision is not None and workload.precision == "fp32":
         problems.append((("mixed_precision",), "fp32 training has no 16-bit compute to mix (got precision fp32, "
                                                "expected mixed_precision with bf16 or fp16, or leave it out)"))

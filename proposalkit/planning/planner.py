@@ -137,6 +137,7 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
         **({"sequence_parallel": sp} if sp is not None else {}),
         autocast_fp32_params=frameworks.autocast_fp32_params(w),
         kernels=kernels,
+        gradient_accumulation_steps=w.gradient_accumulation_steps,
     )
 
 

@@ -60,6 +60,7 @@ class Settings:
     sequence_parallel: bool = True
     autocast_fp32_params: bool = False   # HF Trainer AMP: autocast over fp32 parameters (frameworks.py)
     kernels: str = "eager"     # training: eager | compiled | fused (estimate/memory.py TrainingSetup.kernels)
+    gradient_accumulation_steps: int | None = None   # training: None when the workload does not say (estimate/phases.py)
 
 
 class Candidate(NamedTuple):

@@ -66,7 +66,8 @@ def memory_of(model: ModelSpec, w, s: Settings, count: int, zero_stage: int | No
                           activation_offload=s.activation_offload, context_parallel=s.context_parallel,
                           softmax_fp32=s.softmax_fp32, sequence_parallel=s.sequence_parallel,
                           autocast_fp32_params=s.autocast_fp32_params and method == "full" and s.mixed_precision,
-                          kernels=s.kernels)
+                          kernels=s.kernels, gradient_accumulation_steps=s.gradient_accumulation_steps,
+                          framework=s.framework)
     return training_memory(model, setup, DEFAULT_OVERHEAD)
 
 

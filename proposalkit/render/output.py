@@ -38,7 +38,8 @@ def workload_dict(w: WorkloadPlan) -> dict:
         "model": {"id": w.model.id, "params": w.model.params, "active_params": w.model.active_params},
         "gpu": {"type": w.gpu.id, "count": w.gpu_count, "memory_bytes": w.gpu.usable_memory_bytes,
                 "nominal_memory_bytes": w.gpu.memory_bytes},
-        "memory": {"per_gpu_bytes": w.memory.total, **w.memory.statistics(), "components": w.memory.components()},
+        "memory": {"per_gpu_bytes": w.memory.total, **w.memory.statistics(), "components": w.memory.components(),
+                   **w.memory.phase_fields()},
         "tokens": w.tokens,
         "tokens_per_second": _round(tp.tokens_per_second, 3),
         "runtime_hours": _round(w.runtime_hours),
@@ -63,6 +64,8 @@ def workload_dict(w: WorkloadPlan) -> dict:
             "lora": {"rank": s.lora.rank, "targets": list(s.lora.targets)} if s.lora else None,
             "concurrency": s.concurrency,
             **({"framework": s.framework} if s.framework else {}),   # present when the workload names one
+            **({"gradient_accumulation_steps": s.gradient_accumulation_steps}      # present when the workload
+               if s.gradient_accumulation_steps is not None else {}),                # states it
         },
         "trainable_params": w.trainable_params,
         "mfu": _round(tp.mfu), "mfu_source": tp.mfu_source, "mfu_without_recompute": _round(tp.mfu_base),

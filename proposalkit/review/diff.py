@@ -161,6 +161,7 @@ FIELDS: tuple[Field, ...] = (
     _setting("precision", "precision"),
     _setting("seq_len", "seq_len", _plain),
     _setting("micro_batch", "micro_batch"),
+    _setting("gradient_accumulation_steps", "gradient accumulation"),
     _setting("optimizer", "optimizer"),
     _setting("zero_stage", "ZeRO stage"),
     _setting("activation_checkpointing", "checkpointing"),

@@ -1,0 +1,111 @@
+"""Whether a training step's gradients coexist with its loss peak.
+
+The loss peaks at the end of the forward and the start of the backward
+(loss.py). A trainer that frees the gradients after each optimizer step
+(optimizer.zero_grad(set_to_none=True), PyTorch's default: pytorch/pytorch @
+002d2f0b torch/optim/optimizer.py, `def zero_grad(self, set_to_none: bool =
+True)`; torchtune @ 01067f61 recipes/full_finetune_single_device.py calls
+`self._optimizer.zero_grad(set_to_none=True)` after each step) and steps
+after every micro-batch has no gradient yet at that moment but the output
+projection's, which the loss's backward writes first. The other gradients
+appear later in the backward, after the loss's buffers are freed. So the
+step's peak is the larger of two phases, not their sum:
+  loss:     weights + optimizer + saved activations + the loss's peak + the
+            output projection's gradient + the hidden-state gradient it writes;
+  backward: weights + optimizer + every gradient + saved activations (all of
+            them, conservatively) + the recomputed layer.
+Gradients persist beside the loss, and the sum stays, where something keeps
+them across micro-batches or steps (each case named by gradients_persist()).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+from .arith import exact
+from .precision import FP32_BYTES
+from ..units import bytes_per_element
+
+if TYPE_CHECKING:  # memory.py imports this module
+    from .memory import TrainingSetup
+    from .shapes import ModelSpec
+
+# Frameworks whose gradient memory outlives zero_grad, with where they keep it.
+PERSISTENT_GRADIENT_FRAMEWORKS = {
+    # microsoft/DeepSpeed @ 38327e07: bf16_optimizer.py allocates fp32_groups_gradients_flat once
+    # (torch.zeros_like) and clear_hp_grads() only zeroes it; zero/stage_1_and_2.py backward() allocates
+    # the reduce bucket (ipg_buffer, reduce_bucket_size 5e8 values, two with overlap_comm) before the
+    # loss's backward and keeps the gradient partitions (averaged_gradients) until step(); zero/stage3.py
+    # allocates grad_partitions_flat_buffer and the IPG bucket once, at initialisation.
+    "deepspeed": "DeepSpeed keeps gradient buffers across steps (BF16_Optimizer's fp32 gradients; ZeRO's reduce "
+                 "bucket allocated before the loss's backward and its gradient partitions; DeepSpeed @ 38327e07)",
+    # NVIDIA/Megatron-LM @ d98e8a64 megatron/core/distributed/param_and_grad_buffer.py: grad_data =
+    # torch.zeros(...) once; zero_grad_buffer() -> reset() -> grad_data.zero_().
+    "megatron": "Megatron-LM's contiguous main-gradient buffer is allocated once and zeroed, not freed "
+                "(param_and_grad_buffer.py @ d98e8a64)",
+}
+# Frameworks whose data parallelism is FSDP2 (fully_shard): the sharded gradients are ordinary .grad
+# tensors, freed by zero_grad each step (torchtune @ 015b39c7 recipes/full_finetune_distributed.py:
+# zero_grad(set_to_none=True) after the step; torchtitan @ e9f53473 torchtitan/train.py: train_step opens
+# with self.optimizers.zero_grad(), PyTorch's default set_to_none).
+FSDP_FRAMEWORKS = ("torchtune", "torchtitan")
+
+
+def gradients_persist(model: ModelSpec, setup: TrainingSetup) -> str | None:
+    """Why the gradients are counted beside the loss peak (None: they do not coexist with it)."""
+    steps = setup.gradient_accumulation_steps
+    if steps is None:
+        return "gradient_accumulation_steps unset"
+    if steps > 1:
+        return f"gradient accumulation over {steps} micro-batches keeps the gradients from one to the next"
+    if setup.framework in PERSISTENT_GRADIENT_FRAMEWORKS:
+        return PERSISTENT_GRADIENT_FRAMEWORKS[setup.framework]
+    if setup.optimizer_impl != "torch":
+        return "the framework's optimizer keeps its own gradient buffer"
+    if setup.method != "full":
+        return "the adapters' gradients are small and counted beside the loss (conservative)"
+    if setup.optimizer_in_backward:
+        return "the optimizer step in backward holds one parameter's gradient at any moment"
+    if setup.pipeline_parallel > 1:
+        return "the pipeline schedule accumulates gradients over its micro-batches"
+    if setup.offload_optimizer or setup.offload_params:
+        return "the gradients stream to the offloaded optimizer through GPU buffers (conservative)"
+    if setup.data_parallel > 1 and not (setup.framework in FSDP_FRAMEWORKS and setup.zero_stage >= 2):
+        # torch/csrc/distributed/c10d/reducer.cpp (pytorch/pytorch @ ad78a7b3) initialize_buckets: each
+        # bucket's flat `gradients` tensor is allocated once and lives as long as the DDP module.
+        return ("data parallelism keeps gradient buckets across steps (PyTorch DDP's reducer buckets, or a ZeRO "
+                "implementation the workload does not name)")
+    if setup.tensor_parallel > 1 and setup.framework not in FSDP_FRAMEWORKS:
+        return "tensor parallelism outside torchtune/torchtitan may keep a gradient buffer (conservative)"
+    if not model.has_architecture:
+        return "the model gives only a parameter count"
+    return None
+
+
+def head_gradient_bytes(model: ModelSpec, setup: TrainingSetup) -> Fraction | int:
+    """The output projection's gradient (v·h ÷ t, tied or not), whole before any reduce-scatter: 4 bytes under
+    autocast over fp32 parameters or fp32 training, else the weights' width."""
+    width = FP32_BYTES if setup.autocast_fp32_params else bytes_per_element(setup.precision)
+    return exact(model.vocab * model.hidden * width, setup.tensor_parallel)
+
+
+def phase_note(model: ModelSpec, setup: TrainingSetup, peak: str | None, at_loss: int = 0, at_backward: int = 0,
+               gradients: int = 0) -> str | None:
+    """The assumption line on the gradients beside the loss (None where there is nothing useful to say)."""
+    gib = 2**30
+    if peak is not None:
+        which = "at the loss" if peak == "loss" else "later in the backward"
+        return (f"peak {which}: with gradient_accumulation_steps 1 the gradients are freed after each step "
+                "(zero_grad(set_to_none=True), PyTorch's default) and none but the output projection's exists when "
+                f"the loss peaks at the start of the backward ({at_loss / gib:.2f} GiB allocated with the loss); "
+                f"all {gradients / gib:.2f} GiB of gradients exist only later in the backward, beside the saved "
+                f"activations ({at_backward / gib:.2f} GiB); the larger is counted")
+    why = gradients_persist(model, setup)
+    if setup.gradient_accumulation_steps is None:
+        if gradients_persist(model, dataclasses.replace(setup, gradient_accumulation_steps=1)) is not None:
+            return None          # the sum stays whatever the accumulation: nothing to ask of the user
+        return ("gradients counted beside the loss peak: gradient_accumulation_steps unset (set it to 1 if each "
+                "micro-batch is stepped, so the gradients freed between steps are not counted with the loss)")
+    return f"gradients counted beside the loss peak: {why}"
