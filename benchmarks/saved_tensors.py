@@ -18,7 +18,11 @@ count + the K/V copies]; without a mask transformers passes enable_gqa and copie
 compiled 7,592 (proposalkit counts the copies, as a workload does not say whether batches are padded);
 torchtune's expand + flatten before causal SDPA: 2,592 eager and compiled alike (the expanded K and V
 saved); cross_entropy on bf16 logits 4.000 B per logit saved eager (the fp32 log-softmax), 2.001 compiled
-(the 16-bit logits + per-row statistics).
+(the 16-bit logits + per-row statistics). transformers' LlamaModel building its own mask, per layer: bf16
+11,048 without padding, 12,072 with (the K/V copies 768 and 256 = 2·s more: each layer saves a 16-bit
+copy of the padded batch's b × s × s mask, 2·b·s² bytes, not counted); under autocast over fp32 parameters
+19,112 and 20,136, of which 5,504 are the 16-bit weight casts (counted apart), leaving 13,608 [eager +
+autocast without the copies 13,600] and 14,632 [14,368 with them; the mask copy again the rest].
 """
 
 from __future__ import annotations
@@ -82,6 +86,61 @@ def llama_layer(mask: bool, compiled: bool) -> int:
     exclude = [*layer.parameters(), cos, sin] + ([attn_mask] if mask else [])
     got, _ = saved_bytes(run, exclude=exclude)
     return got
+
+
+def llama_layer_autocast() -> tuple[int, int]:
+    """(saved bytes, the 16-bit weight casts among them) of transformers' Llama layer with fp32 parameters
+    under torch.autocast to bf16 (Hugging Face Trainer AMP), an fp32 residual stream and a padded batch's
+    fp32 4-D mask."""
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
+
+    config = LlamaConfig(hidden_size=H, intermediate_size=FF, num_attention_heads=HEADS, num_key_value_heads=KV,
+                         head_dim=D, num_hidden_layers=1, vocab_size=VOCAB)
+    config._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    layer = LlamaDecoderLayer(config, layer_idx=0)
+    rope = LlamaRotaryEmbedding(config)
+    x = torch.randn(B, S, H, requires_grad=True)
+    positions = torch.arange(S).unsqueeze(0).expand(B, S)
+    cos, sin = rope(x, positions)
+    attn_mask = torch.full((S, S), float("-inf")).triu(1)[None, None].expand(B, 1, S, S)
+    params = list(layer.parameters())
+
+    def run():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return layer(x, attention_mask=attn_mask, position_ids=positions, position_embeddings=(cos, sin))
+
+    got, _ = saved_bytes(run, exclude=[*params, cos, sin, attn_mask])
+    return got, 2 * sum(p.numel() for p in params if p.dim() == 2)
+
+
+def llama_model_per_layer(autocast: bool, padded: bool) -> float:
+    """Saved bytes per token and layer of transformers' LlamaModel in training mode, as the difference between
+    two layers and one (the embedding and final norm cancel), transformers building the mask itself from a
+    2-D attention_mask (a quarter of the first sequence padded, or none); parameters apart (the 16-bit
+    weight casts under autocast are not: they are per layer)."""
+    from transformers import LlamaConfig, LlamaModel
+
+    def saved(layers: int) -> int:
+        config = LlamaConfig(hidden_size=H, intermediate_size=FF, num_attention_heads=HEADS, num_key_value_heads=KV,
+                             head_dim=D, num_hidden_layers=layers, vocab_size=VOCAB, attn_implementation="sdpa")
+        torch.manual_seed(0)
+        model = LlamaModel(config)
+        model = model.train() if autocast else model.to(torch.bfloat16).train()
+        ids = torch.randint(0, VOCAB, (B, S))
+        mask = torch.ones(B, S, dtype=torch.long)
+        if padded:
+            mask[0, : S // 4] = 0
+
+        def run():
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                return model(input_ids=ids, attention_mask=mask).last_hidden_state
+
+        got, _ = saved_bytes(run, exclude=list(model.parameters()))
+        return got
+
+    return (saved(2) - saved(1)) / (B * S)
 
 
 def expanded_attention(compiled: bool) -> float:
@@ -148,6 +207,17 @@ def main() -> None:
             got = llama_layer(mask, compiled)
             print(f"LlamaDecoderLayer, mask {'4-D (padded batch)' if mask else 'none (is_causal)'}, "
                   f"{'compiled' if compiled else 'eager'}: {got / (S * B):,.0f} B per token saved")
+    terms = activation_terms_per_layer(spec, S, B, flash_attention=True, kernels="eager", autocast_fp32_params=True)
+    got, casts = llama_layer_autocast()
+    print(f"LlamaDecoderLayer, fp32 parameters under autocast, padded batch's fp32 mask: {(got - casts) / (S * B):,.0f} "
+          f"B per token saved beside the 16-bit weight casts (proposalkit {float(sum(terms.values())) / (S * B):,.0f}; "
+          f"the mask's bf16 cast, 2·s = {2 * S} B per token, is the rest)")
+    casts = 2 * (2 * H * HEADS * D + 2 * H * KV * D + 3 * H * FF) / (S * B)
+    for autocast in (False, True):
+        for padded in (False, True):
+            print(f"LlamaModel, {'fp32 parameters under autocast' if autocast else 'bf16'}, "
+                  f"{'padded batch' if padded else 'no padding'}: {llama_model_per_layer(autocast, padded):,.0f} B "
+                  f"per token and layer saved" + (f" ({casts:,.0f} of them the 16-bit weight casts)" if autocast else ""))
     for compiled in (False, True):
         print(f"attention with K, V expanded to {HEADS} heads (torchtune's pattern), "
               f"{'compiled' if compiled else 'eager'}: {expanded_attention(compiled):,.0f} B per token saved "
