@@ -2,9 +2,10 @@
 
 The loss peaks at the end of the forward and the start of the backward
 (loss.py). A trainer that frees the gradients after each optimizer step
-(optimizer.zero_grad(set_to_none=True), PyTorch's default: pytorch/pytorch @
-002d2f0b torch/optim/optimizer.py, `def zero_grad(self, set_to_none: bool =
-True)`; torchtune @ 01067f61 recipes/full_finetune_single_device.py calls
+(optimizer.zero_grad(set_to_none=True), PyTorch's default since 2.0, before
+which zero_grad kept zeroed gradients: pytorch/pytorch @ 002d2f0b
+torch/optim/optimizer.py, `def zero_grad(self, set_to_none: bool = True)`;
+torchtune @ 01067f61 recipes/full_finetune_single_device.py calls
 `self._optimizer.zero_grad(set_to_none=True)` after each step) and steps
 after every micro-batch has no gradient yet at that moment but the output
 projection's, which the loss's backward writes first. The other gradients
@@ -98,7 +99,7 @@ def phase_note(model: ModelSpec, setup: TrainingSetup, peak: str | None, at_loss
     if peak is not None:
         which = "at the loss" if peak == "loss" else "later in the backward"
         return (f"peak {which}: with gradient_accumulation_steps 1 the gradients are freed after each step "
-                "(zero_grad(set_to_none=True), PyTorch's default) and none but the output projection's exists when "
+                "(zero_grad(set_to_none=True), PyTorch's default since 2.0) and none but the output projection's exists when "
                 f"the loss peaks at the start of the backward ({at_loss / gib:.2f} GiB allocated with the loss); "
                 f"all {gradients / gib:.2f} GiB of gradients exist only later in the backward, beside the saved "
                 f"activations ({at_backward / gib:.2f} GiB); the larger is counted")
