@@ -179,3 +179,13 @@ def test_inference_refuses_it(tmp_path, capsys):
                     "     gradient_accumulation_steps: 1}\n", encoding="utf-8")
     assert main(["plan", str(path)]) == 2
     assert "gradient_accumulation_steps: not used by inference" in capsys.readouterr().err
+
+
+def test_autocast_over_fp32_parameters_has_an_fp32_output_gradient(plan_workloads):
+    # hf-trainer full fine-tune under bf16 AMP: fp32 parameters, so the output projection's gradient the loss's
+    # backward writes is fp32: 128,256 · 3,072 · 4 = 1,576,009,728 B (estimate/phases.py head_gradient_bytes).
+    got = plan_workloads(HEADER + "  - {name: hf, framework: hf-trainer, loss: standard, mixed_precision: true, "
+                                  "gradient_accumulation_steps: 1}\n")
+    memory = _mem(got["hf"])
+    assert memory["phases"]["peak"] == "loss"
+    assert memory["components"]["gradients"] == 2 * HEAD_GRADIENT == 1_576_009_728
