@@ -82,7 +82,9 @@ def test_sglang_reserves_by_gpu_class():
     fraction = engines.engine_memory_fraction(engines.SGLANG, 1, H100.usable_memory_bytes)
     assert fraction == round((mib - 10 * 1024) / mib, 3) == 0.874
     r = rep8b(engine="sglang")
-    assert r.kv_pool_bytes == int(0.874 * H100.usable_memory_bytes - r.weights_bytes - r.workspace_bytes)
+    # model_runner.py profile_max_num_token: the pool is mem_fraction_static × the memory free once the CUDA
+    # context exists, less the weights; the activation workspace lives in the reserve beside it.
+    assert r.kv_pool_bytes == int(0.874 * (H100.usable_memory_bytes - CUDA_CONTEXT_BYTES) - r.weights_bytes)
 
 
 def test_hf_has_no_pool_but_the_allocator_reserve():

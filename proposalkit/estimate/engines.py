@@ -59,9 +59,11 @@ class Engine:
     batch_source: str
     calibration: str
     speed_modelled: bool = True     # False: no published measurement to take its speed from (refused)
-    # "device" engines: whether memory_fraction × the device holds the CUDA context too (SGLang measures its
-    # pool from the free memory, which the context has already taken); False: the context sits outside it.
-    context_in_budget: bool = True
+    # "device" engines: what memory_fraction is a fraction of, and what it holds. The CUDA context is outside
+    # both engines' budgets (each measures from a point where the context exists):
+    budget_after_context: bool = False   # True: of the memory free once the context exists; False: of the device
+    workspace_in_budget: bool = True     # True: the activation workspace comes out of the budget
+    budget_source: str = ""              # where the engine's code says so (shown in the plan)
 
 
 TRT_LLM = Engine(
@@ -112,7 +114,8 @@ VLLM = Engine(
     # graphs: captured after the KV cache at that commit, outside the budget; estimated into it by default
     # since v0.21.0 (vLLM 0.27.1's start-up log: "CUDA graph memory profiling is enabled (default since
     # v0.21.0)"), which the plan assumes.
-    context_in_budget=False,
+    budget_after_context=False, workspace_in_budget=True,
+    budget_source="vllm/v1/worker/gpu_worker.py init_device, determine_available_memory @ 35d5cda1",
 )
 
 SGLANG = Engine(
@@ -133,6 +136,15 @@ SGLANG = Engine(
     calibration="TensorRT-LLM's calibrated fractions: LMSYS's SGLang benchmarks (\"Achieving Faster Open-Source "
                 "Llama3 Serving with SGLang Runtime\", 2024-07-25) put its offline throughput on par with "
                 "TensorRT-LLM's on Llama 3 8B and 70B",
+    # sgl-project/sglang python/sglang/srt/model_executor/model_runner.py (found by content, commit not pinned):
+    # init_torch_distributed returns min_per_gpu_memory = get_available_gpu_memory(...) once the context and
+    # NCCL exist; profile_max_num_token sizes the pool as rest_memory = available_gpu_memory (after the weights
+    # are loaded) − total_gpu_memory × (1 − mem_fraction_static), total_gpu_memory being that figure. So
+    # weights + pool = mem_fraction_static × the memory free at start; --mem-fraction-static is "the fraction
+    # of the memory used for static allocation (model weights and KV cache memory pool)" (server_args.py
+    # help): activations and CUDA graphs use the rest.
+    budget_after_context=True, workspace_in_budget=False,
+    budget_source="sglang model_runner.py init_torch_distributed, profile_max_num_token",
 )
 
 HF = Engine(

@@ -274,8 +274,10 @@ def replica(model: ModelSpec, gpu, *, tensor_parallel: int = 1, precision: str =
     device = gpu.usable_memory_bytes
     fraction = engine_memory_fraction(e, t, gpu.usable_memory_bytes)
     if e.fraction_of == "device":
-        # vLLM: the budget holds weights, workspace and pool; the CUDA context sits beside it (engines.py).
-        pool = fraction * device - weights - (workspace if e.context_in_budget else activations)
+        # The CUDA context sits beside the budget; SGLang's budget is of the memory free once it exists and
+        # holds weights and pool only; vLLM's is of the device and holds the workspace too (engines.py).
+        budget = fraction * (device - CUDA_CONTEXT_BYTES if e.budget_after_context else device)
+        pool = budget - weights - (activations if e.workspace_in_budget else 0)
         notes.append(f"{e.name} takes {fraction:g} of the GPU's {device / 2**30:.1f} GiB for weights, "
                      f"workspace and KV cache ({e.memory_source})")
     elif e.fraction_of == "free":

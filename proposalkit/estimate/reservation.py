@@ -6,9 +6,10 @@ not the planned batch's KV cache. So the plan's memory under such an engine is t
 (estimate/inference.replica): weights + activation workspace + CUDA context + the whole KV pool:
   vLLM     gpu_memory_utilization × the device's memory for weights, workspace and pool, and the CUDA
            context beside it: its budget is measured from a snapshot taken once the context and NCCL
-           exist (vllm/v1/worker/gpu_worker.py init_device, determine_available_memory @ 35d5cda1;
-           engines.py VLLM.context_in_budget). Before (@ 0012cf69) the budget held the context too;
-  SGLang   mem_fraction_static × the device's memory (the pool rule of estimate/inference.replica);
+           exist (vllm/v1/worker/gpu_worker.py init_device, determine_available_memory @ 35d5cda1).
+           Before (@ 0012cf69) the budget held the context too;
+  SGLang   mem_fraction_static × the memory free once the context exists, for weights and pool; the
+           workspace and the context beside it (model_runner.py profile_max_num_token; engines.py);
   TensorRT-LLM  weights + workspace + free_gpu_memory_fraction × the memory free after them.
 The weights and the pool are torch allocations made once (vLLM's KV cache is torch.zeros tensors), so
 no caching-allocator reserve is added: allocated = reserved = device − the CUDA context.
@@ -38,13 +39,14 @@ def engine_memory(rep, batch_memory: MemoryBreakdown, batch: int, context: int) 
     total = rep.weights_bytes + rep.workspace_bytes + pool
     device = gpu.usable_memory_bytes
     fraction = engine_memory_fraction(e, t, device)
-    if e.fraction_of == "device" and not e.context_in_budget:
-        rule = (f"{fraction:g} × the GPU's {device / GiB:.2f} GiB = {(total - context_bytes) / GiB:.2f} GiB, and the "
-                f"CUDA context beside it (vLLM's budget starts from a snapshot taken once the context exists: "
-                f"vllm/v1/worker/gpu_worker.py init_device @ 35d5cda1) = {total / GiB:.2f} GiB per GPU")
-    elif e.fraction_of == "device":
-        rule = (f"{fraction:g} × the GPU's {device / GiB:.2f} GiB = {total / GiB:.2f} GiB per GPU, the CUDA "
-                "context inside it")
+    if e.fraction_of == "device":
+        of = (f"the {(device - context_bytes) / GiB:.2f} GiB free once the CUDA context exists"
+              if e.budget_after_context else f"the GPU's {device / GiB:.2f} GiB")
+        inside = total - context_bytes - (0 if e.workspace_in_budget else activations)
+        held, beside = (("weights, workspace and KV pool", "the CUDA context") if e.workspace_in_budget
+                        else ("weights and KV pool", "the workspace and the CUDA context"))
+        rule = (f"{fraction:g} × {of} = {inside / GiB:.2f} GiB for {held}, {beside} beside it "
+                f"({e.budget_source}) = {total / GiB:.2f} GiB per GPU")
     else:
         free = device - rep.weights_bytes - rep.workspace_bytes
         rule = (f"weights + workspace + {fraction:g} × the {free / GiB:.2f} GiB free after them = "
