@@ -101,7 +101,9 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
         PresetDefault("compile", False,
                       f"{DEEPSPEED} deepspeed/runtime/engine.py: the model is compiled only when engine.compile() is "
                       "called (_is_compiled = False until then); Megatron-DeepSpeed's RMSNorm and SwiGLU are plain "
-                      "PyTorch (megatron/model/rmsnorm.py x.float(); swiglu: F.silu(x[0]) * x[1])"),
+                      "PyTorch (microsoft/Megatron-DeepSpeed @ 9618f214 megatron/model/rmsnorm.py: "
+                      "self._norm(x.float()).type_as(x) * self.weight; transformer.py ParallelMLP with --swiglu: "
+                      "F.silu(x[0]) * x[1])"),
     ),
     "megatron": (
         PresetDefault("mixed_precision", True,
