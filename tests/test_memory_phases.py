@@ -189,3 +189,17 @@ def test_autocast_over_fp32_parameters_has_an_fp32_output_gradient(plan_workload
     memory = _mem(got["hf"])
     assert memory["phases"]["peak"] == "loss"
     assert memory["components"]["gradients"] == 2 * HEAD_GRADIENT == 1_576_009_728
+
+
+def test_the_report_says_which_moment_is_counted(tmp_path):
+    path = tmp_path / "w.yaml"
+    path.write_text("proposal: {title: T, pi: A, institution: U}\n"
+                    + HEADER.replace("defaults:\n", "defaults:\n  gradient_accumulation_steps: 1\n")
+                    + "  - {name: loss-peak, loss: standard}\n  - {name: backward-peak, loss: chunked}\n",
+                    encoding="utf-8")
+    assert main(["report", str(path), "-o", str(tmp_path / "out")]) == 0
+    text = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    # The body's memory line of each workload, and the assumption with both phases.
+    assert "0.73 gradients" in text and "; at the loss peak, before the other gradients exist)" in text
+    assert "5.98 gradients" in text and "; later in the backward, the loss's buffers freed)" in text
+    assert "all 5.98 GiB of gradients exist only later in the backward" in text
