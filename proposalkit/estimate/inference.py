@@ -34,7 +34,10 @@ The model (DESIGN.md "Compute and runtime"; Kwon et al. 2023 for the KV cache; W
                    token at prompt position s averaged (QKᵀ and AV, 4·a·d per cached key, half
                    of the s² square computed: FlashAttention skips masked blocks), at the
                    engine's achieved fraction of the GPU's peak for the precision (fp8 where the
-                   catalog row gives fp8 FLOP/s and the weights are fp8, else 16-bit).
+                   catalog row gives fp8 FLOP/s and the weights are fp8, else 16-bit). A pass
+                   still reads every weight once, so a lone short prompt takes at least the weights'
+                   read time (the decode step's bound); a batch job packs prompts into long passes
+                   and is charged the compute only.
   decode step      per-operator roofline: the linear layers take max(weights read / achieved
                    bandwidth, 2·P_matmul·batch / achieved FLOP/s), then attention max(KV bytes /
                    bandwidth, 4·L·c·a·d·batch / FLOP/s): separate kernels, one after the other.
@@ -170,7 +173,9 @@ class Prefill:
     tokens: int                     # prompt tokens of one request
     batch: int                      # prompts processed together
     flops: float                    # per GPU
-    seconds: float                  # wall time of the forward pass
+    seconds: float                  # wall time of the forward pass: max(compute, weight read) + all-reduces
+    compute_seconds: float = 0.0    # its FLOPs at the achieved rate + all-reduces: its share of a packed pass
+    read_seconds: float = 0.0       # one read of the weights it touches at the achieved bandwidth
 
     @property
     def tokens_per_second(self) -> float:
@@ -221,8 +226,8 @@ class BatchJob:
 
     @property
     def prefill_tokens_per_second(self) -> float:
-        """Prompt tokens per second of one replica while prefilling."""
-        return self.prefill.tokens_per_second
+        """Prompt tokens per second of one replica while prefilling (prompts packed into passes)."""
+        return self.requests * self.input_tokens / self.prefill_seconds
 
     @property
     def ttft_seconds(self) -> float:
@@ -353,8 +358,12 @@ def prefill(rep: Replica, input_tokens: int, batch: int = 1) -> Prefill:
     _check_speed(rep)
     _check_context(rep, input_tokens)
     flops = batch * prefill_flops_per_sequence(rep.model, input_tokens) / rep.tensor_parallel
-    seconds = flops / rep.achieved_flops + rep.allreduce_seconds(batch * input_tokens)
-    return Prefill(tokens=input_tokens, batch=batch, flops=flops, seconds=seconds)
+    compute = flops / rep.achieved_flops
+    # The pass reads every weight its tokens touch once, as a decode step does (weights_read).
+    read = weights_read(rep, batch * input_tokens) / rep.achieved_bandwidth
+    allreduce = rep.allreduce_seconds(batch * input_tokens)
+    return Prefill(tokens=input_tokens, batch=batch, flops=flops, seconds=max(compute, read) + allreduce,
+                   compute_seconds=compute + allreduce, read_seconds=read)
 
 
 def decode_step(rep: Replica, batch: int, context: int) -> Step:
@@ -431,7 +440,9 @@ def batch_job(rep: Replica, requests: int, input_tokens: int, output_tokens: int
 
     batch: at most this many sequences at once (None: what the KV pool and the engine allow).
     The GPU's time is the prefill of every prompt plus the decode steps: runtime =
-    requests × prefill(input) + requests × output / batch × step(batch, input + output/2).
+    requests × prefill(input) + requests × output / batch × step(batch, input + output/2), the prefill
+    at its compute (prompts are packed into passes of the engine's prefill chunk), and no less than one
+    read of the weights per pass.
     Engines overlap part of the prefill with decode steps (chunked prefill, in-flight batching),
     but against TensorRT-LLM's measurements the sum fits better than a model in which prompt
     tokens ride free in memory-bound steps (benchmarks/calibrate_inference.py, both compared)."""
@@ -446,7 +457,12 @@ def batch_job(rep: Replica, requests: int, input_tokens: int, output_tokens: int
     batch = min(batch or most, per_replica)
     one = prefill(rep, input_tokens)
     step = decode_step(rep, batch, mean_context(input_tokens, output_tokens))
-    prefill_seconds = per_replica * one.seconds
+    # Prompts share passes of up to the engine's prefill chunk (chunked prefill, in-flight batching): each
+    # is charged its compute, and each pass at least one read of the weights.
+    passes = math.ceil(per_replica * input_tokens / rep.engine.prefill_chunk)
+    allreduce = one.compute_seconds - one.flops / rep.achieved_flops
+    prefill_seconds = per_replica * allreduce + max(per_replica * (one.compute_seconds - allreduce),
+                                                    passes * one.read_seconds)
     decode_seconds = per_replica * output_tokens / batch * step.seconds
     notes = (f"batch {batch}: the KV pool holds {rep.kv_tokens:,} tokens = "
              f"{rep.kv_tokens // (input_tokens + output_tokens):,} sequences of "

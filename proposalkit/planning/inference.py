@@ -130,13 +130,16 @@ def _common_steps(rep: Replica, input_tokens: int, output_tokens: int | None, mo
     lone = prefill(rep, input_tokens)
     flops = prefill_flops_per_sequence(m, input_tokens)
     compute = flops / t / rep.achieved_flops
-    link = lone.seconds - compute
+    link = lone.compute_seconds - compute
     split = f" ÷ {t} GPUs" if t > 1 else ""
-    total = f"{_ms(compute)} + {_ms(link)} all-reduce = {_ms(lone.seconds)}" if t > 1 else _ms(lone.seconds)
+    floor = (f"; alone, at least one read of the weights, {_ms(lone.read_seconds)}, so {_ms(lone.seconds)}"
+             if lone.read_seconds > compute else "")
+    total = (f"{_ms(compute)} + {_ms(link)} all-reduce = {_ms(lone.compute_seconds)}" if t > 1
+             else _ms(lone.compute_seconds))
     steps.append(("Prefill", f"{flops / 1e12:,.2f} TFLOP per prompt of {input_tokens:,} tokens (2·P·s + 2·L·s²·a·d)"
                              f"{split} ÷ ({rep.peak_flops / 1e12:,.0f} TFLOP/s {rep.compute_precision} × "
-                             f"{rep.compute_fraction:g}) = {total}: "
-                             f"{input_tokens / lone.seconds:,.0f} prompt tokens/s"))
+                             f"{rep.compute_fraction:g}) = {total}{floor}: "
+                             f"{input_tokens / lone.compute_seconds:,.0f} prompt tokens/s"))
     return steps
 
 
@@ -179,7 +182,7 @@ def _batch(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
     t = rep.tensor_parallel
     steps = _common_steps(rep, I, O, most)
     steps.append(_step_line(rep, job.step, "Decode step"))
-    steps.append(("Batch job", f"{w.requests:,} × {_ms(job.prefill.seconds)} + {w.requests:,} × {O:,} ÷ "
+    steps.append(("Batch job", f"{w.requests:,} × {_ms(job.prefill_seconds / job.requests)} + {w.requests:,} × {O:,} ÷ "
                                f"{job.batch:,} × {_ms(job.step.seconds)} = "
                                f"{job.runtime_seconds / SECONDS_PER_HOUR:,.2f} h per run "
                                f"({job.output_tokens_per_second:,.0f} output tokens/s)"))
