@@ -49,12 +49,15 @@ class PeakPhases:
     """Allocated bytes at the two moments of a training step that do not share their gradients
     (phases.py): at the loss peak (start of the backward) and later in the backward (all gradients).
     `peak` names the larger, the one the components describe; `gradients` is every gradient, which
-    exists only in the backward phase."""
+    exists only in the backward phase. A foreach AdamW adds a third moment, the optimizer step (peak
+    "step", step_bytes); where the gradients persist, loss_bytes and backward_bytes are both the summed
+    figure, the one moment the sum rule has."""
 
-    peak: str            # "loss" | "backward"
+    peak: str            # "loss" | "backward" | "step"
     loss_bytes: int
     backward_bytes: int
     gradients: int
+    step_bytes: int = 0  # the optimizer step's moment where a foreach AdamW adds its temporary (phases.py), else 0
 
 
 @dataclass(frozen=True)
@@ -139,8 +142,11 @@ class MemoryBreakdown:
         if self.phases is None:
             return {}
         p = self.phases
-        return {"phases": {"peak": p.peak, "loss_allocated_bytes": p.loss_bytes,
-                           "backward_allocated_bytes": p.backward_bytes, "gradients_bytes": p.gradients}}
+        fields = {"peak": p.peak, "loss_allocated_bytes": p.loss_bytes, "backward_allocated_bytes": p.backward_bytes,
+                  "gradients_bytes": p.gradients}
+        if p.step_bytes:
+            fields["step_allocated_bytes"] = p.step_bytes
+        return {"phases": fields}
 
 
 def overhead_bytes(allocated: int, overhead: Overhead) -> tuple[int, int]:

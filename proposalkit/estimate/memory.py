@@ -34,6 +34,7 @@ Sources, cited where used:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -47,7 +48,7 @@ from .breakdown import (  # noqa: F401  (re-exported: the memory API)
 from .lora import LoraSpec
 from .checkpointing import DEFAULT_SELECTIVE_POLICY, SELECTIVE_POLICIES
 from .loss import DEFAULT_LOSS, LOSSES
-from .phases import gradients_persist, head_gradient_bytes, phase_note
+from .phases import gradients_persist, head_gradient_bytes, phase_note, step_note, step_temporary_bytes
 from .model_states import (  # noqa: F401  (re-exported: the memory API)
     OPTIMIZER_IMPLS, model_states, worst_stage_fraction, zero3_gathered_bytes,
 )
@@ -294,18 +295,29 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
     weights, gradients, optimizer = ceil(states.weights), ceil(states.gradients), ceil(states.optimizer)
     parts = [weights, gradients, optimizer, acts.total, 0]
     phases = None
+    # The optimizer step (phases.py): activations freed, a foreach AdamW's temporary beside the model states.
+    temporary = ceil(step_temporary_bytes(setup, states.moments))
+    at_step = weights + gradients + optimizer + temporary
     if gradients_persist(model, setup) is None:
-        # Gradients freed between steps (phases.py): the larger of the loss phase and the backward phase.
+        # Gradients freed between steps (phases.py): the largest of the loss, backward and step moments.
         live = min(gradients, ceil(head_gradient_bytes(model, setup)))
         at_loss = weights + optimizer + live + acts.at_loss
         at_backward = weights + optimizer + gradients + acts.at_backward
         peak = "loss" if at_loss >= at_backward else "backward"
         parts = [weights, live, optimizer, acts.at_loss, 0] if peak == "loss" else [
             weights, gradients, optimizer, acts.at_backward, 0]
-        phases = PeakPhases(peak, at_loss, at_backward, gradients)
+        phases = PeakPhases(peak, at_loss, at_backward, gradients, at_step if temporary else 0)
         notes.append(phase_note(model, setup, peak, at_loss, at_backward, gradients))
     elif (note := phase_note(model, setup, None)) is not None:
         notes.append(note)
+    if temporary:
+        counted = at_step > sum(parts)
+        if counted:
+            summed = sum(parts)
+            parts = [weights, gradients, optimizer + temporary, 0, 0]
+            phases = (dataclasses.replace(phases, peak="step") if phases is not None
+                      else PeakPhases("step", summed, summed, gradients, at_step))
+        notes.append(step_note(setup, temporary, at_step, counted))
     notes.append(overhead_note(overhead))
     return MemoryBreakdown(*parts, *overhead_bytes(sum(parts), overhead), notes=tuple(notes),
                            paged_bytes=ceil(states.paged), host_bytes=ceil(states.host), phases=phases)

@@ -95,6 +95,7 @@ class ModelStates:
     paged: Fraction | int
     host: Fraction | int
     notes: tuple[str, ...]
+    moments: Fraction | int = 0      # the optimizer moments on the GPU (within `optimizer`; phases.py's step)
 
 
 # ----------------------------------------------------------------- shapes of a stage
@@ -301,7 +302,7 @@ def model_states(model: ModelSpec, setup: TrainingSetup) -> ModelStates:
                "ordinary GPU memory" if share != 1 else "")
             + ("; the 8-bit states' fp32 absmax per block of 256 stays in GPU memory"
                if setup.optimizer == "paged-adamw-8bit" else ""))
-    return ModelStates(weights, gradients, master + moments, paged, host, tuple(notes))
+    return ModelStates(weights, gradients, master + moments, paged, host, tuple(notes), moments)
 
 
 def fmt_gib(value) -> str:

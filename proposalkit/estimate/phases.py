@@ -17,6 +17,10 @@ step's peak is the larger of two phases, not their sum:
             them, conservatively) + the recomputed layer.
 Gradients persist beside the loss, and the sum stays, where something keeps
 them across micro-batches or steps (each case named by gradients_persist()).
+A third moment follows the backward, the optimizer step: every saved
+activation is freed by then, but torch's foreach AdamW allocates a temporary
+the size of the second moment while weights, gradients and states are live
+(step_temporary_bytes): weights + optimizer + every gradient + that temporary.
 """
 
 from __future__ import annotations
@@ -52,6 +56,48 @@ PERSISTENT_GRADIENT_FRAMEWORKS = {
 # zero_grad(set_to_none=True) after the step; torchtitan @ e9f53473 torchtitan/train.py: train_step opens
 # with self.optimizers.zero_grad(), PyTorch's default set_to_none).
 FSDP_FRAMEWORKS = ("torchtune", "torchtitan")
+
+
+# Frameworks whose AdamW step runs torch's foreach implementation. torch.optim.AdamW with neither foreach nor
+# fused given defaults to foreach on CUDA (pytorch/pytorch @ dc80ccde torch/optim/adam.py adam():
+# _default_to_fused_or_foreach(params, differentiable, use_fused=False); AdamW runs the same code), and
+# _multi_tensor_adam allocates `exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)`, a new tensor the
+# size and dtype of every second moment of the parameter group, before _foreach_addcdiv_ applies the update
+# (the same line is where Hugging Face Trainer runs report CUDA out of memory in _multi_tensor_adamw). The
+# fused kernel (fused=True) and bitsandbytes' 8-bit and paged optimizers update in place; DeepSpeed's and
+# Megatron-LM's FusedAdam too; torchtune's configs pass fused: True or foreach: False, axolotl defaults to
+# adamw_torch_fused (its config schema's optimizer default, OptimizerNames.ADAMW_TORCH_FUSED).
+# A workload that names no framework is not counted: its default states (2 + 2 + 12 B/param, an fp32 master copy
+# of 16-bit weights) are a mixed-precision optimizer's (DeepSpeed's, Megatron-LM's, Apex's FusedAdam), not
+# torch.optim.AdamW's, which keeps its moments in the parameters' dtype and no master copy.
+FOREACH_ADAMW_FRAMEWORKS = {
+    # huggingface/transformers @ fd798335 src/transformers/training_args.py: default_optim = "adamw_torch"
+    # (torch.optim.AdamW, no foreach/fused argument); later versions pick adamw_torch_fused with torch >= 2.8.
+    "hf-trainer": "TrainingArguments optim default adamw_torch, torch.optim.AdamW with foreach (transformers @ "
+                  "fd798335 training_args.py; adamw_torch_fused, which holds no temporary, only from torch 2.8)",
+    "llama-factory": "the Hugging Face Trainer's default optim adamw_torch, torch.optim.AdamW with foreach "
+                     "(transformers @ fd798335 training_args.py)",
+}
+
+
+def step_temporary_bytes(setup: TrainingSetup, moments) -> Fraction | int:
+    """Bytes torch's foreach AdamW allocates during the optimizer step beside the model states: one tensor per
+    parameter the size of its second moment (half of `moments`, the two Adam moments on the GPU). 0 where the
+    step updates in place (fused, 8-bit, paged, a framework's own optimizer), runs on the CPU (offload) or one
+    parameter at a time (optimizer in backward)."""
+    if (setup.optimizer != "adamw" or setup.framework not in FOREACH_ADAMW_FRAMEWORKS
+            or setup.optimizer_impl != "torch" or setup.optimizer_in_backward or setup.offload_optimizer):
+        return 0
+    return exact(moments, 2)
+
+
+def step_note(setup: TrainingSetup, temporary: int, at_step: int, counted: bool) -> str:
+    gib = 2**30
+    return (f"optimizer step: {FOREACH_ADAMW_FRAMEWORKS[setup.framework]} allocates the square root of every "
+            f"second moment ({temporary / gib:.2f} GiB) while weights, gradients and optimizer states are live, "
+            f"after the backward has freed the activations: {at_step / gib:.2f} GiB allocated"
+            + ("; the largest moment of the step, counted (the temporary within the optimizer component)"
+               if counted else "; below the peak counted"))
 
 
 def gradients_persist(model: ModelSpec, setup: TrainingSetup) -> str | None:

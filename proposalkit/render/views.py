@@ -117,8 +117,10 @@ def _memory_step(w: WorkloadPlan) -> Step:
         how = "KV cache: Kwon et al. 2023"
     phases = w.memory.phases
     if phases is not None:   # gradients freed between steps (estimate/phases.py): say which moment is counted
-        how += ("; at the loss peak, before the other gradients exist" if phases.peak == "loss"
-                else "; later in the backward, the loss's buffers freed")
+        how += {"loss": "; at the loss peak, before the other gradients exist",
+                "backward": "; later in the backward, the loss's buffers freed",
+                "step": "; at the optimizer step, activations freed, foreach AdamW's temporary in the optimizer "
+                        "figure"}[phases.peak]
     text = (f"{' + '.join(parts)} = {fmt_gib(w.memory.total, 2)} of {fmt_gib(w.gpu.usable_memory_bytes, 2)} "
             f"usable on one {w.gpu.id} ({fmt_pct(round(used, 3))}; {how})")
     return Step("Memory per GPU", text)

@@ -1,0 +1,87 @@
+"""The optimizer step as a moment of its own, through the workload file.
+
+torch.optim.AdamW given neither foreach nor fused runs the foreach implementation on CUDA, and
+_multi_tensor_adam allocates `exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)`, one tensor the size
+and dtype of each second moment, before `_foreach_addcdiv_` applies the update (pytorch/pytorch @ dc80ccde
+torch/optim/adam.py). The Hugging Face Trainer's default optim is adamw_torch, torch.optim.AdamW with no
+foreach or fused argument (huggingface/transformers @ fd798335 src/transformers/training_args.py). By then the
+backward has freed every activation; weights, gradients and optimizer states are live.
+
+Llama 3.2 1B (meta-llama/Llama-3.2-1B config.json: hidden 2,048, 16 layers, vocab 128,256, tied embeddings;
+1,235,814,400 parameters), hf-trainer preset: autocast over fp32 parameters, so weights 4 + gradients 4 + Adam
+moments 8 B/param, and the temporary 4 B/param (fp32 second moments):
+  step moment   1,235,814,400 × (4 + 4 + 8 + 4) = 1,235,814,400 × 20 = 24,716,288,000 B allocated.
+With full checkpointing at 512 tokens the activations (the layer inputs, autocast's 16-bit weight copies and
+the loss) come to less than the 4,943,257,600 B temporary, so the step is the peak.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+P = 1_235_814_400
+TEMPORARY = 4 * P                       # 4,943,257,600: fp32 exp_avg_sq's square roots
+AT_STEP = (4 + 4 + 8) * P + TEMPORARY   # 24,716,288,000
+
+HEADER = """\
+defaults:
+  model: llama-3.2-1b
+  kind: finetune
+  method: full
+  tokens: 10M
+  seq_len: 512
+  micro_batch: 1
+  gpu: a100-80gb
+  gpus: 1
+  zero_stage: 0
+  activation_checkpointing: true
+workloads:
+"""
+
+
+def _notes(w: dict, text: str) -> list[str]:
+    return [a for a in w["assumptions"] if text in a]
+
+
+def test_the_hand_count():
+    assert AT_STEP == 24_716_288_000
+
+
+def test_hf_trainer_peaks_at_the_foreach_step(plan_workloads):
+    got = plan_workloads(HEADER + "  - {name: stepped, framework: hf-trainer, gradient_accumulation_steps: 1}\n"
+                                  "  - {name: summed, framework: hf-trainer, gradient_accumulation_steps: 4}\n")
+    for name in ("stepped", "summed"):
+        mem = got[name]["memory"]
+        assert mem["allocated_bytes"] == AT_STEP, name
+        assert mem["phases"]["peak"] == "step" and mem["phases"]["step_allocated_bytes"] == AT_STEP
+        # At the step the activations are freed; the temporary is shown within the optimizer figure.
+        assert mem["components"]["activations"] == 0
+        assert mem["components"]["weights"] + mem["components"]["gradients"] + mem["components"]["optimizer"] == AT_STEP
+        assert sum(mem["components"].values()) == mem["per_gpu_bytes"]
+        assert _notes(got[name], "optimizer step: TrainingArguments optim default adamw_torch")
+    # Without the step the phase rule had the backward moment, 2.3 GB less: an under-estimate.
+    assert got["stepped"]["memory"]["phases"]["backward_allocated_bytes"] < AT_STEP - 2 * 10**9
+
+
+@pytest.mark.parametrize("fields", [
+    "framework: axolotl",                      # its schema's default optimizer is adamw_torch_fused
+    "framework: hf-trainer, optimizer: adamw-8bit",   # bitsandbytes updates in place
+    "framework: torchtune",                    # fused: True / foreach: False in its configs
+    "framework: deepspeed",                    # DeepSpeed's FusedAdam
+])
+def test_in_place_steps_add_no_temporary(plan_workloads, fields):
+    got = plan_workloads(HEADER + f"  - {{name: w, gradient_accumulation_steps: 1, {fields}}}\n")
+    mem = got["w"]["memory"]
+    assert mem.get("phases", {}).get("peak") != "step"
+    assert "step_allocated_bytes" not in mem.get("phases", {})
+    assert not _notes(got["w"], "optimizer step:")
+
+
+def test_a_step_below_the_peak_is_stated_not_counted(plan_workloads):
+    # 8,192 tokens without checkpointing: the activations outweigh the 4.9 GB temporary.
+    got = plan_workloads(HEADER + "  - {name: w, framework: hf-trainer, gradient_accumulation_steps: 1, "
+                                  "seq_len: 8192, activation_checkpointing: false}\n")
+    mem = got["w"]["memory"]
+    assert mem["phases"]["peak"] != "step"
+    assert mem["phases"]["step_allocated_bytes"] == AT_STEP < mem["allocated_bytes"]
+    assert _notes(got["w"], "below the peak counted")
