@@ -474,4 +474,4 @@ def batch_job(rep: Replica, requests: int, input_tokens: int, output_tokens: int
                     notes=rep.notes + notes)
 
 
-from .serving import DEFAULT_TTFT_PERCENTILE, Service, prefill_wait, service, ttft_floor  # noqa: E402  (the API's last part; serving imports from here)
+from .serving import DEFAULT_TTFT_PERCENTILE, Service, pool_full_probability, prefill_wait, service, ttft_floor  # noqa: E402  (the API's last part; serving imports from here)

@@ -30,6 +30,8 @@ class Service:
     ttft_wait_ms: float = 0.0       # the percentile's wait for the prefills ahead (Lundberg's bound)
     ttft_mean_ms: float = 0.0       # prefill ÷ (1 − u), the mean-like figure Little's law uses
     lundberg_theta: float = 0.0     # θ of λ(e^{θS} − 1) = θ, per second (0: no wait at this percentile)
+    in_flight_mean: float = 0.0     # Little's law's mean requests in flight, before rounding up (concurrency)
+    pool_full: float = 0.0          # P(an arriving request finds max_concurrency in flight): pool_full_probability
 
 
 # The TTFT a latency target is held to, unless the workload names another (ttft_percentile): the 99th
@@ -75,12 +77,34 @@ def prefill_wait(rate: float, prefill_s: float, percentile: float) -> tuple[floa
     return -math.log(tail) / theta, theta
 
 
-def _service_point(rep: Replica, rate: float, input_tokens: int, output_tokens: int, most: int):
+def pool_full_probability(in_flight: float, most: int) -> float:
+    """P(N ≥ most) for N Poisson with mean `in_flight`: the chance that a request arrives to find all
+    `most` sequences the KV pool (or the engine's cap) holds already in flight, so that it waits for one
+    to finish before its prefill starts (vLLM, vllm/v1/core/sched/scheduler.py Scheduler.schedule: a
+    waiting request is not admitted while max_num_seqs run or allocate_slots finds no free block): a
+    wait no TTFT figure here includes. The number of requests in service of an M/G/∞ system is
+    Poisson with mean λ·E[W] whatever W's distribution (Takács 1962,
+    Introduction to the Theory of Queues, ch. 3; Gross et al., Fundamentals of Queueing Theory, the
+    M/G/∞ queue), and a Poisson arrival sees that distribution (PASTA, Wolff 1982)."""
+    if most <= 0:
+        return 1.0
+    if in_flight <= 0:
+        return 0.0
+    below = sum(math.exp(-in_flight + i * math.log(in_flight) - math.lgamma(i + 1)) for i in range(most))
+    return max(0.0, 1.0 - below)
+
+
+def _service_point(rep: Replica, rate: float, input_tokens: int, output_tokens: int, most: int,
+                   percentile: float = DEFAULT_TTFT_PERCENTILE):
     """Steady state of one replica at `rate` requests/s: prefill takes a share u of the GPU's time
     (rate × one prompt's prefill); decode steps run in the rest, so TPOT = step(B)/(1 − u); the
     concurrency B follows Little's law, B = rate × (TTFT + output × TPOT), with the mean-like
     TTFT = prefill ÷ (1 − u) (above the M/D/1 mean, S + ρS/(2(1 − ρ))), solved by iteration.
-    Returns (B, TTFT s, TPOT s, step) or None when the replica cannot sustain the rate."""
+    The pool holds `most` sequences: in flight is B on average but Poisson about it, and a request
+    that finds the pool full waits for another to finish, which the TTFT at `percentile` leaves out; so
+    the chance of a full pool must be at most 1 − percentile (pool_full_probability), not only B ≤ most.
+    Returns (B, TTFT s, TPOT s, step, mean in flight, P(pool full)) or None when the replica cannot
+    sustain the rate."""
     one = prefill(rep, input_tokens)
     busy = rate * one.seconds
     if busy >= 1:
@@ -90,13 +114,17 @@ def _service_point(rep: Replica, rate: float, input_tokens: int, output_tokens: 
         step = decode_step(rep, batch, mean_context(input_tokens, output_tokens))
         tpot = step.seconds / (1 - busy)
         ttft = one.seconds / (1 - busy)
-        need = max(1, math.ceil(rate * (ttft + output_tokens * tpot)))
+        mean = rate * (ttft + output_tokens * tpot)
+        need = max(1, math.ceil(mean))
         if need > most:
             return None
         if need == batch:
-            return batch, ttft, tpot, step
+            break
         batch = need
-    return batch, ttft, tpot, step
+    full = pool_full_probability(mean, most)
+    if full > 1 - percentile / 100:
+        return None
+    return batch, ttft, tpot, step, mean, full
 
 
 def tail_ttft(rate: float, prefill_s: float, step_s: float, percentile: float) -> tuple[float, float, float]:
@@ -142,10 +170,10 @@ def service(rep: Replica, request_rate: float, input_tokens: int, output_tokens:
             "faster GPU lower it", achievable=first.seconds * 1e3)
 
     def ok(rate: float):
-        point = _service_point(rep, rate, input_tokens, output_tokens, most)
+        point = _service_point(rep, rate, input_tokens, output_tokens, most, ttft_percentile)
         if point is None:
             return None
-        _, _, tpot, step = point
+        _, _, tpot, step, _, _ = point
         if ttft_ms is not None and tail_ttft(rate, lone.seconds, step.seconds, ttft_percentile)[0] * 1e3 > ttft_ms:
             return None
         if tpot_ms is not None and tpot * 1e3 > tpot_ms:
@@ -164,11 +192,11 @@ def service(rep: Replica, request_rate: float, input_tokens: int, output_tokens:
         raise InferenceError("no request rate meets the targets on one replica", achievable=0.0)
     replicas = math.ceil(request_rate / best - 1e-9)
     rate = request_rate / replicas
-    batch, mean_ttft, tpot, step = ok(rate) or ok(best)
+    batch, mean_ttft, tpot, step, in_flight, full = ok(rate) or ok(best)
     ttft, wait, theta = tail_ttft(rate, lone.seconds, step.seconds, ttft_percentile)
     return Service(request_rate=request_rate, replicas=replicas, rate_per_replica=rate,
                    max_rate_per_replica=best, concurrency=batch, max_concurrency=most,
                    ttft_ms=ttft * 1e3, tpot_ms=tpot * 1e3, step=step, prefill=lone,
                    output_tokens_per_second=rate * output_tokens, notes=rep.notes,
                    ttft_percentile=ttft_percentile, ttft_wait_ms=wait * 1e3, ttft_mean_ms=mean_ttft * 1e3,
-                   lundberg_theta=theta)
+                   lundberg_theta=theta, in_flight_mean=in_flight, pool_full=full)

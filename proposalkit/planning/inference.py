@@ -209,12 +209,13 @@ def _rate(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
         limits.append(f"at most {svc.max_concurrency:,} in flight (batch {w.batch:,})")
     targets = ", ".join(limits) or "as the KV pool allows"
     rate = svc.rate_per_replica
-    steps.append(("Per replica", f"at {rate:,.3g} requests/s prefill keeps the GPUs busy u = "
+    steps.append(("Per replica", f"at {rate:,.3g} request{'' if f'{rate:,.3g}' == '1' else 's'}/s prefill keeps the GPUs busy u = "
                                  f"{rate:,.3g} × {_ms(svc.prefill.seconds)} = {busy:.3f}; TPOT = "
                                  f"{_ms(svc.step.seconds)} ÷ (1 − u) = {svc.tpot_ms:,.2f} ms; requests in flight "
                                  f"(Little's law, TTFT ≈ prefill ÷ (1 − u) = {svc.ttft_mean_ms:,.1f} ms) = "
                                  f"{rate:,.3g} × ({svc.ttft_mean_ms / 1e3:,.3f} s + "
-                                 f"{O:,} × {svc.tpot_ms / 1e3:,.4f} s) ≈ {svc.concurrency:,}"))
+                                 f"{O:,} × {svc.tpot_ms / 1e3:,.4f} s) = {svc.in_flight_mean:,.1f}, "
+                                 f"rounded up to {svc.concurrency:,}; {_pool_text(svc, q)}"))
     steps.append(("TTFT", _ttft_line(svc, rate, q)))
     steps.append(("Replicas", f"⌈{w.request_rate:g} ÷ {svc.max_rate_per_replica:,.3g} req/s per replica "
                               f"({targets})⌉ = {svc.replicas:,} replica{'s' if svc.replicas > 1 else ''} of {t} "
@@ -227,6 +228,14 @@ def _rate(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
         output_tokens_per_second=w.request_rate * O, ttft_ms=svc.ttft_ms, tpot_ms=svc.tpot_ms,
         request_rate=w.request_rate, steps=tuple(steps), ttft_percentile=q)
     return _Option(svc.replicas * t, w.hours, svc.concurrency, plan, None)
+
+
+def _pool_text(svc, q: float) -> str:
+    """The chance that a request finds the KV pool full (serving.pool_full_probability), held to 1 − p."""
+    full = svc.pool_full
+    chance = "below 1e-9" if full < 1e-9 else f"{full:.2g}"
+    return (f"in flight is Poisson about that mean (M/G/∞), so a request finds all {svc.max_concurrency:,} "
+            f"places of the pool taken with probability {chance} ≤ {1 - q / 100:.3g} (p{q:g})")
 
 
 def _ttft_line(svc, rate: float, q: float) -> str:

@@ -146,7 +146,7 @@ def _tokens(w) -> tuple[int, str]:
         tokens = w.requests * w.output_tokens
         return tokens, f"{w.requests:,} requests × {w.output_tokens:,} output tokens = {tokens:,} tokens generated"
     if w.kind == "inference" and w.request_rate is not None:
-        return 0, (f"service of {w.request_rate:g} requests/s kept up {w.hours:,.0f} h (costed by hours, not "
+        return 0, (f"service of {w.request_rate:g} request{'' if w.request_rate == 1 else 's'}/s kept up {w.hours:,.0f} h (costed by hours, not "
                    "tokens)")
     if w.kind == "inference" and w.tokens is None:
         return 0, f"service kept up {w.hours:,.0f} h (costed by hours, not tokens)"

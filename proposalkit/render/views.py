@@ -278,7 +278,7 @@ def _inference_settings(w: WorkloadPlan) -> list[Setting]:
     if i.requests is not None:
         out.append(Setting("requests", fmt_count(i.requests)))
     if i.request_rate is not None:
-        out.append(Setting("request rate", f"{i.request_rate:g} requests/s"))
+        out.append(Setting("request rate", f"{i.request_rate:g} request{'' if i.request_rate == 1 else 's'}/s"))
     out.append(Setting("replica", f"{i.tensor_parallel}-way tensor parallel" if i.tensor_parallel > 1 else "1 GPU"))
     if i.replicas > 1:
         out.append(Setting("replicas", fmt_count(i.replicas)))

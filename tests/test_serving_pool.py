@@ -1,0 +1,94 @@
+"""A service's KV pool checked at the TTFT percentile, not only at Little's mean (estimate/serving.py
+pool_full_probability): requests in flight are Poisson about the mean (M/G/∞), and one that finds every
+place of the pool taken waits for another request to finish, a wait the TTFT figure leaves out."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import textwrap
+
+import pytest
+
+from proposalkit.cli import main
+from proposalkit.estimate.inference import pool_full_probability
+
+
+def poisson_at_least(mean: float, k: int) -> float:
+    """P(N ≥ k), N Poisson(mean), by the series e^(−m) mᶦ ÷ i! written out independently."""
+    term, below = math.exp(-mean), 0.0
+    for i in range(k):
+        below += term
+        term *= mean / (i + 1)
+    return 1 - below
+
+
+def plan(tmp_path, capsys, extra: str = "", rate: float = 1) -> dict:
+    path = tmp_path / "w.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        proposal: {{title: t, pi: p, institution: i}}
+        workloads:
+          - name: svc
+            kind: inference
+            model: llama-3.1-70b
+            gpu: h100-80gb
+            tensor_parallel: 2
+            request_rate: {rate}
+            input_tokens: 2k
+            output_tokens: 256
+            ttft_ms: 1000
+            tpot_ms: 50
+            hours: 100
+        """) + extra)
+    assert main(["plan", "--format", "json", str(path)]) == 0
+    return json.loads(capsys.readouterr().out)["workloads"][0]
+
+
+def test_poisson_tail_against_tabulated_values():
+    # Poisson(3): P(N ≤ 7) = 0.9881 (any Poisson table), so P(N ≥ 8) = 0.0119; P(N ≥ 1) = 1 − e^(−m).
+    assert pool_full_probability(3.0, 8) == pytest.approx(0.0119, abs=5e-5)
+    assert pool_full_probability(0.5, 1) == pytest.approx(1 - math.exp(-0.5))
+    assert pool_full_probability(12.6, 13) == pytest.approx(poisson_at_least(12.6, 13), rel=1e-9)
+    assert pool_full_probability(0.0, 5) == 0.0
+
+
+def test_a_pool_of_13_is_not_planned_full_at_p99(tmp_path, capsys):
+    # Llama 3.1 70B on 2 × H100 80GB: vLLM's pool holds 13 sequences of 2,256 tokens. Before: one replica
+    # at 1 request/s, Little's mean 1 × (0.318 s + 256 × 0.0480 s) = 12.6 in flight, "batch 13 of 13",
+    # TTFT p99 742 ms, though P(Poisson(12.6) ≥ 13) = 0.45: nearly half the requests found the pool full
+    # and waited for one to finish. After: the pool may be full for at most 1 request in 100.
+    w = plan(tmp_path, capsys)
+    inf = w["inference"]
+    assert inf["max_concurrency"] == 13
+    assert poisson_at_least(12.6, 13) > 0.4
+    assert inf["replicas"] == 2 and w["gpu"]["count"] == 4
+    line = next(d["text"] for d in inf["derivation"] if d["label"] == "Per replica")
+    mean = float(re.search(r"= ([\d.]+), rounded up to", line).group(1))
+    assert inf["batch"] == math.ceil(mean)
+    # Redone by hand from the printed mean (one decimal): P(Poisson(mean) ≥ 13) ≤ 0.01.
+    assert poisson_at_least(mean + 0.05, 13) <= 0.01
+    chance = float(re.search(r"taken with probability ([\d.e-]+) ≤ 0.01 \(p99\)", line).group(1))
+    assert chance == pytest.approx(poisson_at_least(mean, 13), abs=2e-3)
+    assert "all 13 places of the pool" in line
+    assert "at 0.5 requests/s" in line
+
+
+def test_a_stricter_percentile_never_fewer_replicas(tmp_path, capsys):
+    # p50: half the requests may find the pool full, and one replica holds 12.6 in flight on average;
+    # p99: 2 replicas; p99.9: P(Poisson(m) ≥ 13) ≤ 0.001 needs m ≤ 4.9 (about 0.39 requests/s): 3.
+    counts = [plan(tmp_path, capsys, f"    ttft_percentile: {q}\n")["inference"]["replicas"]
+              for q in (50, 90, 99, 99.9)]
+    assert counts == sorted(counts) and counts[0] == 1 and counts[-1] == 3
+
+
+def test_one_request_per_second_is_singular(tmp_path, capsys):
+    # Before: "at 1 requests/s prefill keeps the GPUs busy ...".
+    path = tmp_path / "one.yaml"
+    path.write_text("proposal: {title: t, pi: p, institution: i}\nworkloads:\n"
+                    "  - {name: s, kind: inference, model: llama-3.1-8b, gpu: h100-80gb, request_rate: 1,\n"
+                    "     input_tokens: 1k, output_tokens: 512, hours: 10}\n")
+    assert main(["plan", "--format", "json", str(path)]) == 0
+    inf = json.loads(capsys.readouterr().out)["workloads"][0]["inference"]
+    line = next(d["text"] for d in inf["derivation"] if d["label"] == "Per replica")
+    assert line.startswith("at 1 request/s prefill")
