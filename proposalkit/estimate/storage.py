@@ -16,6 +16,16 @@ Bytes per parameter of a checkpoint (each constant below carries its source):
   holds ``exp_avg`` and ``exp_avg_sq`` per parameter, not gradients. The same
   accounting in memory is the ZeRO paper's 2Ψ + 2Ψ + KΨ with K = 12
   (Rajbhandari et al. 2020, §3.1); the checkpoint drops the 2Ψ of fp16 gradients.
+* pure 16-bit training (mixed_precision false: torchtune) saves no master copy
+  and its moments in the weights' dtype: AdamW in bf16 is 2 + 2 + 2 = 6
+  bytes/param. torchtune's recipes save ``self._model.state_dict()`` (bf16
+  parameters) and ``self._optimizer.state_dict()`` (pytorch/torchtune @
+  bd2a0fc7c recipes/full_finetune_single_device.py save_checkpoint), and
+  torch's AdamW creates each moment with ``torch.zeros_like(p)``, the
+  parameter's dtype (pytorch/pytorch @ dc80ccde torch/optim/adam.py
+  _init_group). A run whose parameters are fp32 (autocast over fp32
+  parameters, FSDP2's fp32 sharded parameters) saves them at 4 bytes with no
+  separate master copy: the planner passes precision fp32.
 * optimizer state per trainable parameter is precision.optimizer_state_bytes(),
   the same figure memory.py counts on the GPU: AdamW 8, SGD with momentum 4,
   bitsandbytes 8-bit AdamW 2 + 8/256 (its per-block fp32 absmax is in the
@@ -146,17 +156,20 @@ def weights_checkpoint_bytes(params: int, precision: str = "bf16") -> int:
     return _bytes(params, bytes_per_element(precision))
 
 
-def training_state_bytes_per_param(precision: str = "bf16", optimizer: str = "adamw") -> Fraction:
+def training_state_bytes_per_param(precision: str = "bf16", optimizer: str = "adamw",
+                                   master_weights: bool = True) -> Fraction:
     """Bytes per trainable parameter of a resumable checkpoint.
 
     Weights in their training precision, plus an fp32 master copy when that
     precision is below fp32 (mixed precision), plus the optimizer state.
-    bf16 + AdamW: 2 + 4 + 8 = 14. fp32 + AdamW: 4 + 8 = 12. No gradients
-    (see the module docstring).
+    bf16 + AdamW: 2 + 4 + 8 = 14. fp32 + AdamW: 4 + 8 = 12. Pure 16-bit
+    (master_weights False): no master, moments in the weights' dtype, bf16 +
+    AdamW 2 + 4 = 6. No gradients (see the module docstring).
     """
     weights = bytes_per_element(precision)
-    master = FP32_MASTER_BYTES_PER_PARAM if weights < 4 else 0
-    return weights + master + optimizer_state_bytes(optimizer)
+    mixed = weights < FP32_BYTES and master_weights
+    master = FP32_MASTER_BYTES_PER_PARAM if mixed else 0
+    return weights + master + optimizer_state_bytes(optimizer, FP32_BYTES if mixed or weights >= FP32_BYTES else weights)
 
 
 def full_checkpoint_bytes(params: int, precision: str = "bf16", optimizer: str = "adamw") -> int:
@@ -165,13 +178,15 @@ def full_checkpoint_bytes(params: int, precision: str = "bf16", optimizer: str =
     return _bytes(params, training_state_bytes_per_param(precision, optimizer))
 
 
-def _basis(precision: str, optimizer: str) -> str:
+def _basis(precision: str, optimizer: str, master_weights: bool = True) -> str:
     weights = bytes_per_element(precision)
     parts = [f"{_num(weights)} ({precision} weights)"]
-    if weights < 4:
+    if weights < FP32_BYTES and master_weights:
         parts.append(f"{FP32_MASTER_BYTES_PER_PARAM} (fp32 master weights)")
-    parts.append(f"{_num(optimizer_state_bytes(optimizer))} ({optimizer} state)")
-    total = training_state_bytes_per_param(precision, optimizer)
+    total = training_state_bytes_per_param(precision, optimizer, master_weights)
+    state = total - weights - (FP32_MASTER_BYTES_PER_PARAM if weights < FP32_BYTES and master_weights else 0)
+    pure = "" if master_weights or weights >= FP32_BYTES else f", pure {precision}: no master copy"
+    parts.append(f"{_num(state)} ({optimizer} state{pure})")
     return " + ".join(parts) + f" = {_num(total)} bytes/param; gradients are not saved"
 
 
@@ -180,16 +195,17 @@ def _num(x: Fraction | int | float) -> str:
 
 
 @functools.lru_cache(maxsize=256)   # pure; a proposal repeats its models
-def checkpoint_size(params: int, precision: str = "bf16", optimizer: str = "adamw") -> CheckpointSize:
+def checkpoint_size(params: int, precision: str = "bf16", optimizer: str = "adamw",
+                    master_weights: bool = True) -> CheckpointSize:
     """Checkpoint of a full fine-tune or pretraining run: weights only and full state."""
     params = _count("params", params)
-    full = training_state_bytes_per_param(precision, optimizer)
+    full = training_state_bytes_per_param(precision, optimizer, master_weights)
     return CheckpointSize(
         weights_bytes=weights_checkpoint_bytes(params, precision),
         full_state_bytes=_bytes(params, full),
         weights_bytes_per_param=bytes_per_element(precision),
         full_state_bytes_per_param=full,
-        basis=_basis(precision, optimizer),
+        basis=_basis(precision, optimizer, master_weights),
     )
 
 

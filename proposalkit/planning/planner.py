@@ -173,7 +173,13 @@ def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | Non
         ckpt = storage_model.lora_checkpoint_size(trainable or 0)
         final = storage_model.weights_checkpoint_bytes(trainable or 0, storage_model.LORA_ADAPTER_PRECISION)
     else:
-        ckpt = storage_model.checkpoint_size(params, s.precision, s.optimizer)
+        # The checkpoint holds the parameters as the run keeps them (storage.py): fp32 where the framework trains
+        # fp32 parameters (autocast over them, Hugging Face Trainer; FSDP2's fp32 sharded parameters, torchtitan:
+        # config_manager.py mixed_precision_param bf16 is the compute cast only), with no separate master copy;
+        # pure 16-bit training (mixed_precision false) saves 16-bit moments and no master.
+        fp32_params = s.mixed_precision and (s.autocast_fp32_params or w.framework == "torchtitan")
+        ckpt = storage_model.checkpoint_size(params, "fp32" if fp32_params else s.precision, s.optimizer,
+                                             master_weights=s.mixed_precision)
         final = ckpt.weights_bytes
     epochs = w.data.epochs if w.data is not None else 1
     unique_tokens = round(tokens / epochs)
