@@ -7,7 +7,7 @@ Each file of benchmarks/validation/memory/ is planned by the proposalkit of that
 (`python -m proposalkit.cli plan FILE --format json`, its own code on PYTHONPATH) with the fields it
 did not have yet removed, as a user of that version would have had to write the run: framework,
 loss, mixed_precision, optimizer_in_backward, offload, activation_offload, context_parallel, attention,
-gradient_accumulation_steps,
+gradient_accumulation_steps, compile,
 `activation_checkpointing: selective` (left to the planner) and the paged optimizers (their unpaged
 kind). Prints the same summary as the table, over the rows the index marks expressible today and
 over every row with a file. Not used by the tests (it needs the older checkout); the figures it
@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import validation_memory as vm  # noqa: E402
 
 NEW_FIELDS = ("framework", "loss", "mixed_precision", "optimizer_in_backward", "offload", "activation_offload",
-              "context_parallel", "attention", "gradient_accumulation_steps")
+              "context_parallel", "attention", "gradient_accumulation_steps", "compile")
 UNPAGED = {"paged-adamw": "adamw", "paged-adamw-8bit": "adamw-8bit"}
 
 
