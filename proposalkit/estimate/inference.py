@@ -91,6 +91,20 @@ INTERCONNECT = {
 }
 # Any other GPU: PCIe Gen4 x16, 64 GB/s both ways (PCI-SIG PCIe 4.0: 16 GT/s × 16 lanes).
 PCIE4_X16 = 32e9
+# GPUs that share NVLink: one node's baseboard (HGX A100/H100/H200/B200: 8). A replica on more GPUs
+# spans nodes, and its ring all-reduces cross the network at each node boundary: every GPU's ring
+# traffic goes at the slower of NVLink and the GPU's share of the node's network.
+NODE_GPUS = 8
+# Network bandwidth per GPU, one direction, between nodes, by catalog id: one compute-fabric port per GPU.
+NETWORK = {
+    "h100-80gb": 50e9,      # DGX H100 user guide: 8 × ConnectX-7, 400 Gb/s InfiniBand each
+    "h200": 50e9,           # DGX H200 user guide: 8 × ConnectX-7, 400 Gb/s InfiniBand each
+    "b200": 50e9,           # DGX B200 user guide: 8 × ConnectX-7, 400 Gb/s InfiniBand each
+    "a100-40gb": 25e9,      # DGX A100 user guide: 8 × ConnectX-6, 200 Gb/s HDR InfiniBand each
+    "a100-80gb": 25e9,      # DGX A100 user guide: 8 × ConnectX-6, 200 Gb/s HDR InfiniBand each
+}
+# Any other GPU: a 200 Gb/s HDR port per GPU, DGX A100's (a node with fewer ports is slower still).
+NETWORK_DEFAULT = 25e9
 # Activations exchanged in tensor-parallel all-reduces are 16-bit.
 ACTIVATION_BYTES = 2
 
@@ -152,8 +166,12 @@ class Replica:
 
     @property
     def link_bandwidth(self) -> float:
-        """Bytes per second one GPU sends to its peers (one direction), from INTERCONNECT."""
-        return INTERCONNECT.get(self.gpu.id, PCIE4_X16)
+        """Bytes per second one GPU sends to its peers (one direction), from INTERCONNECT; a replica on
+        more than NODE_GPUS spans nodes, and its all-reduces go at the network's share per GPU (NETWORK)."""
+        link = INTERCONNECT.get(self.gpu.id, PCIE4_X16)
+        if self.tensor_parallel > NODE_GPUS:
+            return min(link, NETWORK.get(self.gpu.id, NETWORK_DEFAULT))
+        return link
 
     def allreduce_seconds(self, tokens: int) -> float:
         """The tensor-parallel all-reduces of one forward pass over `tokens` tokens: two per layer

@@ -17,12 +17,13 @@ estimate/inference.py's; this module only searches and writes the arithmetic out
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from ..errors import InputError, Problem
 from ..estimate.engines import Engine, engine as engine_named
 from ..estimate.inference import (
-    InferenceError, Replica, batch_job, decode_step, default_kv_precision, mean_context, prefill, prefill_flops_per_sequence, replica,
+    NODE_GPUS, InferenceError, Replica, batch_job, decode_step, default_kv_precision, mean_context, prefill, prefill_flops_per_sequence, replica,
     service, DEFAULT_TTFT_PERCENTILE, ttft_floor,
 )
 from ..estimate.memory import InferenceSetup, inference_memory
@@ -32,10 +33,8 @@ from ..units import GB, SECONDS_PER_HOUR
 from . import search
 from .records import Candidate, InferencePlan, Settings, Throughput
 
-# Tensor parallelism beyond one node crosses the network, which the step model does not cost
-# (estimate/inference.py: NVLink within a node); the best latency a workload can reach is
-# quoted for replicas within a node of 8 GPUs (HGX A100/H100/H200 baseboards).
-NODE_GPUS = 8
+# The best latency a workload can reach is quoted for replicas within a node (estimate/inference.py
+# NODE_GPUS: beyond it the all-reduces cross the network).
 # The published measurements the engines' achieved fractions are fitted on (estimate/engines.py,
 # benchmarks/calibrate_inference.py; reference/inference.json rows TRT-*-H100-*).
 CALIBRATION = ("fitted on the TensorRT-LLM performance overview's H100 rows (trtllm-bench offline throughput, "
@@ -134,7 +133,9 @@ def _common_steps(rep: Replica, input_tokens: int, output_tokens: int | None, mo
     split = f" ÷ {t} GPUs" if t > 1 else ""
     floor = (f"; alone, at least one read of the weights, {_ms(lone.read_seconds)}, so {_ms(lone.seconds)}"
              if lone.read_seconds > compute else "")
-    total = (f"{_ms(compute)} + {_ms(link)} all-reduce = {_ms(lone.compute_seconds)}" if t > 1
+    across = (f" across {math.ceil(t / NODE_GPUS)} nodes at {rep.link_bandwidth / 1e9:g} GB/s per GPU"
+              if t > NODE_GPUS else "")
+    total = (f"{_ms(compute)} + {_ms(link)} all-reduce{across} = {_ms(lone.compute_seconds)}" if t > 1
              else _ms(lone.compute_seconds))
     steps.append(("Prefill", f"{flops / 1e12:,.2f} TFLOP per prompt of {input_tokens:,} tokens (2·P·s + 2·L·s²·a·d)"
                              f"{split} ÷ ({rep.peak_flops / 1e12:,.0f} TFLOP/s {rep.compute_precision} × "
@@ -171,6 +172,7 @@ def _step_line(rep: Replica, step, label: str) -> tuple[str, str]:
             f"{achieved / 1e12:,.3g} TB/s: {part('weights', weights, step.linear_seconds)} + "
             f"{part('KV', kv, step.attention_seconds)}"
             + (f" + all-reduce {_ms(comm)}" if rep.tensor_parallel > 1 else "")
+            + (" (across nodes)" if rep.tensor_parallel > NODE_GPUS else "")
             + f" = {_ms(step.seconds)} per step")
     return label, text
 
