@@ -26,7 +26,7 @@ from .checkpointing import (
     OFFLOAD_STASH_TENSORS, POLICY_SOURCES, attention_core_bytes, offloaded_stash_bytes, op_policy_saved_bytes,
 )
 from .kernels import (
-    AUTOCAST_NOTE, AUTOCAST_RESIDUAL_BYTES, COMPILE_NOTE, EAGER_NOTE, HEAD_COPY_NOTE, autocast_terms, eager_terms,
+    AUTOCAST_NOTE, AUTOCAST_RESIDUAL_BYTES, COMPILE_NOTE, HEAD_COPY_NOTE, autocast_terms, eager_note, eager_terms,
     final_norm_extra, head_copy_terms,
 )
 from .loss import loss_note, loss_peak_bytes
@@ -433,7 +433,7 @@ def _training_notes(model: ModelSpec, method: str, e: int, checkpointing: bool, 
         f"(Korthikanti et al. 2022 eq. 1, §4.3)"
     )
     if kernels != "fused":
-        notes.append(EAGER_NOTE if kernels == "eager" else COMPILE_NOTE)
+        notes.append(COMPILE_NOTE if kernels == "compiled" else eager_note(model))
         if head_copy_terms(model, 1, 1, Fraction(1)):
             notes.append(HEAD_COPY_NOTE)
     notes.append(loss_note(loss, e, compiled=kernels == "compiled"))

@@ -111,6 +111,12 @@ def norm_extra_bytes(model: ModelSpec, counted: int) -> int:
     return EAGER_NORM_FP32_COPY
 
 
+def eager_note(model: ModelSpec) -> str:
+    """The assumption on eager PyTorch's extras: EAGER_NOTE where eager_terms() adds something (an RMSNorm or a
+    gated MLP), else that nothing is added (LayerNorm and a plain MLP: GPT-2, BERT, Falcon)."""
+    return EAGER_NOTE if model.norm == "rmsnorm" or mlp_matrices(model) == 3 else EAGER_NONE_NOTE
+
+
 def eager_terms(model: ModelSpec, sb: int, e: int, split: Fraction, replicated: Fraction, moe: bool,
                 norm_input_bytes: int) -> dict[str, Fraction]:
     """Per layer, what eager PyTorch saves beyond the fused-kernel terms of activations._terms() (the K/V
@@ -175,6 +181,9 @@ def final_norm_extra(model: ModelSpec, sb: int, norm_input_bytes: int, replicate
 EAGER_NOTE = ("eager PyTorch (no torch.compile): each RMSNorm keeps its fp32 copy (4 bytes per value; Gemma's "
               "also its fp32 normalised tensor) and a gated MLP its activation's output, beside what fused "
               "kernels keep (Hugging Face transformers' Llama model code and the PyTorch trainers' own)")
+EAGER_NONE_NOTE = ("eager PyTorch (no torch.compile): nothing beyond what fused kernels keep in this model "
+                   "(LayerNorm saves its input, mean and rstd, as counted; a plain MLP's activation saves its input "
+                   "only)")
 COMPILE_NOTE = ("torch.compile: the layers keep what fused kernels keep; the final norm stays eager "
                 "(trainers compile each layer), its fp32 copy counted")
 HEAD_COPY_NOTE = ("grouped-query attention: K and V copied to every query head before attention are saved "

@@ -233,7 +233,9 @@ def kernels(workload) -> tuple[str, str]:
     name = workload.framework
     if name in FUSED_FRAMEWORKS:
         return "fused", (f"kernels: fused, what fused kernels keep, no eager extras ({name}; "
-                         f"{FUSED_FRAMEWORKS[name]})")
+                         f"{FUSED_FRAMEWORKS[name]})"
+                         + ("; compile: true changes nothing here: the fused count is already what a compiled "
+                            "layer keeps" if workload.compile else ""))
     if workload.compile:
         return "compiled", ("torch.compile (compile: true): each layer keeps what fused kernels keep; the final "
                             "norm stays eager; a chunked loss is compiled (16-bit logits and per-row statistics)")
