@@ -24,23 +24,32 @@ def poisson_at_least(mean: float, k: int) -> float:
     return 1 - below
 
 
+# Llama 3.1 70B on 2 × H100 80GB: vLLM's pool holds 13 sequences of 2k + 256 tokens.
+SERVICE = """\
+    proposal: {{title: t, pi: p, institution: i}}
+    workloads:
+      - name: svc
+        kind: inference
+        model: llama-3.1-70b
+        gpu: h100-80gb
+        tensor_parallel: 2
+        request_rate: {rate}
+        input_tokens: 2k
+        output_tokens: 256
+        ttft_ms: 1000
+        tpot_ms: 50
+        hours: 100
+    """
+
+
+def service_yaml(rate: float = 1, extra: str = "") -> str:
+    """The service above at `rate`, with `extra` lines (indented 4) added to the workload."""
+    return textwrap.dedent(SERVICE.format(rate=rate)) + extra
+
+
 def plan(tmp_path, capsys, extra: str = "", rate: float = 1) -> dict:
     path = tmp_path / "w.yaml"
-    path.write_text(textwrap.dedent(f"""\
-        proposal: {{title: t, pi: p, institution: i}}
-        workloads:
-          - name: svc
-            kind: inference
-            model: llama-3.1-70b
-            gpu: h100-80gb
-            tensor_parallel: 2
-            request_rate: {rate}
-            input_tokens: 2k
-            output_tokens: 256
-            ttft_ms: 1000
-            tpot_ms: 50
-            hours: 100
-        """) + extra)
+    path.write_text(service_yaml(rate, extra))
     assert main(["plan", "--format", "json", str(path)]) == 0
     return json.loads(capsys.readouterr().out)["workloads"][0]
 

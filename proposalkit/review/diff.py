@@ -141,6 +141,22 @@ def _setting(name: str, label: str, show: Callable[[object], str] = _value, inpu
                  (name,) if inputs is None else inputs)
 
 
+def _inference(v: Version, key: str) -> object:
+    return (v.plan.get("inference") or {}).get(key)
+
+
+def _ttft(v: Version) -> tuple[float | None, float] | None:
+    """(percentile, ms) of a service's TTFT; None where the plan gives none."""
+    ms = _inference(v, "ttft_ms")
+    return None if ms is None else (_inference(v, "ttft_percentile"), ms)
+
+
+def _show_ttft(t: tuple[float | None, float] | None) -> str:
+    if t is None:
+        return "unset"
+    return (f"p{t[0]:g} " if t[0] is not None else "") + f"{t[1]:,.0f} ms"
+
+
 FIELDS: tuple[Field, ...] = (
     Field("model", "model", lambda v: v.plan["model"]["id"], str, ("model",)),
     Field("kind", "kind", lambda v: v.plan["kind"], str, ("kind",)),
@@ -177,6 +193,10 @@ FIELDS: tuple[Field, ...] = (
     _setting("batch", "batch"),
     _setting("lora", "LoRA", _lora),
     _setting("concurrency", "concurrency"),
+    # A service by load: its replicas, and its TTFT at the percentile held (which says the percentile, so
+    # a changed ttft_percentile needs no line of its own); request_rate and ttft_ms still show as inputs.
+    Field("inference.replicas", "replicas", lambda v: _inference(v, "replicas"), _plain, ()),
+    Field("inference.ttft", "TTFT", _ttft, _show_ttft, ("ttft_percentile",)),
     _setting("framework", "framework"),
     Field("resource", "resource", lambda v: v.resource_id, _value, ("resource",)),
 )
