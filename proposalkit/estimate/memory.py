@@ -48,7 +48,10 @@ from .breakdown import (  # noqa: F401  (re-exported: the memory API)
 from .lora import LoraSpec
 from .checkpointing import DEFAULT_SELECTIVE_POLICY, SELECTIVE_POLICIES
 from .loss import DEFAULT_LOSS, LOSSES
-from .phases import gradients_persist, head_gradient_bytes, phase_note, step_note, step_temporary_bytes
+from .phases import (
+    gradients_persist, head_gradient_bytes, phase_note, step_note, step_temporary_bytes, tied_embedding_temporary,
+    tied_note,
+)
 from .model_states import (  # noqa: F401  (re-exported: the memory API)
     OPTIMIZER_IMPLS, model_states, worst_stage_fraction, zero3_gathered_bytes,
 )
@@ -310,14 +313,24 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
         notes.append(phase_note(model, setup, peak, at_loss, at_backward, gradients))
     elif (note := phase_note(model, setup, None)) is not None:
         notes.append(note)
+    # The end of the backward with tied embeddings (phases.py): the shared weight's second gradient.
+    tied, hidden = (ceil(x) for x in tied_embedding_temporary(model, setup))
+    at_end = weights + gradients + tied + optimizer + hidden if tied else 0
+    summed = sum(parts)
+    step_peak = bool(temporary) and at_step > max(summed, at_end)
+    end_peak = bool(tied) and at_end > summed and not step_peak
+    if end_peak:
+        notes.append(tied_note(tied, at_end))
     if temporary:
-        counted = at_step > sum(parts)
-        if counted:
-            summed = sum(parts)
-            parts = [weights, gradients, optimizer + temporary, 0, 0]
-            phases = (dataclasses.replace(phases, peak="step") if phases is not None
-                      else PeakPhases("step", summed, summed, gradients, at_step))
-        notes.append(step_note(setup, temporary, at_step, counted))
+        notes.append(step_note(setup, temporary, at_step, step_peak))
+    if step_peak:
+        parts = [weights, gradients, optimizer + temporary, 0, 0]
+        phases = (dataclasses.replace(phases, peak="step") if phases is not None
+                  else PeakPhases("step", summed, summed, gradients, at_step))
+    elif end_peak:
+        parts = [weights, gradients + tied, optimizer, hidden, 0]
+        if phases is not None:
+            phases = dataclasses.replace(phases, peak="backward", backward_bytes=at_end)
     notes.append(overhead_note(overhead))
     return MemoryBreakdown(*parts, *overhead_bytes(sum(parts), overhead), notes=tuple(notes),
                            paged_bytes=ceil(states.paged), host_bytes=ceil(states.host), phases=phases)

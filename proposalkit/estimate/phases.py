@@ -21,6 +21,8 @@ A third moment follows the backward, the optimizer step: every saved
 activation is freed by then, but torch's foreach AdamW allocates a temporary
 the size of the second moment while weights, gradients and states are live
 (step_temporary_bytes): weights + optimizer + every gradient + that temporary.
+With tied embeddings the end of the backward is a moment too: the shared
+weight's second gradient beside every gradient (tied_embedding_temporary).
 """
 
 from __future__ import annotations
@@ -89,6 +91,34 @@ def step_temporary_bytes(setup: TrainingSetup, moments) -> Fraction | int:
             or setup.optimizer_impl != "torch" or setup.optimizer_in_backward or setup.offload_optimizer):
         return 0
     return exact(moments, 2)
+
+
+def tied_embedding_temporary(model: ModelSpec, setup: TrainingSetup) -> tuple[Fraction | int, Fraction | int]:
+    """(the embedding's second gradient, the hidden-state gradient it is computed from) at the end of the backward
+    of a model whose input embeddings and output projection share one weight: the output projection's gradient
+    is that weight's .grad since the loss's backward, and the embedding's backward then computes a new v × h
+    gradient (embedding_dense_backward) that autograd's AccumulateGrad adds into it in place (torch/csrc/autograd/
+    functions/accumulate_grad.h, pytorch/pytorch @ dc80ccde: `variable_grad += new_grad` when a gradient is
+    already held), so both exist at once, beside every gradient, after the layers' activations are freed.
+    (0, 0) where the weight is not shared, the optimizer steps in the backward, or a framework's own gradient
+    buffers take the gradients (DeepSpeed, Megatron-LM), or pipeline stages hold the two uses apart."""
+    if (not model.has_architecture or not model.tied_embeddings or setup.method != "full"
+            or setup.optimizer_in_backward or setup.framework in PERSISTENT_GRADIENT_FRAMEWORKS
+            or setup.pipeline_parallel > 1 or setup.offload_optimizer or setup.offload_params):
+        return 0, 0
+    residual = FP32_BYTES if setup.autocast_fp32_params or setup.precision == "fp32" else bytes_per_element(setup.precision)
+    hidden = exact(residual * setup.seq_len * setup.micro_batch * model.hidden, setup.context_parallel)
+    return head_gradient_bytes(model, setup), hidden
+
+
+def tied_note(tied: int, at_end: int) -> str:
+    """The assumption line where the end of the backward with tied embeddings is the peak counted."""
+    gib = 2**30
+    return (f"tied embeddings: the embedding's backward computes a second gradient of the shared weight "
+            f"({tied / gib:.2f} GiB) and autograd adds it into the one the output projection wrote, both held at "
+            f"once beside every gradient at the end of the backward, the activations freed: {at_end / gib:.2f} GiB "
+            "allocated, the largest moment, counted (the second gradient within the gradients, the hidden-state "
+            "gradient as the activations)")
 
 
 def step_note(setup: TrainingSetup, temporary: int, at_step: int, counted: bool) -> str:
