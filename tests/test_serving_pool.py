@@ -101,3 +101,14 @@ def test_one_request_per_second_is_singular(tmp_path, capsys):
     inf = json.loads(capsys.readouterr().out)["workloads"][0]["inference"]
     line = next(d["text"] for d in inf["derivation"] if d["label"] == "Per replica")
     assert line.startswith("at 1 request/s prefill")
+
+
+def test_the_report_lists_the_queueing_sources_it_cites(tmp_path, capsys):
+    path = tmp_path / "w.yaml"
+    path.write_text(service_yaml())
+    assert main(["report", str(path), "-o", str(tmp_path / "out"), "--format", "md"]) == 0
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "(M/G/∞, Takács 1962)" in report and "(Lundberg's inequality, Asmussen \\& Albrecher 2010)" in report
+    appendix = report[report.index("## Appendix B"):]
+    assert "**Takács 1962**. L. Takács. Introduction to the Theory of Queues" in appendix
+    assert "**Asmussen \\& Albrecher 2010**. S. Asmussen, H. Albrecher. Ruin Probabilities" in appendix

@@ -84,7 +84,7 @@ def pool_full_probability(in_flight: float, most: int) -> float:
     waiting request is not admitted while max_num_seqs run or allocate_slots finds no free block): a
     wait no TTFT figure here includes. The number of requests in service of an M/G/∞ system is
     Poisson with mean λ·E[W] whatever W's distribution (Takács 1962,
-    Introduction to the Theory of Queues, ch. 3; Gross et al., Fundamentals of Queueing Theory, the
+    Introduction to the Theory of Queues; Gross et al., Fundamentals of Queueing Theory, the
     M/G/∞ queue), and a Poisson arrival sees that distribution (PASTA, Wolff 1982)."""
     if most <= 0:
         return 1.0

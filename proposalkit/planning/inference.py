@@ -236,7 +236,7 @@ def _pool_text(svc, q: float) -> str:
     """The chance that a request finds the KV pool full (serving.pool_full_probability), held to 1 − p."""
     full = svc.pool_full
     chance = "below 1e-9" if full < 1e-9 else f"{full:.2g}"
-    return (f"in flight is Poisson about that mean (M/G/∞), so a request finds all {svc.max_concurrency:,} "
+    return (f"in flight is Poisson about that mean (M/G/∞, Takács 1962), so a request finds all {svc.max_concurrency:,} "
             f"places of the pool taken with probability {chance} ≤ {1 - q / 100:.3g} (p{q:g})")
 
 
@@ -251,7 +251,7 @@ def _ttft_line(svc, rate: float, q: float) -> str:
     else:
         wait = (f"the wait for prefills ahead is at most −ln({1 - q / 100:.3g}) ÷ θ = {svc.ttft_wait_ms:,.1f} ms, θ = "
                 f"{svc.lundberg_theta:,.3g}/s solving {rate:,.3g} × (e^(θ × {S:.4g} s) − 1) = θ (Lundberg's "
-                "inequality)")
+                "inequality, Asmussen & Albrecher 2010)")
     return (head + wait + f"; TTFT = {_ms(S)} prefill + {svc.ttft_wait_ms:,.1f} ms + {_ms(step)} decode step "
             f"under way = {svc.ttft_ms:,.1f} ms")
 

@@ -20,6 +20,10 @@ class Reference:
 # and this report use. A reference is listed only when its key (a regular
 # expression) appears in the report's text.
 PAPERS: tuple[tuple[str, str, str], ...] = (
+    ("Asmussen & Albrecher 2010", r"Lundberg's inequality",
+     ("S. Asmussen, H. Albrecher. Ruin Probabilities, 2nd ed. World Scientific, 2010. (Lundberg's "
+      "inequality, ch. I and IV; the M/G/1 waiting time as the ruin probability of a compound Poisson "
+      "process: the tail of a service's wait for the prefills ahead.)")),
     ("BigScience Workshop 2022", r"BLOOM",
      ("BigScience Workshop. BLOOM: A 176B-Parameter Open-Access Multilingual Language Model. "
       "arXiv:2211.05100, 2022 (156 TFLOP/s per A100, hardware FLOPs with recompute, as GENCI reports it).")),
@@ -82,6 +86,9 @@ PAPERS: tuple[tuple[str, str, str], ...] = (
     ("Rajbhandari et al. 2020", r"Rajbhandari et al\.? 2020|ZeRO",
      ("S. Rajbhandari, J. Rasley, O. Ruwase, Y. He. ZeRO: Memory Optimizations Toward Training Trillion "
       "Parameter Models. SC20, 2020; arXiv:1910.02054.")),
+    ("Takács 1962", r"M/G/∞",
+     ("L. Takács. Introduction to the Theory of Queues. Oxford University Press, 1962. (The number "
+      "in an M/G/∞ system is Poisson with mean λ·E[W]: a service's requests in flight about Little's mean.)")),
     ("torchtune", r"torchtune",
      ("pytorch/torchtune, README at commit 30b8519e: memory and throughput table (Llama 3.1 8B LoRA and "
       "QLoRA on one RTX 4090).")),
