@@ -429,10 +429,11 @@ def inference_memory(model: ModelSpec, setup: InferenceSetup, overhead: Overhead
             notes.append(prompt_logits_note(model, setup.batch, setup.context, e))
     else:
         notes.append(f"activations not estimated: model {model.id!r} gives only a parameter count")
-    notes.append(
-        f"serving engines reserve part of the GPU: vLLM's default gpu_memory_utilization = "
-        f"{float(VLLM_GPU_MEMORY_UTILIZATION):g} leaves 10% outside its pool"
-    )
+    if setup.engine in (None, "vllm"):   # the other engines' reservations are stated by their own rules
+        notes.append(
+            f"serving engines reserve part of the GPU: vLLM's default gpu_memory_utilization = "
+            f"{float(VLLM_GPU_MEMORY_UTILIZATION):g} leaves 10% outside its pool"
+        )
     parts = [ceil(weights), 0, 0, activations, ceil(kv_cache)]
     notes.append(overhead_note(overhead))
     return MemoryBreakdown(*parts, *overhead_bytes(sum(parts), overhead), notes=tuple(notes))
