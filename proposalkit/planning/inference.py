@@ -368,8 +368,10 @@ def _impossible(lw, limits: list[tuple[float, str, str, int]]) -> None:
         what = (f"a lone prompt of {w.input_tokens:,} tokens takes {ms:,.1f} ms to prefill and decode its first "
                 "token" if name == "ttft_ms" else
                 f"one decode step at batch 1 reads the weights and one sequence's KV cache in {ms:,.2f} ms")
+        # Rounded up, so that the figure quoted is itself a target that can be planned.
+        least = math.ceil(ms * 100) / 100
         problems.append(Problem(lw.path, lw.field_line(name), f"workloads[{lw.index}].{name}",
-                                f"below what the GPUs can reach (got {target:g} ms, expected at least {ms:,.2f} ms: "
+                                f"below what the GPUs can reach (got {target:g} ms, expected at least {least:,.2f} ms: "
                                 f"{what} even on {t}× {gpu}, the fastest replica tried within a node)"))
     if problems:
         raise InputError(problems)
