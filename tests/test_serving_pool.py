@@ -112,3 +112,19 @@ def test_the_report_lists_the_queueing_sources_it_cites(tmp_path, capsys):
     appendix = report[report.index("## Appendix B"):]
     assert "**Takács 1962**. L. Takács. Introduction to the Theory of Queues" in appendix
     assert "**Asmussen \\& Albrecher 2010**. S. Asmussen, H. Albrecher. Ruin Probabilities" in appendix
+
+
+def test_without_latency_targets_the_pool_is_held_at_the_percentile_named(tmp_path, capsys):
+    # No ttft_ms and no tpot_ms: the replica is loaded as far as the pool allows, at ttft_percentile
+    # (the TTFT reported is at that percentile too). p50 lets half the requests find the pool of 13 full.
+    text = service_yaml().replace("    ttft_ms: 1000\n    tpot_ms: 50\n", "")
+    counts = {}
+    for q in (50, 99):
+        path = tmp_path / f"p{q}.yaml"
+        path.write_text(text + f"    ttft_percentile: {q}\n")
+        assert main(["plan", "--format", "json", str(path)]) == 0
+        inf = json.loads(capsys.readouterr().out)["workloads"][0]["inference"]
+        line = next(d["text"] for d in inf["derivation"] if d["label"] == "Replicas")
+        assert f"(as the KV pool allows at p{q})" in line
+        counts[q] = inf["replicas"]
+    assert counts[50] < counts[99]

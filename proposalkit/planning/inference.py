@@ -209,7 +209,7 @@ def _rate(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
               if value is not None]
     if w.batch is not None:
         limits.append(f"at most {svc.max_concurrency:,} in flight (batch {w.batch:,})")
-    targets = ", ".join(limits) or "as the KV pool allows"
+    targets = ", ".join(limits) or f"as the KV pool allows at p{q:g}"
     rate = svc.rate_per_replica
     steps.append(("Per replica", f"at {rate:,.3g} request{'' if f'{rate:,.3g}' == '1' else 's'}/s prefill keeps the GPUs busy u = "
                                  f"{rate:,.3g} × {_ms(svc.prefill.seconds)} = {busy:.3f}; TPOT = "
