@@ -31,6 +31,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from .arith import exact, fmt_bytes_per_param
+from .phases import FSDP_FRAMEWORKS
 from .lora import default_lora, lora_matrices, lora_trainable_params
 from .precision import (
     ADAM8BIT_MOMENT_BYTES, ADAM_MOMENTS, FP32_BYTES, NF4_BITS, PAGED_OPTIMIZERS, optimizer_state_bytes,
@@ -215,6 +216,15 @@ def zero3_gathered_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[Fracti
     unit_params = max(layer, embedding, head) / Fraction(setup.tensor_parallel)
     gathered_weights = 2 * unit_bytes
     gathered_grads = unit_params * wb if setup.method == "full" else 0
+    if gathered_grads and setup.framework in FSDP_FRAMEWORKS:
+        # FSDP2's foreach_reduce allocates the reduce-scatter input, the unit's numel in the reduce dtype, and
+        # copies the unsharded gradients into it before it frees them (pytorch/pytorch @ 415cc262
+        # torch/distributed/_composable/fsdp/_fsdp_collectives.py: reduce_scatter_input = torch.empty(...,
+        # dtype=reduce_dtype); foreach_reduce_scatter_copy_in; "Only after the copy-in finishes can we free the
+        # gradients"). torchtitan reduces in fp32 (config_manager.py mixed_precision_reduce float32); torchtune
+        # gives FSDP2 no mixed-precision policy, so the gradients' own dtype.
+        reduce = FP32_BYTES if setup.framework == "torchtitan" and setup.master_weights else wb
+        gathered_grads += unit_params * reduce
     return gathered_weights, gathered_grads
 
 
