@@ -59,6 +59,9 @@ def test_hf_trainer_peaks_at_the_foreach_step(plan_workloads):
         assert mem["components"]["weights"] + mem["components"]["gradients"] + mem["components"]["optimizer"] == AT_STEP
         assert sum(mem["components"].values()) == mem["per_gpu_bytes"]
         assert _notes(got[name], "optimizer step: TrainingArguments optim default adamw_torch")
+    # The phase rule's own line says the step outweighs the two moments it compares.
+    assert _notes(got["stepped"], "peak at the optimizer step (below)")
+    assert _notes(got["stepped"], "the optimizer step is larger than both")
     # Without the step the phase rule had the backward moment, 2.3 GB less: an under-estimate.
     assert got["stepped"]["memory"]["phases"]["backward_allocated_bytes"] < AT_STEP - 2 * 10**9
 

@@ -58,6 +58,7 @@ def test_tied_embeddings_peak_at_the_end_of_the_backward(plan_workloads):
     assert mem["phases"]["peak"] == "backward" and mem["phases"]["backward_allocated_bytes"] == AT_END
     assert sum(mem["components"].values()) == mem["per_gpu_bytes"]
     assert _notes(got, "tied embeddings: the embedding's backward computes a second gradient")
+    assert _notes(got, "peak at the end of the backward (below)")
 
 
 def test_untied_and_in_backward_steps_have_no_second_gradient(plan_workloads):

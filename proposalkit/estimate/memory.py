@@ -310,7 +310,8 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
         parts = [weights, live, optimizer, acts.at_loss, 0] if peak == "loss" else [
             weights, gradients, optimizer, acts.at_backward, 0]
         phases = PeakPhases(peak, at_loss, at_backward, gradients, at_step if temporary else 0)
-        notes.append(phase_note(model, setup, peak, at_loss, at_backward, gradients))
+        phase_at = len(notes)    # the note is written below, once the step and tied moments are weighed
+        notes.append("")
     elif (note := phase_note(model, setup, None)) is not None:
         notes.append(note)
     # The end of the backward with tied embeddings (phases.py): the shared weight's second gradient.
@@ -331,6 +332,8 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
         parts = [weights, gradients + tied, optimizer, hidden, 0]
         if phases is not None:
             phases = dataclasses.replace(phases, peak="backward", backward_bytes=at_end)
+    if gradients_persist(model, setup) is None:
+        notes[phase_at] = phase_note(model, setup, "end" if end_peak else phases.peak, at_loss, at_backward, gradients)
     notes.append(overhead_note(overhead))
     return MemoryBreakdown(*parts, *overhead_bytes(sum(parts), overhead), notes=tuple(notes),
                            paged_bytes=ceil(states.paged), host_bytes=ceil(states.host), phases=phases)

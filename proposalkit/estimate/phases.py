@@ -173,12 +173,16 @@ def phase_note(model: ModelSpec, setup: TrainingSetup, peak: str | None, at_loss
     """The assumption line on the gradients beside the loss (None where there is nothing useful to say)."""
     gib = 2**30
     if peak is not None:
-        which = "at the loss" if peak == "loss" else "later in the backward"
+        which = {"loss": "at the loss", "backward": "later in the backward",
+                 "step": "at the optimizer step (below), after the two moments compared here",
+                 "end": "at the end of the backward (below), after the two moments compared here"}[peak]
         return (f"peak {which}: with gradient_accumulation_steps 1 the gradients are freed after each step "
                 "(zero_grad(set_to_none=True), PyTorch's default since 2.0) and none but the output projection's exists when "
                 f"the loss peaks at the start of the backward ({at_loss / gib:.2f} GiB allocated with the loss); "
                 f"all {gradients / gib:.2f} GiB of gradients exist only later in the backward, beside the saved "
-                f"activations ({at_backward / gib:.2f} GiB); the larger is counted")
+                f"activations ({at_backward / gib:.2f} GiB); "
+                + {"step": "the optimizer step is larger than both",
+                   "end": "the end of the backward is larger than both"}.get(peak, "the larger is counted"))
     why = gradients_persist(model, setup)
     if setup.gradient_accumulation_steps is None:
         if gradients_persist(model, dataclasses.replace(setup, gradient_accumulation_steps=1)) is not None:
