@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 from .inference import InferenceError, Prefill, Replica, Step, _batch_for, decode_step, mean_context, prefill
+from .shapes import matmul_params
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class Service:
     lundberg_theta: float = 0.0     # θ of λ(e^{θS} − 1) = θ, per second (0: no wait at this percentile)
     in_flight_mean: float = 0.0     # Little's law's mean requests in flight, before rounding up (concurrency)
     pool_full: float = 0.0          # P(an arriving request finds max_concurrency in flight): pool_full_probability
+    ride: "Ride | None" = None      # the running batch's decode work in the prompt's own prefill passes
+    prefill_chunk: int = 0          # prompt tokens one pass carries (the engine's chunk)
 
 
 # The TTFT a latency target is held to, unless the workload names another (ttft_percentile): the 99th
@@ -127,18 +130,46 @@ def _service_point(rep: Replica, rate: float, input_tokens: int, output_tokens: 
     return batch, ttft, tpot, step, mean, full
 
 
-def tail_ttft(rate: float, prefill_s: float, step_s: float, percentile: float) -> tuple[float, float, float]:
+@dataclass(frozen=True)
+class Ride:
+    """The decode work of the running batch inside a prompt's own prefill passes. Engines with chunked
+    prefill put every running sequence's next token into each pass beside up to a chunk of prompt tokens
+    (vLLM V1's scheduler takes the running requests first, then prompt tokens within
+    max_num_batched_tokens: vllm/v1/core/sched/scheduler.py Scheduler.schedule), so a prompt's first
+    token waits for that work in each of its ⌈input ÷ chunk⌉ passes: the batch's attention over its KV
+    cache and its tokens' matrix multiplies (the weights are read once per pass, in the prefill)."""
+
+    passes: int
+    attention_seconds: float        # per pass: the step's attention (KV read or its FLOPs)
+    linear_seconds: float           # per pass: 2·P_matmul·batch FLOPs ÷ t at the achieved rate
+
+    @property
+    def seconds(self) -> float:
+        return self.passes * (self.attention_seconds + self.linear_seconds)
+
+
+def ride(rep: Replica, step: Step, input_tokens: int) -> Ride:
+    """The Ride of a prompt of `input_tokens` beside the decode `step` of the running batch."""
+    return Ride(passes=math.ceil(input_tokens / rep.engine.prefill_chunk),
+                attention_seconds=step.attention_seconds,
+                linear_seconds=2 * matmul_params(rep.model) * step.batch / rep.tensor_parallel / rep.achieved_flops)
+
+
+def tail_ttft(rate: float, prefill_s: float, step_s: float, percentile: float,
+              ride_s: float = 0.0) -> tuple[float, float, float]:
     """(TTFT, wait, θ) in seconds (θ per second) at `percentile`: the prompt's own prefill, the wait for
-    the prefills ahead of it (prefill_wait), and the decode step under way when it arrives (engines
-    with continuous batching schedule a new prompt at the next step: at most one step's wait)."""
+    the prefills ahead of it (prefill_wait), the decode step under way when it arrives (engines
+    with continuous batching schedule a new prompt at the next step: at most one step's wait), and the
+    running batch's decode work in its own prefill passes (ride_s: Ride.seconds)."""
     wait, theta = prefill_wait(rate, prefill_s, percentile)
-    return prefill_s + wait + step_s, wait, theta
+    return prefill_s + wait + step_s + ride_s, wait, theta
 
 
 def ttft_floor(rep: Replica, input_tokens: int, output_tokens: int) -> float:
-    """The least TTFT a replica reaches, in seconds: a lone prompt's prefill and one decode step at batch 1."""
-    return (prefill(rep, input_tokens).seconds
-            + decode_step(rep, 1, mean_context(input_tokens, output_tokens)).seconds)
+    """The least TTFT a replica reaches, in seconds: a lone prompt's prefill, one decode step at batch 1
+    under way, and that batch of 1 riding in the prompt's passes (the least batch the service model runs)."""
+    first = decode_step(rep, 1, mean_context(input_tokens, output_tokens))
+    return prefill(rep, input_tokens).seconds + first.seconds + ride(rep, first, input_tokens).seconds
 
 
 def service(rep: Replica, request_rate: float, input_tokens: int, output_tokens: int,
@@ -156,11 +187,11 @@ def service(rep: Replica, request_rate: float, input_tokens: int, output_tokens:
         most = min(most, batch)
     lone = prefill(rep, input_tokens)
     first = decode_step(rep, 1, mean_context(input_tokens, output_tokens))
-    floor = lone.seconds + first.seconds
+    floor = ttft_floor(rep, input_tokens, output_tokens)
     if ttft_ms is not None and floor * 1e3 > ttft_ms:
         raise InferenceError(
             f"ttft_ms {ttft_ms:g}: a lone prompt of {input_tokens:,} tokens takes {lone.seconds * 1e3:.0f} ms "
-            f"to prefill and {first.seconds * 1e3:.0f} ms to decode its first token on {rep.tensor_parallel} × "
+            f"to prefill and {(floor - lone.seconds) * 1e3:.0f} ms to decode its first token on {rep.tensor_parallel} × "
             f"{rep.gpu.id}; more tensor-parallel GPUs or a faster GPU lower it", achievable=floor * 1e3)
     if tpot_ms is not None and first.seconds * 1e3 > tpot_ms:
         raise InferenceError(
@@ -174,7 +205,8 @@ def service(rep: Replica, request_rate: float, input_tokens: int, output_tokens:
         if point is None:
             return None
         _, _, tpot, step, _, _ = point
-        if ttft_ms is not None and tail_ttft(rate, lone.seconds, step.seconds, ttft_percentile)[0] * 1e3 > ttft_ms:
+        if ttft_ms is not None and tail_ttft(rate, lone.seconds, step.seconds, ttft_percentile,
+                                             ride(rep, step, input_tokens).seconds)[0] * 1e3 > ttft_ms:
             return None
         if tpot_ms is not None and tpot * 1e3 > tpot_ms:
             return None
@@ -193,10 +225,12 @@ def service(rep: Replica, request_rate: float, input_tokens: int, output_tokens:
     replicas = math.ceil(request_rate / best - 1e-9)
     rate = request_rate / replicas
     batch, mean_ttft, tpot, step, in_flight, full = ok(rate) or ok(best)
-    ttft, wait, theta = tail_ttft(rate, lone.seconds, step.seconds, ttft_percentile)
+    riding = ride(rep, step, input_tokens)
+    ttft, wait, theta = tail_ttft(rate, lone.seconds, step.seconds, ttft_percentile, riding.seconds)
     return Service(request_rate=request_rate, replicas=replicas, rate_per_replica=rate,
                    max_rate_per_replica=best, concurrency=batch, max_concurrency=most,
                    ttft_ms=ttft * 1e3, tpot_ms=tpot * 1e3, step=step, prefill=lone,
                    output_tokens_per_second=rate * output_tokens, notes=rep.notes,
                    ttft_percentile=ttft_percentile, ttft_wait_ms=wait * 1e3, ttft_mean_ms=mean_ttft * 1e3,
-                   lundberg_theta=theta, in_flight_mean=in_flight, pool_full=full)
+                   lundberg_theta=theta, in_flight_mean=in_flight, pool_full=full, ride=riding,
+                   prefill_chunk=rep.engine.prefill_chunk)

@@ -252,8 +252,13 @@ def _ttft_line(svc, rate: float, q: float) -> str:
         wait = (f"the wait for prefills ahead is at most −ln({1 - q / 100:.3g}) ÷ θ = {svc.ttft_wait_ms:,.1f} ms, θ = "
                 f"{svc.lundberg_theta:,.3g}/s solving {rate:,.3g} × (e^(θ × {S:.4g} s) − 1) = θ (Lundberg's "
                 "inequality, Asmussen & Albrecher 2010)")
+    r = svc.ride
+    passes = f"{r.passes} × (" if r.passes > 1 else "("
+    riding = (f"{passes}{_ms(r.attention_seconds)} attention + {_ms(r.linear_seconds)} matrix multiplies of the "
+              f"{svc.step.batch:,} running sequence{'s' if svc.step.batch > 1 else ''}) in its prefill "
+              f"pass{'es' if r.passes > 1 else ''} (chunks of {svc.prefill_chunk:,} tokens)")
     return (head + wait + f"; TTFT = {_ms(S)} prefill + {svc.ttft_wait_ms:,.1f} ms + {_ms(step)} decode step "
-            f"under way = {svc.ttft_ms:,.1f} ms")
+            f"under way + {riding} = {svc.ttft_ms:,.1f} ms")
 
 
 def _hours(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
