@@ -8,6 +8,8 @@ Llama 3.2 3B, 3,212,749,824 parameters (meta-llama/Llama-3.2-3B config.json; tie
   moments are 1 byte + one fp32 absmax per block of 256: 2 + 2·(1 + 4/256) = 4.03125 B/param = 12,951,397,728 B.
 - hf-trainer (autocast over fp32 parameters): the model is saved as it is held, fp32, and the moments are fp32;
   no separate master copy: 4 + 8 = 12 B/param = 38,552,997,888 B; final weights 4 B/param = 12,850,999,296 B.
+- hf-trainer under ZeRO (DeepSpeed's 16-bit weights + fp32 master + moments, or FSDP's fp32 parameters): the
+  larger checkpoint, 14 B/param, and fp32 final weights, 4 B/param.
 - no framework, mixed precision (2 + 4 master + 8) = 14 B/param = 44,978,497,536 B, as before.
 """
 
@@ -41,6 +43,9 @@ workloads:
     ("mixed_precision: false", 6 * P, 2 * P, "= 6 bytes/param"),
     ("framework: hf-trainer", 12 * P, 4 * P, "4 (fp32 weights) + 8 (adamw state) = 12 bytes/param"),
     ("{}", 14 * P, 2 * P, "2 (bf16 weights) + 4 (fp32 master weights) + 8 (adamw state) = 14 bytes/param"),
+    # The Trainer under ZeRO may run DeepSpeed (16-bit weights + fp32 master + moments) or FSDP (fp32
+    # parameters): the larger checkpoint and the fp32 final weights.
+    ("framework: hf-trainer, gpus: 4, zero_stage: 2", 14 * P, 4 * P, "+ 4 (fp32 master weights) + 8 (adamw state) = 14"),
 ])
 def test_checkpoint_bytes_follow_the_states_kept(plan_workloads, tmp_path, capsys, fields, checkpoint, final, basis):
     line = "  - {name: w}\n" if fields == "{}" else f"  - {{name: w, {fields}}}\n"

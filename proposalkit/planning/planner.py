@@ -157,7 +157,8 @@ def _tokens(w) -> tuple[int, str]:
     return tokens, f"{d.samples:,} samples × {d.seq_len:,} tokens × {d.epochs:g} epochs = {tokens:,} tokens"
 
 
-def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | None) -> storage_model.WorkloadStorage:
+def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | None,
+             zero_stage: int | None = None) -> storage_model.WorkloadStorage:
     """Checkpoint, final weights and dataset sizes (storage.py has the sources)."""
     params = model.params
     if w.kind == "inference":
@@ -178,9 +179,13 @@ def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | Non
         # config_manager.py mixed_precision_param bf16 is the compute cast only), with no separate master copy;
         # pure 16-bit training (mixed_precision false) saves 16-bit moments and no master.
         fp32_params = s.mixed_precision and (s.autocast_fp32_params or w.framework == "torchtitan")
-        ckpt = storage_model.checkpoint_size(params, "fp32" if fp32_params else s.precision, s.optimizer,
-                                             master_weights=s.mixed_precision)
-        final = ckpt.weights_bytes
+        # The Trainer under ZeRO may run DeepSpeed, whose checkpoint holds 16-bit weights + fp32 master + moments
+        # (14 B/param), or FSDP with fp32 parameters (12): the larger checkpoint, fp32 final weights.
+        deepspeed_possible = s.autocast_fp32_params and bool(zero_stage)
+        ckpt = storage_model.checkpoint_size(params, "fp32" if fp32_params and not deepspeed_possible else s.precision,
+                                             s.optimizer, master_weights=s.mixed_precision)
+        final = (storage_model.weights_checkpoint_bytes(params, "fp32") if fp32_params and s.precision != "fp32"
+                 else ckpt.weights_bytes)
     epochs = w.data.epochs if w.data is not None else 1
     unique_tokens = round(tokens / epochs)
     # An unknown vocabulary is assumed above 65,536 ids: 4-byte token ids, the larger choice.
@@ -303,7 +308,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
         cross_checks=tuple(cross_checks(model, kind=w.kind, method=w.method or "full", precision=s.precision,
                                         context=s.context if w.kind == "inference" else None)),
         assumptions=tuple(notes + list(mem.notes)), warnings=tuple(warnings), path=lw.path,
-        charge=charge, storage=_storage(w, model, s, tokens, trainable),
+        charge=charge, storage=_storage(w, model, s, tokens, trainable, chosen.zero_stage),
         calendar_days=charges.calendar_days(hours, s.variants, s.concurrency),
         calendar_waves=charges.calendar_waves(s.variants, s.concurrency),
         walltime_hours=walltime, walltime_tier=walltime_tier, walltime_segments=segments,
