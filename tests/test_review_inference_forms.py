@@ -107,12 +107,10 @@ def test_batch_caps_a_service_by_rate_per_replica(tmp_path, capsys):
     assert free["inference"]["batch"] > 8 and free["inference"]["replicas"] == 3
     inf = capped["inference"]
     assert inf["max_concurrency"] == 8 and inf["batch"] <= 8
-    # 8 places per replica: requests in flight are Poisson about Little's mean, and the pool may be full for
-    # at most 1 request in 100 (p99): mean ≤ 2.90 (P(Poisson(2.9) ≥ 8) = 0.0099; tests/test_serving_pool.py).
-    # Each request stays ≥ 3.11 s, so a replica serves ≤ 2.90 ÷ 3.11 = 0.93 requests/s: ≥ ⌈20 ÷ 0.93⌉ = 22.
-    # (Before the pool's tail was checked: 10 replicas, 6.8 in flight on average, the pool full for 1 in 3.)
-    assert inf["replicas"] >= 22 and inf["replicas"] == 24           # 24: a regression pin of today's model
-    assert capped["gpu"]["count"] == 24 and capped["gpu_hours"] == 240.0
+    # No ttft_ms target: the pool is held at Little's mean only (a wait for a place is allowed, and said:
+    # tests/test_serving_pool.py holds it at the percentile where a TTFT target is given).
+    assert inf["replicas"] >= 8 and inf["replicas"] == 10           # 10: a regression pin of today's model
+    assert capped["gpu"]["count"] == 10 and capped["gpu_hours"] == 100.0
     texts = {d["label"]: d["text"] for d in inf["derivation"]}
     assert "capped at the workload's batch 8: at most 8 at once" in texts["KV cache"]
     assert "at most 8 in flight (batch 8)" in texts["Replicas"]

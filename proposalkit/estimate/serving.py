@@ -98,7 +98,7 @@ def pool_full_probability(in_flight: float, most: int) -> float:
 
 
 def _service_point(rep: Replica, rate: float, input_tokens: int, output_tokens: int, most: int,
-                   percentile: float = DEFAULT_TTFT_PERCENTILE):
+                   percentile: float | None = DEFAULT_TTFT_PERCENTILE):
     """Steady state of one replica at `rate` requests/s: prefill takes a share u of the GPU's time
     (rate × one prompt's prefill); decode steps run in the rest, so TPOT = step(B)/(1 − u); the
     concurrency B follows Little's law, B = rate × (TTFT + output × TPOT), with the mean-like
@@ -106,6 +106,7 @@ def _service_point(rep: Replica, rate: float, input_tokens: int, output_tokens: 
     The pool holds `most` sequences: in flight is B on average but Poisson about it, and a request
     that finds the pool full waits for another to finish, which the TTFT at `percentile` leaves out; so
     the chance of a full pool must be at most 1 − percentile (pool_full_probability), not only B ≤ most.
+    percentile None (no TTFT target): only B ≤ most; the chance of a full pool is still returned.
     Returns (B, TTFT s, TPOT s, step, mean in flight, P(pool full)) or None when the replica cannot
     sustain the rate."""
     one = prefill(rep, input_tokens)
@@ -125,7 +126,7 @@ def _service_point(rep: Replica, rate: float, input_tokens: int, output_tokens: 
             break
         batch = need
     full = pool_full_probability(mean, most)
-    if full > 1 - percentile / 100:
+    if percentile is not None and full > 1 - percentile / 100:
         return None
     return batch, ttft, tpot, step, mean, full
 
@@ -201,7 +202,10 @@ def service(rep: Replica, request_rate: float, input_tokens: int, output_tokens:
             "faster GPU lower it", achievable=first.seconds * 1e3)
 
     def ok(rate: float):
-        point = _service_point(rep, rate, input_tokens, output_tokens, most, ttft_percentile)
+        # The pool is held at the percentile where a TTFT target is: a request that finds it full misses
+        # the target. Without one, a wait for a place in the pool is allowed (and said in the derivation).
+        point = _service_point(rep, rate, input_tokens, output_tokens, most,
+                               ttft_percentile if ttft_ms is not None else None)
         if point is None:
             return None
         _, _, tpot, step, _, _ = point

@@ -209,7 +209,7 @@ def _rate(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
               if value is not None]
     if w.batch is not None:
         limits.append(f"at most {svc.max_concurrency:,} in flight (batch {w.batch:,})")
-    targets = ", ".join(limits) or f"as the KV pool allows at p{q:g}"
+    targets = ", ".join(limits) or "as the KV pool allows"
     rate = svc.rate_per_replica
     steps.append(("Per replica", f"at {rate:,.3g} request{'' if f'{rate:,.3g}' == '1' else 's'}/s prefill keeps the GPUs busy u = "
                                  f"{rate:,.3g} × {_ms(svc.prefill.seconds)} = {busy:.3f}; TPOT = "
@@ -217,7 +217,7 @@ def _rate(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
                                  f"(Little's law, TTFT ≈ prefill ÷ (1 − u) = {svc.ttft_mean_ms:,.1f} ms) = "
                                  f"{rate:,.3g} × ({svc.ttft_mean_ms / 1e3:,.3f} s + "
                                  f"{O:,} × {svc.tpot_ms / 1e3:,.4f} s) = {svc.in_flight_mean:,.1f}, "
-                                 f"rounded up to {svc.concurrency:,}; {_pool_text(svc, q)}"))
+                                 f"rounded up to {svc.concurrency:,}; {_pool_text(svc, q, w.ttft_ms is not None)}"))
     steps.append(("TTFT", _ttft_line(svc, rate, q)))
     steps.append(("Replicas", f"⌈{w.request_rate:g} ÷ {svc.max_rate_per_replica:,.3g} req/s per replica "
                               f"({targets})⌉ = {svc.replicas:,} replica{'s' if svc.replicas > 1 else ''} of {t} "
@@ -232,12 +232,21 @@ def _rate(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
     return _Option(svc.replicas * t, w.hours, svc.concurrency, plan, None)
 
 
-def _pool_text(svc, q: float) -> str:
-    """The chance that a request finds the KV pool full (serving.pool_full_probability), held to 1 − p."""
-    full = svc.pool_full
+def _pool_text(svc, q: float, held: bool) -> str:
+    """The chance that a request finds the KV pool full (serving.pool_full_probability): held to 1 − p
+    under a TTFT target; without one only stated, with the wait it means when it exceeds 1 − p."""
+    full, tail = svc.pool_full, 1 - q / 100
     chance = "below 1e-9" if full < 1e-9 else f"{full:.2g}"
-    return (f"in flight is Poisson about that mean (M/G/∞, Takács 1962), so a request finds all {svc.max_concurrency:,} "
-            f"places of the pool taken with probability {chance} ≤ {1 - q / 100:.3g} (p{q:g})")
+    places = ("the pool's one place" if svc.max_concurrency == 1 else
+              f"all {svc.max_concurrency:,} places of the pool")
+    text = (f"in flight is Poisson about that mean (M/G/∞, Takács 1962), so a request finds {places} taken "
+            f"with probability {chance}")
+    if held:
+        return text + f" ≤ {tail:.3g} (p{q:g})"
+    if full <= tail:
+        return text
+    return (text + f", above {tail:.3g}: more than 1 request in {round(1 / tail):,} waits for a place, a wait the "
+            f"p{q:g} TTFT below leaves out (no ttft_ms target holds the pool)")
 
 
 def _ttft_line(svc, rate: float, q: float) -> str:
