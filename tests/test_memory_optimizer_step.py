@@ -88,3 +88,16 @@ def test_a_step_below_the_peak_is_stated_not_counted(plan_workloads):
     assert mem["phases"]["peak"] != "step"
     assert mem["phases"]["step_allocated_bytes"] == AT_STEP < mem["allocated_bytes"]
     assert _notes(got["w"], "below the peak counted")
+
+
+def test_torchtitan_foreach_step_on_its_shards(plan_workloads):
+    # torchtitan (@ 5cffd5ac optimizer.py: foreach = not --optimizer.fused, off unless given), Llama 3.1 8B FSDP
+    # over 8 GPUs, fp32 sharded moments: the temporary is 4 B per sharded parameter. With the ZeRO accounting of
+    # the shard (2 + 2 + 12 B per P/8) and the FSDP working set (two gathered 525,336,576-value units at 2 B, the
+    # unit's gradient at 2 B and its fp32 reduce-scatter input at 4 B):
+    #   8,030,261,248 / 8 × (2 + 2 + 12 + 4) + 525,336,576 × (4 + 2 + 4) = 25,329,018,880 B.
+    got = plan_workloads("workloads:\n  - {name: t, kind: pretrain, model: llama-3.1-8b, tokens: 1B, seq_len: 512, "
+                         "micro_batch: 1, gpu: h100-80gb, gpus: 8, framework: torchtitan, "
+                         "activation_checkpointing: true, gradient_accumulation_steps: 1}\n")["t"]
+    assert got["memory"]["allocated_bytes"] == 8_030_261_248 // 8 * 20 + 525_336_576 * 10 == 25_329_018_880
+    assert got["memory"]["phases"]["peak"] == "step"

@@ -79,6 +79,11 @@ FOREACH_ADAMW_FRAMEWORKS = {
                   "fd798335 training_args.py; adamw_torch_fused, which holds no temporary, only from torch 2.8)",
     "llama-factory": "the Hugging Face Trainer's default optim adamw_torch, torch.optim.AdamW with foreach "
                      "(transformers @ fd798335 training_args.py)",
+    # pytorch/torchtitan @ 5cffd5ac torchtitan/optimizer.py build_optimizers: {"fused": fused, "foreach": not
+    # fused} with fused = job_config.optimizer.fused, a store_true flag (off unless given) until torchtitan's
+    # optimizer.implementation option, "fused" by default (config_manager.py @ 391ddd3d).
+    "torchtitan": "torchtitan's AdamW with foreach = not --optimizer.fused, off unless given (torchtitan @ 5cffd5ac "
+                  "optimizer.py; its later optimizer.implementation defaults to fused, which holds no temporary)",
 }
 
 
