@@ -106,7 +106,7 @@ NETWORK = {
 # Any other GPU: a 200 Gb/s HDR port per GPU, DGX A100's (a node with fewer ports is slower still).
 NETWORK_DEFAULT = 25e9
 # Activations exchanged in tensor-parallel all-reduces are 16-bit.
-ACTIVATION_BYTES = 2
+ACTIVATION_BYTES = bytes_per_element("bf16")
 
 # Precisions whose matrix multiplies run on 8-bit tensor cores when the GPU has them (W8A8 fp8).
 # int8 and int4 checkpoints here are weight-only (GPTQ/AWQ/bitsandbytes): dequantized to 16 bits.
