@@ -10,6 +10,7 @@ FILE --format json` and reads the plan's `inference` block.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -19,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from validation_inference import FILES, load, workload_file  # noqa: E402
+from validation_inference import FILES, ROOT, load, workload_file  # noqa: E402
 
 
 def workload(row: dict) -> dict:
@@ -27,7 +28,12 @@ def workload(row: dict) -> dict:
     token's output; the vLLM decode row: one request, whose TPOT is the batch-1 decode step)."""
     requests = row.get("requests") or (row["batch"] * (row["gpus"] // row["tensor_parallel"]) if row.get("batch")
                                        else 1)
-    w = {"name": row["id"].lower().replace("/", "-"), "kind": "inference", "model": row["model"],
+    model = row["model"]
+    if row.get("config"):       # a model outside the catalog: its config.json (and the context the run allowed)
+        model = {"config": os.path.relpath(ROOT / row["config"], FILES)}
+        if row.get("max_context"):
+            model["max_context"] = row["max_context"]
+    w = {"name": row["id"].lower().replace("/", "-"), "kind": "inference", "model": model,
          "framework": row["engine"], "precision": row["precision"],
          "requests": requests, "input_tokens": row["input_tokens"], "output_tokens": row["output_tokens"],
          "gpu": row["gpu"], "gpus": row["gpus"], "tensor_parallel": row["tensor_parallel"]}

@@ -24,6 +24,7 @@ import pytest
 from proposalkit.cli import main
 from proposalkit.estimate.engines import TRT_BANDWIDTH_FRACTION as BW_FRACTION
 from proposalkit.estimate.engines import TRT_COMPUTE_FRACTION_16BIT as FLOP_FRACTION
+from proposalkit.estimate.engines import TRT_PREFILL_LAYER_SECONDS as LAUNCH
 
 MATMUL_PARAMS = 7_504_924_672
 WEIGHT_BYTES = 16_060_522_496
@@ -40,10 +41,25 @@ def plan(tmp_path, capsys, text: str):
     return code, (json.loads(out) if code == 0 else None), err.replace(str(path), "FILE")
 
 
-def prefill_seconds(tokens: int) -> float:
+def compute_seconds(tokens: int) -> float:
     """2·P·s + causal attention 2·L·s²·a·d FLOPs at the achieved 16-bit rate, one GPU."""
     flops = 2 * MATMUL_PARAMS * tokens + 2 * LAYERS * tokens**2 * ATTENTION_WIDTH
     return flops / (H100_FLOPS * FLOP_FRACTION)
+
+
+def prefill_seconds(tokens: int) -> float:
+    """A lone prompt's pass: its compute plus the pass's launches, 32 layers × the calibrated per-layer cost."""
+    return compute_seconds(tokens) + LAYERS * LAUNCH
+
+
+def passes(requests: int, tokens: int) -> int:
+    """Prefill passes of a batch job: prompts packed into passes of the engine's 8,192-token chunk."""
+    return math.ceil(requests * tokens / 8192)
+
+
+def batch_prefill_seconds(requests: int, tokens: int) -> float:
+    """Every prompt's compute, and each pass's launches once."""
+    return requests * compute_seconds(tokens) + passes(requests, tokens) * LAYERS * LAUNCH
 
 
 def step_seconds(batch: int, context: int) -> float:
@@ -95,9 +111,11 @@ def test_a_batch_job_by_hand(tmp_path, capsys):
     ttft, tpot = prefill_seconds(1000), step_seconds(batch, 1128)
     assert i["ttft_ms"] == pytest.approx(ttft * 1e3, rel=1e-4)
     assert i["tpot_ms"] == pytest.approx(tpot * 1e3, rel=1e-4)
-    assert i["prefill_tokens_per_second"] == pytest.approx(1000 / ttft, rel=1e-4)
-    # runtime = requests × prefill + requests × output ÷ batch × step
-    runtime = 10_000 * ttft + 10_000 * 256 / batch * tpot
+    # Prompts packed into passes: each prompt's compute, each pass's launches once.
+    assert i["prefill_tokens_per_second"] == pytest.approx(10_000 * 1000 / batch_prefill_seconds(10_000, 1000),
+                                                           rel=1e-4)
+    # runtime = prefill of every prompt + requests × output ÷ batch × step
+    runtime = batch_prefill_seconds(10_000, 1000) + 10_000 * 256 / batch * tpot
     assert w["runtime_hours"] == pytest.approx(runtime / 3600, rel=1e-4)
     assert w["tokens"] == 10_000 * 256
     assert w["tokens_per_second"] == pytest.approx(10_000 * 256 / runtime, rel=1e-4)
@@ -116,7 +134,7 @@ def test_a_batch_cap_and_the_engine(tmp_path, capsys):
     (w,) = p["workloads"]
     i = w["inference"]
     assert (i["batch"], i["engine"]) == (64, "trt-llm")
-    runtime = 10_000 * prefill_seconds(1000) + 10_000 * 256 / 64 * step_seconds(64, 1128)
+    runtime = batch_prefill_seconds(10_000, 1000) + 10_000 * 256 / 64 * step_seconds(64, 1128)
     assert w["runtime_hours"] == pytest.approx(runtime / 3600, rel=1e-4)
 
 
@@ -172,13 +190,14 @@ def service_point(r: float, p: float):
 
 def test_a_service_sized_by_little_s_law(tmp_path, capsys):
     # 50 requests/s of 1,000-token prompts with TTFT ≤ 100 ms at p99 (the default percentile) and
-    # TPOT ≤ 100 ms. The TTFT target binds first: on two replicas (25 requests/s each) the prefills
-    # keep each GPU busy u = 25 × p ≈ 0.57 and the p99 wait behind them is about 100 ms; on three it holds.
+    # TPOT ≤ 100 ms. The TTFT target binds first: a lone prompt takes p ≈ 26.7 ms (22.1 ms of compute and
+    # 32 layers' launches, 4.6 ms); on three replicas (16.7 requests/s each) the prefills keep each GPU
+    # busy u ≈ 0.45 and the p99 wait behind them passes 100 ms; on four it holds.
     p = prefill_seconds(1000)
     rate = 50.0
     replicas = next(n for n in range(1, 10) if 1 - rate / n * p > 0 and service_point(rate / n, p)[2] <= 0.1
                     and service_point(rate / n, p)[1] <= 0.1)
-    assert replicas == 3 and service_point(25, p)[2] > 0.1
+    assert replicas == 4 and service_point(rate / 3, p)[2] > 0.1
     code, plan_json, err = plan(tmp_path, capsys, SERVICE.format(rate=rate))
     assert code == 0, err
     (w,) = plan_json["workloads"]
@@ -186,7 +205,7 @@ def test_a_service_sized_by_little_s_law(tmp_path, capsys):
     assert (i["mode"], i["replicas"], i["tensor_parallel"], i["ttft_percentile"]) == ("rate", replicas, 1, 99)
     assert w["gpu"]["count"] == replicas
     assert w["runtime_hours"] == 720 and w["gpu_hours"] == pytest.approx(720 * replicas)
-    # Each replica carries 50/3 requests/s: TTFT and TPOT there, and the requests in flight.
+    # Each replica carries 50/4 requests/s: TTFT and TPOT there, and the requests in flight.
     batch, tpot, ttft = service_point(rate / replicas, p)
     assert i["batch"] == batch
     assert i["tpot_ms"] == pytest.approx(tpot * 1e3, rel=1e-4)
@@ -270,6 +289,6 @@ def test_the_example_requests_plan(capsys):
     assert main(["plan", "workloads/inference/evaluation.yaml", "--format", "json"]) == 0
     batch, service = json.loads(capsys.readouterr().out)["workloads"]
     assert (batch["gpu"]["type"], batch["gpu"]["count"]) == ("h200", 2)
-    assert round(batch["runtime_hours"], 1) == 12.3 and round(batch["gpu_hours_requested"], 1) == 32.1
-    assert (service["inference"]["replicas"], service["inference"]["tensor_parallel"]) == (3, 2)
+    assert round(batch["runtime_hours"], 1) == 12.2 and round(batch["gpu_hours_requested"], 1) == 31.7
+    assert (service["inference"]["replicas"], service["inference"]["tensor_parallel"]) == (4, 2)
     assert service["inference"]["ttft_ms"] < 1000 and service["inference"]["tpot_ms"] < 50

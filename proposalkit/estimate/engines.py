@@ -18,14 +18,21 @@ ENGINES = ("vllm", "sglang", "trt-llm", "hf")
 # Calibrated fractions of TensorRT-LLM (benchmarks/calibrate_inference.py; fitted once on the
 # calibration rows of reference/inference.json, never per row). See that script for the rows.
 TRT_BANDWIDTH_FRACTION = 0.72      # achieved / datasheet HBM bandwidth in decode steps
-TRT_COMPUTE_FRACTION_8BIT = 0.63   # achieved / datasheet dense fp8 FLOP/s (prefill, large-batch decode)
-TRT_COMPUTE_FRACTION_16BIT = 0.68  # achieved / datasheet dense 16-bit FLOP/s
-TRT_ALLREDUCE_LATENCY = 32e-6      # seconds per all-reduce beside its bytes (tensor parallelism)
+TRT_COMPUTE_FRACTION_8BIT = 0.65   # achieved / datasheet dense fp8 FLOP/s (prefill, large-batch decode)
+TRT_COMPUTE_FRACTION_16BIT = 0.70  # achieved / datasheet dense 16-bit FLOP/s
+TRT_ALLREDUCE_LATENCY = 33e-6      # seconds per all-reduce beside its bytes (tensor parallelism)
 TRT_LINK_FRACTION = 0.46           # achieved / datasheet GPU-to-GPU bandwidth in those all-reduces
+# Seconds per layer of every prefill pass beside its roofline: the context phase is launched kernel by
+# kernel (TensorRT-LLM captures CUDA graphs for generation-only batches; its piecewise graphs for the
+# context phase, "to reduce context-phase launch overhead", are opt-in: docs/source/features/
+# torch_compile_and_piecewise_cuda_graph.md), so a short prompt's pass costs its launches as well as its
+# FLOPs and weight reads. Fitted on TensorRT-LLM v0.5's first-token rows of GPT-J 6B and Falcon-180B (128
+# and 2,048 tokens; the Llama-2 rows of the same table are held out).
+TRT_PREFILL_LAYER_SECONDS = 144e-6
 
 TRT_FRACTIONS = dict(bandwidth_fraction=TRT_BANDWIDTH_FRACTION, compute_fraction_8bit=TRT_COMPUTE_FRACTION_8BIT,
                      compute_fraction_16bit=TRT_COMPUTE_FRACTION_16BIT, allreduce_latency=TRT_ALLREDUCE_LATENCY,
-                     link_fraction=TRT_LINK_FRACTION)
+                     link_fraction=TRT_LINK_FRACTION, prefill_layer_seconds=TRT_PREFILL_LAYER_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,7 @@ class Engine:
     compute_fraction_16bit: float
     allreduce_latency: float        # seconds per tensor-parallel all-reduce, beside its bytes
     link_fraction: float            # achieved fraction of the GPU-to-GPU link in an all-reduce
+    prefill_layer_seconds: float    # per layer of each prefill pass, beside its roofline (kernel launches)
     continuous_batching: bool
     memory_source: str
     batch_source: str

@@ -191,9 +191,10 @@ class Prefill:
     tokens: int                     # prompt tokens of one request
     batch: int                      # prompts processed together
     flops: float                    # per GPU
-    seconds: float                  # wall time of the forward pass: max(compute, weight read) + all-reduces
+    seconds: float                  # wall time of the pass: max(compute, weight read) + all-reduces + launches
     compute_seconds: float = 0.0    # its FLOPs at the achieved rate + all-reduces: its share of a packed pass
     read_seconds: float = 0.0       # one read of the weights it touches at the achieved bandwidth
+    launch_seconds: float = 0.0     # the pass's fixed cost: layers × the engine's prefill_layer_seconds
 
     @property
     def tokens_per_second(self) -> float:
@@ -236,6 +237,7 @@ class BatchJob:
     decode_seconds: float
     runtime_seconds: float          # wall clock (replicas in parallel)
     notes: tuple[str, ...] = ()
+    prefill_passes: int = 0         # passes the prompts are packed into (each pays its launches once)
 
     @property
     def output_tokens_per_second(self) -> float:
@@ -380,8 +382,10 @@ def prefill(rep: Replica, input_tokens: int, batch: int = 1) -> Prefill:
     # The pass reads every weight its tokens touch once, as a decode step does (weights_read).
     read = weights_read(rep, batch * input_tokens) / rep.achieved_bandwidth
     allreduce = rep.allreduce_seconds(batch * input_tokens)
-    return Prefill(tokens=input_tokens, batch=batch, flops=flops, seconds=max(compute, read) + allreduce,
-                   compute_seconds=compute + allreduce, read_seconds=read)
+    # Every pass launches each layer's kernels once, whatever it carries (engines.TRT_PREFILL_LAYER_SECONDS).
+    launch = rep.model.layers * rep.engine.prefill_layer_seconds
+    return Prefill(tokens=input_tokens, batch=batch, flops=flops, seconds=max(compute, read) + allreduce + launch,
+                   compute_seconds=compute + allreduce, read_seconds=read, launch_seconds=launch)
 
 
 def decode_step(rep: Replica, batch: int, context: int) -> Step:
@@ -460,7 +464,7 @@ def batch_job(rep: Replica, requests: int, input_tokens: int, output_tokens: int
     The GPU's time is the prefill of every prompt plus the decode steps: runtime =
     requests × prefill(input) + requests × output / batch × step(batch, input + output/2), the prefill
     at its compute (prompts are packed into passes of the engine's prefill chunk), and no less than one
-    read of the weights per pass.
+    read of the weights per pass, plus each pass's launches (Prefill.launch_seconds).
     Engines overlap part of the prefill with decode steps (chunked prefill, in-flight batching),
     but against TensorRT-LLM's measurements the sum fits better than a model in which prompt
     tokens ride free in memory-bound steps (benchmarks/calibrate_inference.py, both compared)."""
@@ -479,8 +483,8 @@ def batch_job(rep: Replica, requests: int, input_tokens: int, output_tokens: int
     # is charged its compute, and each pass at least one read of the weights.
     passes = math.ceil(per_replica * input_tokens / rep.engine.prefill_chunk)
     allreduce = one.compute_seconds - one.flops / rep.achieved_flops
-    prefill_seconds = per_replica * allreduce + max(per_replica * (one.compute_seconds - allreduce),
-                                                    passes * one.read_seconds)
+    prefill_seconds = (per_replica * allreduce + max(per_replica * (one.compute_seconds - allreduce),
+                                                     passes * one.read_seconds) + passes * one.launch_seconds)
     decode_seconds = per_replica * output_tokens / batch * step.seconds
     notes = (f"batch {batch}: the KV pool holds {rep.kv_tokens:,} tokens = "
              f"{rep.kv_tokens // (input_tokens + output_tokens):,} sequences of "
@@ -489,7 +493,7 @@ def batch_job(rep: Replica, requests: int, input_tokens: int, output_tokens: int
     return BatchJob(requests=per_replica, input_tokens=input_tokens, output_tokens=output_tokens,
                     replicas=replicas, batch=batch, prefill=one, step=step, prefill_seconds=prefill_seconds,
                     decode_seconds=decode_seconds, runtime_seconds=prefill_seconds + decode_seconds,
-                    notes=rep.notes + notes)
+                    notes=rep.notes + notes, prefill_passes=passes)
 
 
 from .serving import DEFAULT_TTFT_PERCENTILE, Service, pool_full_probability, prefill_wait, service, ttft_floor  # noqa: E402  (the API's last part; serving imports from here)

@@ -66,7 +66,9 @@ def engine_of(w, notes: list[str]) -> Engine:
     notes.append(f"{e.name}: {e.memory_source}; {e.batch_source}")
     notes.append(f"{e.name}: {e.bandwidth_fraction:g} of the datasheet bandwidth in decode steps, "
                  f"{e.compute_fraction_16bit:g} of the 16-bit peak ({e.compute_fraction_8bit:g} of fp8) in "
-                 f"prefill: {e.calibration}")
+                 f"prefill, and {e.prefill_layer_seconds * 1e6:g} µs of kernel launches per layer of each prefill "
+                 f"pass (fitted on TensorRT-LLM v0.5's first-token latencies of GPT-J 6B and Falcon-180B): "
+                 f"{e.calibration}")
     return e
 
 
@@ -131,8 +133,13 @@ def _common_steps(rep: Replica, input_tokens: int, output_tokens: int | None, mo
     compute = flops / t / rep.achieved_flops
     link = lone.compute_seconds - compute
     split = f" ÷ {t} GPUs" if t > 1 else ""
-    floor = (f"; alone, at least one read of the weights, {_ms(lone.read_seconds)}, so {_ms(lone.seconds)}"
-             if lone.read_seconds > compute else "")
+    # A lone prompt's pass: the longer of its compute and one read of the weights, its all-reduces, and
+    # the pass's launches (layers × the engine's per-layer cost, engines.TRT_PREFILL_LAYER_SECONDS).
+    longer = (f"one read of the weights, {_ms(lone.read_seconds)} (longer than its compute)"
+              if lone.read_seconds > compute else _ms(compute))
+    floor = (f"; a lone prompt's pass: {longer}" + (f" + {_ms(link)} all-reduce" if t > 1 else "")
+             + f" + {m.layers} layers × {rep.engine.prefill_layer_seconds * 1e6:g} µs of kernel launches = "
+             f"{_ms(lone.seconds)}")
     across = (f" across {math.ceil(t / NODE_GPUS)} nodes at {rep.link_bandwidth / 1e9:g} GB/s per GPU"
               if t > NODE_GPUS else "")
     total = (f"{_ms(compute)} + {_ms(link)} all-reduce{across} = {_ms(lone.compute_seconds)}" if t > 1
@@ -184,7 +191,15 @@ def _batch(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
     t = rep.tensor_parallel
     steps = _common_steps(rep, I, O, most)
     steps.append(_step_line(rep, job.step, "Decode step"))
-    steps.append(("Batch job", f"{w.requests:,} × {_ms(job.prefill_seconds / job.requests)} + {w.requests:,} × {O:,} ÷ "
+    one = job.prefill
+    read_bound = job.prefill_passes * one.read_seconds > job.requests * (one.flops / rep.achieved_flops)
+    prompts, passes = job.requests, job.prefill_passes
+    prefill_text = (f"prefill {job.prefill_seconds / SECONDS_PER_HOUR:,.2f} h ({prompts:,} prompt{'s' * (prompts != 1)} × "
+                    f"{_ms(one.compute_seconds)}"
+                    + (", at least one read of the weights per pass," if read_bound else "")
+                    + f" in {passes:,} pass{'es' * (passes != 1)} of ≤ {rep.engine.prefill_chunk:,} tokens, each + "
+                    f"{_ms(one.launch_seconds)} of launches)")
+    steps.append(("Batch job", f"{prefill_text} + {job.requests:,} × {O:,} ÷ "
                                f"{job.batch:,} × {_ms(job.step.seconds)} = "
                                f"{job.runtime_seconds / SECONDS_PER_HOUR:,.2f} h per run "
                                f"({job.output_tokens_per_second:,.0f} output tokens/s)"))
