@@ -65,6 +65,7 @@ from ..units import bytes_per_element
 from .activations import inference_activation_bytes
 from .breakdown import ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES
 from .engines import Engine, engine as engine_named, engine_max_batch, engine_memory_fraction
+from .links import INTERCONNECT, NODE_GPUS, PCIE4_X16, network_per_gpu
 from .memory import InferenceSetup, kv_heads_per_gpu, kv_layer_tokens, weight_bytes
 from .precision import INFERENCE_PRECISIONS, KV_PRECISIONS, check_choice
 from .shapes import (ModelSpec, attention_head_size, expert_params, is_moe, kv_values_per_token_per_layer,
@@ -79,32 +80,6 @@ class InferenceError(ValueError):
         self.achievable = achievable
 
 
-# GPU-to-GPU bandwidth, one direction (half the datasheet's bidirectional figure), by catalog id.
-INTERCONNECT = {
-    "a100-40gb": 300e9,     # A100 datasheet, SXM: NVLink 600 GB/s
-    "a100-80gb": 300e9,     # A100 datasheet, SXM: NVLink 600 GB/s
-    "h100-80gb": 450e9,     # H100 datasheet, SXM: NVLink 900 GB/s
-    "h200": 450e9,          # H200 datasheet, SXM: NVLink 900 GB/s
-    "b200": 900e9,          # HGX B200 datasheet: fifth-generation NVLink 1.8 TB/s per GPU
-    "v100-32gb": 150e9,     # V100 datasheet, SXM2: NVLink 300 GB/s
-    "h100-pcie": 64e9,      # H100 datasheet, PCIe: PCIe Gen5 128 GB/s (without the optional NVLink bridge)
-}
-# Any other GPU: PCIe Gen4 x16, 64 GB/s both ways (PCI-SIG PCIe 4.0: 16 GT/s × 16 lanes).
-PCIE4_X16 = 32e9
-# GPUs that share NVLink: one node's baseboard (HGX A100/H100/H200/B200: 8). A replica on more GPUs
-# spans nodes, and its ring all-reduces cross the network at each node boundary: every GPU's ring
-# traffic goes at the slower of NVLink and the GPU's share of the node's network.
-NODE_GPUS = 8
-# Network bandwidth per GPU, one direction, between nodes, by catalog id: one compute-fabric port per GPU.
-NETWORK = {
-    "h100-80gb": 50e9,      # DGX H100 user guide: 8 × ConnectX-7, 400 Gb/s InfiniBand each
-    "h200": 50e9,           # DGX H200 user guide: 8 × ConnectX-7, 400 Gb/s InfiniBand each
-    "b200": 50e9,           # DGX B200 user guide: 8 × ConnectX-7, 400 Gb/s InfiniBand each
-    "a100-40gb": 25e9,      # DGX A100 user guide: 8 × ConnectX-6, 200 Gb/s HDR InfiniBand each
-    "a100-80gb": 25e9,      # DGX A100 user guide: 8 × ConnectX-6, 200 Gb/s HDR InfiniBand each
-}
-# Any other GPU: a 200 Gb/s HDR port per GPU, DGX A100's (a node with fewer ports is slower still).
-NETWORK_DEFAULT = 25e9
 # Activations exchanged in tensor-parallel all-reduces are 16-bit.
 ACTIVATION_BYTES = bytes_per_element("bf16")
 
@@ -131,6 +106,12 @@ class Replica:
     compute_fraction: float
     compute_precision: str          # "fp8" or "16-bit"
     notes: tuple[str, ...] = ()
+    node_gpus: int = NODE_GPUS      # GPUs per node: tensor parallelism beyond them crosses the network
+
+    @property
+    def nodes(self) -> int:
+        """Nodes one replica spans: ⌈tensor_parallel ÷ node_gpus⌉."""
+        return math.ceil(self.tensor_parallel / self.node_gpus)
 
     @property
     def kv_tokens(self) -> int:
@@ -167,10 +148,10 @@ class Replica:
     @property
     def link_bandwidth(self) -> float:
         """Bytes per second one GPU sends to its peers (one direction), from INTERCONNECT; a replica on
-        more than NODE_GPUS spans nodes, and its all-reduces go at the network's share per GPU (NETWORK)."""
+        more than node_gpus spans nodes, and its all-reduces go at the network's share per GPU (NETWORK)."""
         link = INTERCONNECT.get(self.gpu.id, PCIE4_X16)
-        if self.tensor_parallel > NODE_GPUS:
-            return min(link, NETWORK.get(self.gpu.id, NETWORK_DEFAULT))
+        if self.nodes > 1:
+            return min(link, network_per_gpu(self.gpu.id)[0])
         return link
 
     def allreduce_seconds(self, tokens: int) -> float:
@@ -279,8 +260,10 @@ def kv_bytes_per_token_per_gpu(model: ModelSpec, kv_precision: str, tensor_paral
 
 
 def replica(model: ModelSpec, gpu, *, tensor_parallel: int = 1, precision: str = "bf16",
-            engine: str | Engine | None = "vllm", kv_precision: str | None = None) -> Replica:
-    """The memory side of one replica: weights, workspace and KV pool per GPU, under the engine's rule."""
+            engine: str | Engine | None = "vllm", kv_precision: str | None = None,
+            node_gpus: int = NODE_GPUS) -> Replica:
+    """The memory side of one replica: weights, workspace and KV pool per GPU, under the engine's rule.
+    `node_gpus`: GPUs per node of the resource it runs on (tensor parallelism beyond crosses the network)."""
     require_architecture(model, "the inference speed model")
     check_choice(precision, INFERENCE_PRECISIONS, "precision")
     kv_precision = kv_precision or default_kv_precision(precision)
@@ -332,7 +315,7 @@ def replica(model: ModelSpec, gpu, *, tensor_parallel: int = 1, precision: str =
                    engine=e, weights_bytes=weights, workspace_bytes=workspace, kv_pool_bytes=int(pool),
                    kv_bytes_per_token=kv_bytes_per_token_per_gpu(model, kv_precision, t),
                    peak_flops=peak, compute_fraction=cf, compute_precision=compute_precision,
-                   notes=tuple(notes))
+                   notes=tuple(notes), node_gpus=node_gpus)
 
 
 # --------------------------------------------------------------------------

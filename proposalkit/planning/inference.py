@@ -22,19 +22,20 @@ from dataclasses import dataclass, replace
 
 from ..errors import InputError, Problem
 from ..estimate.engines import Engine, engine as engine_named
+from ..estimate.links import INTERCONNECT, NODE_GPUS, PCIE4_X16, network_per_gpu
 from ..estimate.inference import (
-    NODE_GPUS, InferenceError, Replica, batch_job, decode_step, default_kv_precision, mean_context, prefill, prefill_flops_per_sequence, replica,
+    InferenceError, Replica, batch_job, decode_step, default_kv_precision, mean_context, prefill, prefill_flops_per_sequence, replica,
     service, DEFAULT_TTFT_PERCENTILE, ttft_floor,
 )
 from ..estimate.memory import InferenceSetup, inference_memory
 from ..estimate.reservation import engine_memory
 from ..estimate.breakdown import DEFAULT_OVERHEAD
 from ..units import GB, SECONDS_PER_HOUR
-from . import search
+from . import resources, search
 from .records import Candidate, InferencePlan, Settings, Throughput
 
-# The best latency a workload can reach is quoted for replicas within a node (estimate/inference.py
-# NODE_GPUS: beyond it the all-reduces cross the network).
+# The best latency a workload can reach is quoted for replicas within a node (node_gpus below: beyond
+# it the all-reduces cross the network).
 # The published measurements the engines' achieved fractions are fitted on (estimate/engines.py,
 # benchmarks/calibrate_inference.py; reference/inference.json rows TRT-*-H100-*).
 CALIBRATION = ("fitted on the TensorRT-LLM performance overview's H100 rows (trtllm-bench offline throughput, "
@@ -140,8 +141,8 @@ def _common_steps(rep: Replica, input_tokens: int, output_tokens: int | None, mo
     floor = (f"; a lone prompt's pass: {longer}" + (f" + {_ms(link)} all-reduce" if t > 1 else "")
              + f" + {m.layers} layers × {rep.engine.prefill_layer_seconds * 1e6:g} µs of kernel launches = "
              f"{_ms(lone.seconds)}")
-    across = (f" across {math.ceil(t / NODE_GPUS)} nodes at {rep.link_bandwidth / 1e9:g} GB/s per GPU"
-              if t > NODE_GPUS else "")
+    across = (f" across {rep.nodes} nodes at {rep.link_bandwidth / 1e9:g} GB/s per GPU ({rep.node_gpus} "
+              f"GPU{'s' if rep.node_gpus > 1 else ''} per node)" if rep.nodes > 1 else "")
     total = (f"{_ms(compute)} + {_ms(link)} all-reduce{across} = {_ms(lone.compute_seconds)}" if t > 1
              else _ms(lone.compute_seconds))
     steps.append(("Prefill", f"{flops / 1e12:,.2f} TFLOP per prompt of {input_tokens:,} tokens (2·P·s + 2·L·s²·a·d)"
@@ -179,7 +180,7 @@ def _step_line(rep: Replica, step, label: str) -> tuple[str, str]:
             f"{achieved / 1e12:,.3g} TB/s: {part('weights', weights, step.linear_seconds)} + "
             f"{part('KV', kv, step.attention_seconds)}"
             + (f" + all-reduce {_ms(comm)}" if rep.tensor_parallel > 1 else "")
-            + (" (across nodes)" if rep.tensor_parallel > NODE_GPUS else "")
+            + (" (across nodes)" if rep.nodes > 1 else "")
             + f" = {_ms(step.seconds)} per step")
     return label, text
 
@@ -317,80 +318,124 @@ def _hours(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
 _FORMS = {"batch": _batch, "rate": _rate, "hours": _hours}
 
 
-def choose(lw, s: Settings, target, gpus: dict, e: Engine):
+def placements(target, gpu: str, count: int) -> list[tuple[int, object]]:
+    """Where a replica of `count` GPUs can run, as (GPUs per node, the target it is charged on). No resource
+    pinned: NODE_GPUS (an HGX/DGX baseboard), as stated in the plan. A pinned resource: its gpus_per_node;
+    a system whose partitions of this GPU differ in node size (NCSA Delta's A100: 4 and 8) is tried on
+    each, charged on that partition, so that a replica beyond one kind of node pays the network there
+    and the planner can take the larger node where it costs less."""
+    if target is None:
+        return [(NODE_GPUS, None)]
+    rows = [r for r in target.partitions if gpu in r.gpus and resources.fits(r, count)]
+    sizes = sorted({r.gpus_per_node for r in rows})
+    if len(sizes) <= 1:
+        return [(sizes[0] if sizes else min(target.node_sizes(gpu) or {NODE_GPUS}), target)]
+    out = []
+    for node in sizes:
+        same = tuple(r for r in rows if r.gpus_per_node == node)
+        out.append((node, search.Target(same[0].id, same) if len(same) == 1 else target))
+    return out
+
+
+def node_note(rep: Replica, target) -> str | None:
+    """Where the tensor-parallel all-reduces go, and the link figure taken: a note for the assumptions."""
+    t, node = rep.tensor_parallel, rep.node_gpus
+    if t == 1:
+        return None
+    ids = [r.id for r in target.partitions if rep.gpu.id in r.gpus and r.gpus_per_node == node] if target else []
+    where = (f"{node}-GPU nodes of {ids[0] if len(ids) == 1 else target.id} (its gpus_per_node)" if target else
+             f"{node}-GPU nodes (no resource pinned: an HGX/DGX baseboard's {NODE_GPUS} GPUs taken as one node)")
+    if rep.nodes == 1:
+        link = INTERCONNECT.get(rep.gpu.id, PCIE4_X16)
+        return (f"tensor parallel {t} within one of the {where}: its all-reduces go GPU to GPU at "
+                f"{link / 1e9:g} GB/s per GPU ({'NVLink' if rep.gpu.id in INTERCONNECT else 'PCIe'})")
+    network, source = network_per_gpu(rep.gpu.id)
+    return (f"tensor parallel {t} spans {rep.nodes} of the {where}: its all-reduces cross the network at "
+            f"{rep.link_bandwidth / 1e9:g} GB/s per GPU, the {rep.gpu.id} figure {network * 8 / 1e9:g} Gb/s "
+            f"({source}); the resource catalog has no network figure of its own")
+
+
+def choose(lw, s: Settings, target, gpus: dict, e: Engine, notes: list[str] | None = None):
     """Every GPU type × tensor-parallel degree tried, and the best, as search.choose returns them:
     (candidates, (key, candidate, memory, throughput, hours, charge, InferencePlan) or None), and the
-    reasons the ones that could not serve it failed, by (gpu, count)."""
+    reasons the ones that could not serve it failed, by (gpu, count). `notes` gets where the chosen
+    replica's all-reduces go (node_note)."""
     w, model = lw.spec, lw.model
     form = _FORMS[mode(w)]
     candidates: list[Candidate] = []
     failed: dict[tuple[str, int], str] = {}
-    limits: list[tuple[float, str, str, int]] = []      # (achievable ms, field, gpu, tp) of latency misses
-    best = None
+    limits: list[tuple[float, str, str, int, int]] = []  # (achievable ms, field, gpu, tp, nodes) of latency misses
+    best, best_at = None, None
     for gpu in search.candidate_gpus(w, target, gpus):
         for t in search._candidate_counts(w, s, gpu, target, model):
-            try:
-                rep = replica(model, gpu, tensor_parallel=t, precision=s.precision, engine=e)
-                if mode(w) == "rate":
-                    limits += _latency_limits(w, rep)
-                option = form(model, w, s, rep, s.variants)
-            except InferenceError as error:
-                # What it would take: the declared batch of a service by hours, else one sequence.
-                mem = inference_memory(model, InferenceSetup(
-                    context=s.context, batch=s.batch if mode(w) == "hours" else 1, precision=s.precision,
-                    kv_precision=default_kv_precision(s.precision), tensor_parallel=t, attention=s.attention,
-                    engine=e.id),
-                    DEFAULT_OVERHEAD)
-                candidates.append(Candidate(gpu.id, t, False, mem.total, gpu.usable_memory_bytes, None, None, None,
-                                            False))
-                failed[(gpu.id, t)] = str(error)
-                continue
-            mem = _memory(model, s, rep, option.batch, s.context)
-            count, hours = option.gpus, option.hours
-            requested = hours * count * s.variants * (1 + s.buffer)
-            charge = None
-            if target is not None and gpu.id in target.gpus:
-                charge = target.charge(gpu.id, count, hours * (1 + s.buffer), s.variants)
-            cost = charge.amount if charge is not None else requested
-            cand = Candidate(gpu.id, count, True, mem.total, gpu.usable_memory_bytes, requested, None, None, False,
-                             cost=cost, cost_unit=charge.unit if charge is not None else "GPU-hours",
-                             idle_gpus=charge.idle_gpus if charge is not None else 0)
-            candidates.append(cand)
-            key = (round(cost, 6), count, t, gpu.usable_memory_bytes)
-            if best is None or key < best[0]:
-                tp = _throughput(w, option, rep)
-                best = (key, cand, mem, tp, hours, charge, option.plan)
-            if mode(w) == "hours":
+            served = False
+            for node, where in placements(target, gpu.id, t):
+                try:
+                    rep = replica(model, gpu, tensor_parallel=t, precision=s.precision, engine=e, node_gpus=node)
+                    if mode(w) == "rate":
+                        limits += _latency_limits(w, rep)
+                    option = form(model, w, s, rep, s.variants)
+                except InferenceError as error:
+                    if (gpu.id, t) not in failed:
+                        # What it would take: the declared batch of a service by hours, else one sequence.
+                        mem = inference_memory(model, InferenceSetup(
+                            context=s.context, batch=s.batch if mode(w) == "hours" else 1, precision=s.precision,
+                            kv_precision=default_kv_precision(s.precision), tensor_parallel=t,
+                            attention=s.attention, engine=e.id),
+                            DEFAULT_OVERHEAD)
+                        candidates.append(Candidate(gpu.id, t, False, mem.total, gpu.usable_memory_bytes, None, None,
+                                                    None, False))
+                        failed[(gpu.id, t)] = str(error)
+                    continue
+                served = True
+                mem = _memory(model, s, rep, option.batch, s.context)
+                count, hours = option.gpus, option.hours
+                requested = hours * count * s.variants * (1 + s.buffer)
+                charge = None
+                if where is not None and gpu.id in where.gpus:
+                    charge = where.charge(gpu.id, count, hours * (1 + s.buffer), s.variants)
+                cost = charge.amount if charge is not None else requested
+                cand = Candidate(gpu.id, count, True, mem.total, gpu.usable_memory_bytes, requested, None, None,
+                                 False, cost=cost, cost_unit=charge.unit if charge is not None else "GPU-hours",
+                                 idle_gpus=charge.idle_gpus if charge is not None else 0)
+                candidates.append(cand)
+                key = (round(cost, 6), count, t, gpu.usable_memory_bytes)
+                if best is None or key < best[0]:
+                    tp = _throughput(w, option, rep)
+                    best, best_at = (key, cand, mem, tp, hours, charge, option.plan), (rep, where)
+            if served and mode(w) == "hours":
                 break       # a service's hours are fixed: more GPUs never cost it less (search.choose)
     if best is None and limits and mode(w) == "rate":
         _impossible(lw, limits)
+    if best_at is not None and notes is not None and (note := node_note(*best_at)):
+        notes.append(note)
     return candidates, best, failed
 
 
-def _latency_limits(w, rep: Replica) -> list[tuple[float, str, str, int]]:
+def _latency_limits(w, rep: Replica) -> list[tuple[float, str, str, int, int]]:
     """The best TTFT (a lone prompt's prefill) and TPOT (a decode step at batch 1) this replica
     reaches, for the targets given: what is achievable when no configuration meets them."""
     out = []
     if w.ttft_ms is not None:
         out.append((ttft_floor(rep, w.input_tokens, w.output_tokens) * 1e3, "ttft_ms", rep.gpu.id,
-                    rep.tensor_parallel))
+                    rep.tensor_parallel, rep.nodes))
     if w.tpot_ms is not None:
         step = decode_step(rep, 1, mean_context(w.input_tokens, w.output_tokens))
-        out.append((step.seconds * 1e3, "tpot_ms", rep.gpu.id, rep.tensor_parallel))
+        out.append((step.seconds * 1e3, "tpot_ms", rep.gpu.id, rep.tensor_parallel, rep.nodes))
     return out
 
 
-def _impossible(lw, limits: list[tuple[float, str, str, int]]) -> None:
+def _impossible(lw, limits: list[tuple[float, str, str, int, int]]) -> None:
     """Targets no configuration meets even with one request at a time: an input error that says what
     is achievable (the best over the GPUs tried, on a replica within one node where one fits)."""
     w = lw.spec
     problems = []
     for name in ("ttft_ms", "tpot_ms"):
         mine = [x for x in limits if x[1] == name]
-        within = [x for x in mine if x[3] <= NODE_GPUS] or mine
+        within = [x for x in mine if x[4] == 1] or mine
         if not within:
             continue
-        ms, _, gpu, t = min(within)
+        ms, _, gpu, t, _ = min(within)
         target = getattr(w, name)
         if ms <= target:
             continue

@@ -224,7 +224,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
     form, served, failed = inference.mode(w), None, {}
     if form is not None:
         s = inference.settings(w, s)
-        candidates, best, failed = inference.choose(lw, s, target, gpus, inference.engine_of(w, notes))
+        candidates, best, failed = inference.choose(lw, s, target, gpus, inference.engine_of(w, notes), notes)
     else:
         candidates, best = search.choose(model, w, s, target, gpus, tokens, mfu)
     if not candidates:

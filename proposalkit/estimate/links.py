@@ -1,0 +1,40 @@
+"""The links a tensor-parallel replica's all-reduces cross: GPU to GPU within a node (NVLink or PCIe),
+and the network between nodes, per GPU (estimate/inference.py Replica.link_bandwidth)."""
+
+from __future__ import annotations
+
+# GPU-to-GPU bandwidth, one direction (half the datasheet's bidirectional figure), by catalog id.
+INTERCONNECT = {
+    "a100-40gb": 300e9,     # A100 datasheet, SXM: NVLink 600 GB/s
+    "a100-80gb": 300e9,     # A100 datasheet, SXM: NVLink 600 GB/s
+    "h100-80gb": 450e9,     # H100 datasheet, SXM: NVLink 900 GB/s
+    "h200": 450e9,          # H200 datasheet, SXM: NVLink 900 GB/s
+    "b200": 900e9,          # HGX B200 datasheet: fifth-generation NVLink 1.8 TB/s per GPU
+    "v100-32gb": 150e9,     # V100 datasheet, SXM2: NVLink 300 GB/s
+    "h100-pcie": 64e9,      # H100 datasheet, PCIe: PCIe Gen5 128 GB/s (without the optional NVLink bridge)
+}
+# Any other GPU: PCIe Gen4 x16, 64 GB/s both ways (PCI-SIG PCIe 4.0: 16 GT/s × 16 lanes).
+PCIE4_X16 = 32e9
+# GPUs that share NVLink: one node's baseboard (HGX A100/H100/H200/B200: 8). A replica on more GPUs
+# spans nodes, and its ring all-reduces cross the network at each node boundary: every GPU's ring
+# traffic goes at the slower of NVLink and the GPU's share of the node's network. The default where no
+# resource is pinned; a pinned resource's own node size (resources.yaml gpus_per_node) replaces it
+# (Replica.node_gpus, set by the planner).
+NODE_GPUS = 8
+# Network bandwidth per GPU, one direction, between nodes, by catalog id: one compute-fabric port per GPU.
+# (bytes per second, where the figure comes from); the resource catalog has no network figure of its own.
+NETWORK = {
+    "h100-80gb": (50e9, "DGX H100 user guide: 8 × ConnectX-7, 400 Gb/s InfiniBand each"),
+    "h200": (50e9, "DGX H200 user guide: 8 × ConnectX-7, 400 Gb/s InfiniBand each"),
+    "b200": (50e9, "DGX B200 user guide: 8 × ConnectX-7, 400 Gb/s InfiniBand each"),
+    "a100-40gb": (25e9, "DGX A100 user guide: 8 × ConnectX-6, 200 Gb/s HDR InfiniBand each"),
+    "a100-80gb": (25e9, "DGX A100 user guide: 8 × ConnectX-6, 200 Gb/s HDR InfiniBand each"),
+}
+# Any other GPU: a 200 Gb/s HDR port per GPU, DGX A100's (a node with fewer ports is slower still).
+NETWORK_DEFAULT = (25e9, "no figure for this GPU's nodes: DGX A100's, one 200 Gb/s HDR InfiniBand port per GPU "
+                         "(DGX A100 user guide)")
+
+
+def network_per_gpu(gpu_id: str) -> tuple[float, str]:
+    """The inter-node bandwidth per GPU, one direction (bytes/s), and where the figure comes from."""
+    return NETWORK.get(gpu_id, NETWORK_DEFAULT)

@@ -1,0 +1,112 @@
+"""GPUs per node of the pinned resource in tensor-parallel all-reduces (planning/inference.py placements,
+estimate/inference.py Replica.node_gpus): NCSA Delta's gpuA100x4 nodes hold 4 A100s (resources.yaml
+gpus_per_node: 4), so an 8-way replica there spans two nodes and its all-reduces cross the network; its
+gpuA100x8 nodes hold 8, so the same replica stays on NVLink. Before, both were priced on NVLink (a node
+was 8 GPUs whatever the resource), so the 4-GPU-node plan was 4× too fast in its first token."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+from proposalkit.cli import main
+
+# Llama 3.1 70B: 80 layers, hidden 8,192 (catalog/models.yaml, from its config.json): two all-reduces per
+# layer (Shoeybi et al. 2019 §3), 160 per forward pass, each of tokens × 8,192 16-bit values, a ring
+# sending 2 × 7/8 of it per GPU (Patarasuk & Yuan 2009), at the engine's 0.46 of the link and 33 µs per
+# all-reduce (estimate/engines.py TRT_LINK_FRACTION, TRT_ALLREDUCE_LATENCY, which vLLM shares).
+LAYERS, HIDDEN, LINK_FRACTION, LATENCY = 80, 8192, 0.46, 33e-6
+NVLINK_A100 = 300e9     # A100 datasheet, SXM: NVLink 600 GB/s both ways
+HDR_PORT = 25e9         # DGX A100 user guide: one 200 Gb/s HDR InfiniBand port per GPU (the a100 figure taken)
+
+
+def allreduces(tokens: int, link: float) -> float:
+    """Seconds of one forward pass's 160 all-reduces at 8-way tensor parallelism."""
+    return 2 * LAYERS * (LATENCY + 2 * 7 / 8 * tokens * HIDDEN * 2 / (LINK_FRACTION * link))
+
+
+def write(tmp_path, name: str, body: str):
+    path = tmp_path / name
+    path.write_text("proposal: {title: t, pi: p, institution: i}\nworkloads:\n" + textwrap.dedent(body))
+    return path
+
+
+def plan(path, capsys) -> dict:
+    assert main(["plan", "--format", "json", str(path)]) == 0
+    return json.loads(capsys.readouterr().out)["workloads"][0]
+
+
+def batch_job(tmp_path, resource: str, tp: str = "tensor_parallel: 8, "):
+    return write(tmp_path, f"{resource}.yaml", f"""\
+        - {{name: b, kind: inference, model: llama-3.1-70b, gpu: a100-40gb, {tp}resource: {resource},
+           requests: 10k, input_tokens: 2k, output_tokens: 256}}
+        """)
+
+
+def line(inf: dict, label: str) -> str:
+    return next(d["text"] for d in inf["derivation"] if d["label"] == label)
+
+
+def test_tp8_on_4_gpu_nodes_pays_the_network(tmp_path, capsys):
+    four = plan(batch_job(tmp_path, "ncsa-delta-a100"), capsys)
+    eight = plan(batch_job(tmp_path, "ncsa-delta-a100x8"), capsys)
+    a, b = four["inference"], eight["inference"]
+    # A prompt of 2,000 tokens: 160 × (33 µs + 1.75 × 32,768,000 B ÷ (0.46 × link)):
+    # across nodes 160 × (33 µs + 4.9864 ms) = 803.1 ms; on NVLink 160 × (33 µs + 0.4155 ms) = 71.8 ms.
+    assert f"{allreduces(2000, HDR_PORT) * 1e3:.1f}" == "803.1"
+    assert f"{allreduces(2000, NVLINK_A100) * 1e3:.1f}" == "71.8"
+    assert "+ 803.1 ms all-reduce across 2 nodes at 25 GB/s per GPU (4 GPUs per node)" in line(a, "Prefill")
+    assert "+ 71.8 ms all-reduce =" in line(b, "Prefill") and "across" not in line(b, "Prefill")
+    # Everything else is the same replica: the first token differs by the all-reduces alone,
+    # 160 × 57,344,000 B × (1 ÷ 11.5e9 − 1 ÷ 138e9) = 731.34 ms (before this change: 0).
+    ttft_gap = allreduces(2000, HDR_PORT) - allreduces(2000, NVLINK_A100)
+    assert abs(ttft_gap * 1e3 - 731.34) < 0.01
+    assert abs((a["ttft_ms"] - b["ttft_ms"]) - ttft_gap * 1e3) < 0.01
+    # Decode at the same batch (216 sequences, the KV pool ÷ 2,256 tokens): 216 tokens per all-reduce,
+    # 160 × 6,193,152 B × (1 ÷ 11.5e9 − 1 ÷ 138e9) = 78.99 ms more per output token.
+    assert a["batch"] == b["batch"] == 216
+    tpot_gap = allreduces(216, HDR_PORT) - allreduces(216, NVLINK_A100)
+    assert abs(tpot_gap * 1e3 - 78.985) < 0.001
+    assert abs((a["tpot_ms"] - b["tpot_ms"]) - tpot_gap * 1e3) < 0.01
+    assert "+ all-reduce 91.4 ms (across nodes)" in line(a, "Decode step")
+    assert "(across nodes)" not in line(b, "Decode step")
+    assert four["gpu_hours"] > 3 * eight["gpu_hours"]
+    # The assumptions say where the all-reduces go and which network figure was taken, with its source.
+    assert ("tensor parallel 8 spans 2 of the 4-GPU nodes of ncsa-delta-a100 (its gpus_per_node): its all-reduces "
+            "cross the network at 25 GB/s per GPU, the a100-40gb figure 200 Gb/s (DGX A100 user guide: 8 × "
+            "ConnectX-6, 200 Gb/s HDR InfiniBand each); the resource catalog has no network figure of its own"
+            ) in four["assumptions"]
+    assert ("tensor parallel 8 within one of the 8-GPU nodes of ncsa-delta-a100x8 (its gpus_per_node): its "
+            "all-reduces go GPU to GPU at 300 GB/s per GPU (NVLink)") in eight["assumptions"]
+
+
+def test_the_planner_keeps_the_replica_within_a_4_gpu_node(tmp_path, capsys):
+    # 70B in bf16 (141.1 GB) fits 4 × A100-40GB; with no resource 8 GPUs on one NVLink baseboard run it
+    # cheapest, but on 4-GPU nodes the 8-way all-reduces cross the network and 4-way wins.
+    unpinned = write(tmp_path, "free.yaml", """\
+        - {name: b, kind: inference, model: llama-3.1-70b, gpu: a100-40gb,
+           requests: 10k, input_tokens: 2k, output_tokens: 256}
+        """)
+    free = plan(unpinned, capsys)
+    assert free["inference"]["tensor_parallel"] == 8
+    assert any("8-GPU nodes (no resource pinned: an HGX/DGX baseboard's 8 GPUs taken as one node)" in a
+               for a in free["assumptions"])
+    quad = plan(batch_job(tmp_path, "ncsa-delta-a100", tp=""), capsys)
+    assert quad["inference"]["tensor_parallel"] == 4
+    assert "across" not in line(quad["inference"], "Prefill")
+    assert [(a["count"], a["reason"].split(" but ")[0]) for a in quad["alternatives"]] == [
+        (8, "fits on 8× a100-40gb")]
+    # The whole system (gpuA100x4 and gpuA100x8): 8-way on an 8-GPU node, charged there (factor 1.5).
+    system = plan(batch_job(tmp_path, "ncsa-delta", tp=""), capsys)
+    assert system["inference"]["tensor_parallel"] == 8
+    assert "across" not in line(system["inference"], "Prefill")
+    assert any("8-GPU nodes of ncsa-delta-a100x8" in a for a in system["assumptions"])
+
+
+def test_the_report_says_the_all_reduces_cross_nodes(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["report", "-o", str(out), "--format", "md", str(batch_job(tmp_path, "ncsa-delta-a100"))]) == 0
+    capsys.readouterr()
+    text = (out / "report.md").read_text()
+    assert "all-reduce across 2 nodes at 25 GB/s per GPU (4 GPUs per node)" in text
+    assert "spans 2 of the 4-GPU nodes of ncsa-delta-a100" in text
