@@ -199,7 +199,9 @@ def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | Non
         dataset_arithmetic=text)
 
 
-def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> WorkloadPlan:
+def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain: bool = True) -> WorkloadPlan:
+    """`explain`: an infeasible workload's message says what would fit (False: the planner's own
+    searches for it, which need only whether it fits)."""
     w, model = lw.spec, lw.model
     gpus = catalog.gpus()
     target = search.target(resource_id)
@@ -234,6 +236,8 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None) -> Workloa
         raise InfeasibleError([f"{lw.path}:{lw.line}: workloads[{lw.index}]: {w.name}: no GPU configuration "
                                "to consider"])
     if best is None:
+        if not explain:
+            raise InfeasibleError([f"{w.name} does not fit"])
         raise InfeasibleError([inference.no_fit_message(lw, candidates, failed)
                                or _infeasible_message(lw, s, candidates, resource_id)])
 
@@ -320,25 +324,46 @@ def _infeasible_message(lw: LoadedWorkload, s: Settings, candidates: list[Candid
     w = lw.spec
     closest = min(candidates, key=lambda c: (c.per_gpu_bytes / c.usable_bytes, c.count))
     pinned = w.gpu is not None or w.gpus is not None or (w.kind == "inference" and w.tensor_parallel is not None)
-    relaxed = _relaxed_fit(lw, resource_id) if pinned else None
+    relaxed = _relaxed_fit(lw, s, resource_id) if pinned else None
     return infeasible.does_not_fit(lw, s, closest, relaxed)
 
 
-def _relaxed_fit(lw: LoadedWorkload, resource_id: str | None) -> str | None:
-    """The configuration the planner would choose with the pins loosened: first the count, then both."""
+def _relaxed_fit(lw: LoadedWorkload, s: Settings, resource_id: str | None) -> str | None:
+    """The smallest configuration that holds the workload with the pins loosened: the pinned GPU type
+    first, else the type the planner would choose; on it the fewest GPUs (an inference replica's
+    tensor-parallel degree) that fit, tried in ascending order. Not the cheapest plan's count, which
+    may take more GPUs than needed to run faster."""
     w = lw.spec
-    count = {"gpus": None, "tensor_parallel": None} if w.kind == "inference" else {"gpus": None}
-    pinned = any(getattr(w, name) is not None for name in count)
-    tries = [w.model_copy(update=count)] if w.gpu is not None and pinned else []
-    tries.append(w.model_copy(update={**count, "gpu": None}))
-    for spec in tries:
+    free = {"gpus": None, "tensor_parallel": None} if w.kind == "inference" else {"gpus": None}
+    if w.gpu is not None and any(getattr(w, name) is not None for name in free):
+        if (least := _least_fit(lw, s, w.gpu, resource_id)) is not None:
+            return least
+    try:
+        p = plan_workload(_with(lw, w.model_copy(update={**free, "gpu": None})), resource_id, explain=False)
+    except (InfeasibleError, InputError):
+        return None
+    return _least_fit(lw, s, p.gpu.id, resource_id)
+
+
+def _least_fit(lw: LoadedWorkload, s: Settings, gpu: str, resource_id: str | None) -> str | None:
+    """The fewest GPUs of type `gpu` the workload fits on, as '4× a100-40gb' (None: none the search tries)."""
+    w = lw.spec
+    name = "tensor_parallel" if w.kind == "inference" and w.gpus is None else "gpus"
+    free = {"gpus": None, "gpu": gpu} | ({"tensor_parallel": None} if w.kind == "inference" else {})
+    loose = w.model_copy(update=free)
+    counts = search._candidate_counts(loose, s, catalog.gpus()[gpu], search.target(resource_id), lw.model)
+    for count in sorted(counts):
         try:
-            p = plan_workload(LoadedWorkload(spec, lw.model, lw.path, lw.line, lw.index, lw.preset_notes, lw.lines),
-                                            resource_id)
+            p = plan_workload(_with(lw, loose.model_copy(update={name: count})), resource_id, explain=False)
         except (InfeasibleError, InputError):
             continue
-        return f"{p.gpu_count}× {p.gpu.id}"
+        replicas = p.inference.replicas if p.inference is not None else 1
+        return f"{count}× {gpu}" + (f" per replica ({replicas} replicas)" if replicas > 1 else "")
     return None
+
+
+def _with(lw: LoadedWorkload, spec) -> LoadedWorkload:
+    return LoadedWorkload(spec, lw.model, lw.path, lw.line, lw.index, lw.preset_notes, lw.lines)
 
 
 def plan_files(files: list[LoadedFile]) -> Plan:
