@@ -1,57 +1,38 @@
-"""The tail TTFT of a service (estimate/serving.py prefill_wait): an upper bound of the M/D/1 wait.
-
-Prompts arrive as a Poisson stream and are prefilled one after another in S seconds each. The bound
-is checked against the queue itself, simulated here by Lindley's recursion (Lindley 1952: the next
-prompt waits W' = max(0, W + S − A), A the exponential gap between arrivals), and through the CLI.
+"""The tail TTFT of a service: its percentile through the CLI (ttft_percentile), and Lundberg's bound
+of the M/D/1 wait (estimate/queueing.py), which stands in for the exact distribution past
+EXACT_TERMS prefills of wait (the exact one: tests/test_serving_exact.py).
 """
 
 from __future__ import annotations
 
 import json
-import random
+import math
+import re
 import textwrap
 
 import pytest
 
 from proposalkit.cli import main
-from proposalkit.estimate.inference import prefill_wait
-
-
-def simulated_wait(rho: float, quantile: float, arrivals: int = 200_000) -> float:
-    """The quantile of the M/D/1 wait with S = 1 and arrival rate ρ, by Lindley's recursion."""
-    rng = random.Random(20261123)
-    wait, waits = 0.0, []
-    for _ in range(arrivals):
-        wait = max(0.0, wait + 1.0 - rng.expovariate(rho))
-        waits.append(wait)
-    waits.sort()
-    return waits[int(quantile * arrivals)]
-
-
-@pytest.mark.parametrize("rho", [0.05, 0.25, 0.5, 0.8])
-@pytest.mark.parametrize("percentile", [90, 99])
-def test_the_bound_is_above_the_queue_and_close_to_it(rho, percentile):
-    bound, _ = prefill_wait(rho, 1.0, percentile)
-    simulated = simulated_wait(rho, percentile / 100)
-    assert bound >= simulated
-    assert bound <= 1.2 * simulated + 0.3    # and not far above it (10.69 against 9.98 at ρ = 0.8, p99)
+from proposalkit.estimate.queueing import lundberg_theta, prefill_wait
 
 
 def test_no_wait_where_the_server_is_idle_often_enough():
     # P(W = 0) = 1 − ρ: at ρ = 0.05 at least 95% of prompts find no prefill ahead, so p90 waits 0
     # and p99 does not.
-    assert prefill_wait(0.05, 1.0, 90) == (0.0, 0.0)
-    assert prefill_wait(0.05, 1.0, 99)[0] > 0
+    assert prefill_wait(0.05, 1.0, 90).seconds == 0.0 and prefill_wait(0.05, 1.0, 90).method == "idle"
+    assert prefill_wait(0.05, 1.0, 99).seconds > 0
 
 
 def test_the_bound_by_hand():
     # ρ = 0.5, S = 1 s: θ solves 0.5(e^θ − 1) = θ; θ = 1.2564 gives 0.5 × (3.5127 − 1) = 1.2564.
-    # p99 wait ≤ ln(100) / 1.2564 = 3.665 s.
-    wait, theta = prefill_wait(0.5, 1.0, 99)
+    # p99 wait ≤ ln(100) / 1.2564 = 3.665 s, above the exact 3.336 s.
+    theta = lundberg_theta(0.5, 1.0)
     assert theta == pytest.approx(1.2564, abs=1e-4)
-    assert wait == pytest.approx(3.665, abs=1e-3)
+    assert math.log(100) / theta == pytest.approx(3.665, abs=1e-3)
+    assert prefill_wait(0.5, 1.0, 99).seconds == pytest.approx(3.3363, abs=1e-4)
     # Time scales with S: prompts of 0.2 s at 2.5 per second wait 0.2 × as long.
-    assert prefill_wait(2.5, 0.2, 99)[0] == pytest.approx(0.2 * wait, rel=1e-9)
+    assert prefill_wait(2.5, 0.2, 99).seconds == pytest.approx(0.2 * prefill_wait(0.5, 1.0, 99).seconds, rel=1e-9)
+    assert lundberg_theta(2.5, 0.2) == pytest.approx(theta / 0.2, rel=1e-9)
 
 
 SERVICE = """\
@@ -102,3 +83,48 @@ def test_the_percentile_is_in_the_plan_and_the_report(tmp_path, capsys):
     out_dir = tmp_path / "report"
     assert main(["report", str(tmp_path / "w.yaml"), "--format", "md", "--out", str(out_dir)]) == 0
     assert "TTFT p90" in (out_dir / "report.md").read_text(encoding="utf-8")
+
+
+FAR = """\
+workloads:
+  - name: chat
+    kind: inference
+    model: llama-3.1-8b
+    gpu: h100-80gb
+    tensor_parallel: 1
+    request_rate: 88.4
+    input_tokens: 64
+    output_tokens: 1
+    ttft_ms: 20000
+    hours: 10
+"""
+
+
+def test_past_the_limit_of_terms_the_plan_says_it_uses_the_bound(tmp_path, capsys):
+    # 88.4 requests/s of 64-token prompts (S ≈ 11.3 ms: the weight read and the launches) on one H100:
+    # u ≈ 0.996 and the p99 wait is about 570 prefills, past EXACT_TERMS = 300. The plan gives Lundberg's
+    # bound, an upper bound, with θ solving 88.4 (e^{θS} − 1) = θ (Newton's method here, from the right),
+    # and says so in the derivation and the report's references.
+    code, out, err = run(tmp_path, capsys, FAR)
+    assert code == 0, err
+    i = json.loads(out)["workloads"][0]["inference"]
+    (ttft,) = [d["text"] for d in i["derivation"] if d["label"] == "TTFT"]
+    assert "past 300 prefills, where the exact M/D/1 sum is not evaluated" in ttft
+    assert "(Lundberg's inequality, Asmussen & Albrecher 2010)" in ttft
+    wait_ms = float(re.search(r"= ([\d,.]+) ms, θ", ttft).group(1).replace(",", ""))
+    theta = float(re.search(r"θ = ([\d.]+)/s", ttft).group(1))
+    assert wait_ms == pytest.approx(math.log(100) / theta * 1e3, rel=1e-3)
+
+    def root(S: float) -> float:
+        x = 20.0                               # x = θS: f(x) = ρ(eˣ − 1) − x, convex, positive at 20
+        for _ in range(100):
+            x -= (88.4 * S * math.expm1(x) - x) / (88.4 * S * math.exp(x) - 1)
+        return x / S
+
+    # S is printed to 4 digits (0.01127 s); at u ≈ 0.996 θ moves ~10% within that rounding: bracket it.
+    S = float(re.search(r"× \(e\^\(θ × ([\d.]+) s\)", ttft).group(1))
+    assert root(S + 5e-6) * 0.999 <= theta <= root(S - 5e-6) * 1.001
+    assert wait_ms / 1e3 / S > 300
+    out_dir = tmp_path / "report"
+    assert main(["report", str(tmp_path / "w.yaml"), "--format", "md", "--out", str(out_dir)]) == 0
+    assert "**Asmussen \\& Albrecher 2010**" in (out_dir / "report.md").read_text(encoding="utf-8")

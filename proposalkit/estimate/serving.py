@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 from .inference import InferenceError, Prefill, Replica, Step, _batch_for, decode_step, mean_context, prefill
+from .queueing import Wait, prefill_wait, wait_at_most
 from .shapes import matmul_params
 
 
@@ -28,9 +29,10 @@ class Service:
     output_tokens_per_second: float  # per replica
     notes: tuple[str, ...] = field(default=())
     ttft_percentile: float = 99.0
-    ttft_wait_ms: float = 0.0       # the percentile's wait for the prefills ahead (Lundberg's bound)
+    ttft_wait_ms: float = 0.0       # the percentile's wait for the prefills ahead (queueing.prefill_wait)
     ttft_mean_ms: float = 0.0       # prefill ÷ (1 − u), the mean-like figure Little's law uses
-    lundberg_theta: float = 0.0     # θ of λ(e^{θS} − 1) = θ, per second (0: no wait at this percentile)
+    lundberg_theta: float = 0.0     # θ of λ(e^{θS} − 1) = θ, per second, where the wait is Lundberg's bound
+    ttft_wait_method: str = "idle"  # Wait.method: "idle" (u ≤ 1 − q), "exact" (M/D/1), "bound" (Lundberg)
     in_flight_mean: float = 0.0     # Little's law's mean requests in flight, before rounding up (concurrency)
     pool_full: float = 0.0          # P(an arriving request finds max_concurrency in flight): pool_full_probability
     ride: "Ride | None" = None      # the running batch's decode work in the prompt's own prefill passes
@@ -42,42 +44,6 @@ class Service:
 # benchmarks/benchmark_serving.py, prints mean, median and P99 TTFT). An average would let 1 request in
 # 2 miss a target that the plan says is met: an under-estimate of the replicas needed.
 DEFAULT_TTFT_PERCENTILE = 99.0
-
-
-def _lundberg_theta(rate: float, prefill_s: float) -> float:
-    """θ > 0 with rate·(e^{θS} − 1) = θ, S the prefill time, for ρ = rate·S < 1: the adjustment
-    coefficient of the M/D/1 prefill queue. Returned from below (bisection keeps the lower end), so
-    the tail bound exp(−θt) it gives is never smaller than the exact root's."""
-    rho = rate * prefill_s
-    # In x = θ·S: f(x) = ρ(eˣ − 1) − x is 0 at 0, falls (f'(0) = ρ − 1 < 0), is convex: one root x* > 0.
-    low, high = 0.0, 1.0
-    while rho * math.expm1(high) <= high:
-        high *= 2
-    for _ in range(200):
-        mid = (low + high) / 2
-        if rho * math.expm1(mid) < mid:
-            low = mid
-        else:
-            high = mid
-    return low / prefill_s
-
-
-def prefill_wait(rate: float, prefill_s: float, percentile: float) -> tuple[float, float]:
-    """(wait in seconds, θ per second): the `percentile` of the time a prompt waits for the prefills
-    ahead of it, prompts arriving as a Poisson stream at `rate` and prefilled one after another in
-    `prefill_s` each (an M/D/1 queue).
-
-    The M/G/1 waiting time W is 0 with probability 1 − ρ (ρ = rate × S: a Poisson arrival finds the
-    server idle with the probability it is idle; Kleinrock 1975, Queueing Systems I, ch. 5), and P(W > t) ≤ exp(−θt) with θ as in _lundberg_theta(): Lundberg's inequality,
-    the M/G/1 waiting time being the ruin probability of the compound Poisson risk process with
-    claims S (Asmussen & Albrecher 2010, Ruin Probabilities, ch. I and IV). So the quantile is 0 where
-    ρ ≤ 1 − p, else at most −ln(1 − p)/θ: an upper bound (at ρ = 0.25 the simulated p99 wait is 1.66 S,
-    the bound 1.97 S; tests/test_serving_tail.py)."""
-    tail = 1 - percentile / 100
-    if rate * prefill_s <= tail:
-        return 0.0, 0.0
-    theta = _lundberg_theta(rate, prefill_s)
-    return -math.log(tail) / theta, theta
 
 
 def pool_full_probability(in_flight: float, most: int) -> float:
@@ -157,13 +123,13 @@ def ride(rep: Replica, step: Step, input_tokens: int) -> Ride:
 
 
 def tail_ttft(rate: float, prefill_s: float, step_s: float, percentile: float,
-              ride_s: float = 0.0) -> tuple[float, float, float]:
-    """(TTFT, wait, θ) in seconds (θ per second) at `percentile`: the prompt's own prefill, the wait for
-    the prefills ahead of it (prefill_wait), the decode step under way when it arrives (engines
+              ride_s: float = 0.0) -> tuple[float, Wait]:
+    """(TTFT in seconds, the wait) at `percentile`: the prompt's own prefill, the wait for the prefills
+    ahead of it (queueing.prefill_wait), the decode step under way when it arrives (engines
     with continuous batching schedule a new prompt at the next step: at most one step's wait), and the
     running batch's decode work in its own prefill passes (ride_s: Ride.seconds)."""
-    wait, theta = prefill_wait(rate, prefill_s, percentile)
-    return prefill_s + wait + step_s + ride_s, wait, theta
+    wait = prefill_wait(rate, prefill_s, percentile)
+    return prefill_s + wait.seconds + step_s + ride_s, wait
 
 
 def ttft_floor(rep: Replica, input_tokens: int, output_tokens: int) -> float:
@@ -209,8 +175,10 @@ def service(rep: Replica, request_rate: float, input_tokens: int, output_tokens:
         if point is None:
             return None
         _, _, tpot, step, _, _ = point
-        if ttft_ms is not None and tail_ttft(rate, lone.seconds, step.seconds, ttft_percentile,
-                                             ride(rep, step, input_tokens).seconds)[0] * 1e3 > ttft_ms:
+        # TTFT at the percentile ≤ the target: the wait's quantile ≤ what the target leaves for it.
+        if ttft_ms is not None and not wait_at_most(
+                rate, lone.seconds, ttft_percentile,
+                ttft_ms / 1e3 - lone.seconds - step.seconds - ride(rep, step, input_tokens).seconds):
             return None
         if tpot_ms is not None and tpot * 1e3 > tpot_ms:
             return None
@@ -230,11 +198,12 @@ def service(rep: Replica, request_rate: float, input_tokens: int, output_tokens:
     rate = request_rate / replicas
     batch, mean_ttft, tpot, step, in_flight, full = ok(rate) or ok(best)
     riding = ride(rep, step, input_tokens)
-    ttft, wait, theta = tail_ttft(rate, lone.seconds, step.seconds, ttft_percentile, riding.seconds)
+    ttft, wait = tail_ttft(rate, lone.seconds, step.seconds, ttft_percentile, riding.seconds)
     return Service(request_rate=request_rate, replicas=replicas, rate_per_replica=rate,
                    max_rate_per_replica=best, concurrency=batch, max_concurrency=most,
                    ttft_ms=ttft * 1e3, tpot_ms=tpot * 1e3, step=step, prefill=lone,
                    output_tokens_per_second=rate * output_tokens, notes=rep.notes,
-                   ttft_percentile=ttft_percentile, ttft_wait_ms=wait * 1e3, ttft_mean_ms=mean_ttft * 1e3,
-                   lundberg_theta=theta, in_flight_mean=in_flight, pool_full=full, ride=riding,
+                   ttft_percentile=ttft_percentile, ttft_wait_ms=wait.seconds * 1e3, ttft_mean_ms=mean_ttft * 1e3,
+                   lundberg_theta=wait.theta, ttft_wait_method=wait.method, in_flight_mean=in_flight,
+                   pool_full=full, ride=riding,
                    prefill_chunk=rep.engine.prefill_chunk)

@@ -28,6 +28,7 @@ from ..estimate.inference import (
     service, DEFAULT_TTFT_PERCENTILE, ttft_floor,
 )
 from ..estimate.memory import InferenceSetup, inference_memory
+from ..estimate.queueing import EXACT_TERMS
 from ..estimate.reservation import engine_memory
 from ..estimate.breakdown import DEFAULT_OVERHEAD
 from ..units import GB, SECONDS_PER_HOUR
@@ -266,15 +267,22 @@ def _pool_text(svc, q: float, held: bool) -> str:
 
 
 def _ttft_line(svc, rate: float, q: float) -> str:
-    """The tail TTFT written out: prefill + the wait for prefills ahead (M/D/1, Lundberg's bound) + one step."""
+    """The tail TTFT written out: prefill + the wait for prefills ahead (M/D/1: the exact distribution,
+    or Lundberg's bound past queueing.EXACT_TERMS prefills) + one step + the running batch's ride."""
     S, step = svc.prefill.seconds, svc.step.seconds
     busy = rate * S
     head = f"p{q:g} with prompts arriving as a Poisson stream, prefilled one after another (M/D/1): "
-    if svc.lundberg_theta == 0:
+    if svc.ttft_wait_method == "idle":
         wait = (f"a prompt waits for another's prefill with probability u = {busy:.3f} ≤ {1 - q / 100:.3g}, so "
                 f"the p{q:g} wait is 0")
+    elif svc.ttft_wait_method == "exact":
+        wait = (f"the wait W for prefills ahead has P(W ≤ t) = (1 − u) Σ_{{k=0}}^{{⌊t/S⌋}} [λ(kS − t)]^k ÷ k! × "
+                f"e^(−λ(kS − t)) (Erlang 1909; Crommelin 1932; Franx 2001), with λ = {rate:,.3g}/s, S = "
+                f"{S:.4g} s, u = λS = {busy:.3f}; it reaches {q / 100:.4g} at t = {svc.ttft_wait_ms:,.1f} ms "
+                f"({svc.ttft_wait_ms / 1e3 / S:,.2f} prefills)")
     else:
-        wait = (f"the wait for prefills ahead is at most −ln({1 - q / 100:.3g}) ÷ θ = {svc.ttft_wait_ms:,.1f} ms, θ = "
+        wait = (f"the wait for prefills ahead is past {EXACT_TERMS} prefills, where the exact M/D/1 sum is not "
+                f"evaluated; it is at most −ln({1 - q / 100:.3g}) ÷ θ = {svc.ttft_wait_ms:,.1f} ms, θ = "
                 f"{svc.lundberg_theta:,.3g}/s solving {rate:,.3g} × (e^(θ × {S:.4g} s) − 1) = θ (Lundberg's "
                 "inequality, Asmussen & Albrecher 2010)")
     r = svc.ride

@@ -30,6 +30,9 @@ PAPERS: tuple[tuple[str, str, str], ...] = (
     ("Chowdhery et al. 2022", r"Chowdhery et al\.? 2022|PaLM",
      ("A. Chowdhery, S. Narang, J. Devlin, et al. PaLM: Scaling Language Modeling with Pathways. "
       "arXiv:2204.02311, 2022; JMLR 24(240), 2023. (Appendix B: model FLOPs per token, MFU.)")),
+    ("Crommelin 1932", r"Crommelin 1932",
+     ("C. D. Crommelin. Delay probability formulae when the holding times are constant. Post Office "
+      "Electrical Engineers' Journal 25:41–50, 1932. (The M/D/c waiting-time distribution.)")),
     ("Dao et al. 2022", r"Dao et al\.? 2022|FlashAttention",
      ("T. Dao, D. Y. Fu, S. Ermon, A. Rudra, C. Ré. FlashAttention: Fast and Memory-Efficient Exact "
       "Attention with IO-Awareness. NeurIPS 2022; arXiv:2205.14135.")),
@@ -41,6 +44,14 @@ PAPERS: tuple[tuple[str, str, str], ...] = (
       "NeurIPS 2023; arXiv:2305.14314.")),
     ("Dubey et al. 2024", r"Dubey et al\.? 2024",
      ("A. Dubey, A. Jauhri, A. Pandey, et al. The Llama 3 Herd of Models. arXiv:2407.21783, 2024.")),
+    ("Erlang 1909", r"Erlang 1909",
+     ("A. K. Erlang. The theory of probabilities and telephone conversations. Nyt Tidsskrift for "
+      "Matematik B 20:33–39, 1909. (The waiting time of one server with constant holding times: a "
+      "service's wait for the prefills ahead, M/D/1.)")),
+    ("Franx 2001", r"Franx 2001",
+     ("G. J. Franx. A simple solution for the M/D/c waiting time distribution. Operations Research "
+      "Letters 29(5):221–229, 2001; doi:10.1016/S0167-6377(01)00108-0. (The sum P(W ≤ t) for c = 1 "
+      "evaluated here.)")),
     ("Frantar et al. 2023", r"Frantar et al\.? 2023|GPTQ",
      ("E. Frantar, S. Ashkboos, T. Hoefler, D. Alistarh. GPTQ: Accurate Post-Training Quantization for "
       "Generative Pre-trained Transformers. ICLR 2023; arXiv:2210.17323.")),
