@@ -276,8 +276,9 @@ def _ttft_line(svc, rate: float, q: float) -> str:
         wait = (f"a prompt waits for another's prefill with probability u = {busy:.3f} ≤ {1 - q / 100:.3g}, so "
                 f"the p{q:g} wait is 0")
     elif svc.ttft_wait_method == "exact":
-        wait = (f"the wait W for prefills ahead has P(W ≤ t) = (1 − u) Σ_{{k=0}}^{{⌊t/S⌋}} [λ(kS − t)]^k ÷ k! × "
-                f"e^(−λ(kS − t)) (Erlang 1909; Crommelin 1932; Franx 2001), with λ = {rate:,.3g}/s, S = "
+        wait = (f"the wait W for prefills ahead has P(W ≤ t) = (1 − u) × the sum over k = 0 … ⌊t/S⌋ of "
+                f"[λ(kS − t)]^k ÷ k! × e^(−λ(kS − t)) (Erlang 1909; Crommelin 1932; Franx 2001), with "
+                f"λ = {rate:,.3g}/s, S = "
                 f"{S:.4g} s, u = λS = {busy:.3f}; it reaches {q / 100:.4g} at t = {svc.ttft_wait_ms:,.1f} ms "
                 f"({svc.ttft_wait_ms / 1e3 / S:,.2f} prefills)")
     else:
