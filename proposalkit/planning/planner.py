@@ -14,6 +14,7 @@ from .. import catalog
 from ..errors import InfeasibleError, InputError, Problem
 from ..estimate import storage as storage_model
 from ..estimate.cross_checks import cross_checks
+from ..estimate.links import NODE_GPUS
 from ..estimate.lora import FAMILY_MODULES, LoraSpec, default_targets, lora_trainable_params
 from ..estimate.loss import DEFAULT_LOSS, LOSS_SOURCES
 from ..estimate.shapes import ModelSpec, is_mla
@@ -301,6 +302,8 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
         walltime_tier = partition.walltime_tier(chosen.count)
         segments = charges.walltime_segments(hours, walltime)
         warnings += [f"{w.name}: {text}" for text in charges.job_limit_warnings(partition, chosen.count, hours)]
+    if w.kind != "inference" and s.tensor_parallel > 1:
+        warnings += _tensor_parallel_nodes(w.name, s.tensor_parallel, charge)
     gpu_hours = hours * chosen.count * s.variants
     return WorkloadPlan(
         name=w.name, kind=w.kind, method=(w.method or "full") if w.kind != "inference" else None,
@@ -318,6 +321,19 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
         walltime_hours=walltime, walltime_tier=walltime_tier, walltime_segments=segments,
         pilots=compared, pilot_scaling=pilots.scaling(w), inference=served,
     )
+
+
+def _tensor_parallel_nodes(name: str, t: int, charge) -> list[str]:
+    """Training's runtime is FLOPs at an MFU, which prices no communication: tensor parallelism beyond one
+    node (the charged partition's gpus_per_node; NODE_GPUS where no resource is pinned) is warned of."""
+    node = resources.resource(charge.resource_id).gpus_per_node if charge is not None else NODE_GPUS
+    if t <= node:
+        return []
+    where = (f"the {node} GPUs per node of {charge.resource_id}" if charge is not None else
+             f"a node of {NODE_GPUS} GPUs (no resource pinned)")
+    return [f"{name}: tensor_parallel {t} exceeds {where}: its all-reduces cross the network, which the runtime "
+            "(FLOPs at an MFU) does not price; keep tensor parallelism within a node and pipeline parallelism "
+            "across nodes (Narayanan et al. 2021 §3.2, Takeaway #1)"]
 
 
 def _infeasible_message(lw: LoadedWorkload, s: Settings, candidates: list[Candidate], resource_id: str | None) -> str:
