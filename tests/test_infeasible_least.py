@@ -61,3 +61,18 @@ def test_the_fewest_that_fit_is_itself_a_plan(tmp_path, capsys):
     path.write_text("workloads:\n  - {name: b, kind: inference, model: llama-3.1-70b, gpu: a100-40gb, "
                     "tensor_parallel: 4, requests: 10k, input_tokens: 2k, output_tokens: 256}\n")
     assert main(["plan", str(path)]) == 0
+
+
+def test_a_replica_with_no_room_for_a_kv_cache_is_told_a_degree_that_divides_the_heads(tmp_path, capsys):
+    # SGLang on 4 × A100-40GB takes 0.708 of the memory (estimate/engines.py, its reserve rule at TP 4):
+    # 35.28 GB of weights + 1.70 GB of workspace per GPU leave no pool. 4 × 36.98 GB ÷ (0.708 × 42.29 GB)
+    # = 4.94, so at least 5 GPUs' worth; tensor parallelism must divide the 64 heads, so 8. Before: "(at
+    # least 5)", a degree no engine runs, and no count that would fit.
+    assert 4 * (35.28 + 1.70) / (0.708 * 42.29) > 4 and 64 % 5 and 64 % 6 and 64 % 7
+    (err,) = run(tmp_path, capsys, """\
+        - {name: c, kind: inference, model: llama-3.1-70b, gpu: a100-40gb, gpus: 4, framework: sglang,
+           requests: 10k, input_tokens: 1k, output_tokens: 256}
+        """)
+    assert ("weights 35.28 GB + workspace 1.70 GB per GPU leave no room for a KV cache under SGLang's memory "
+            "rule; use more tensor-parallel GPUs (at least 8), a smaller precision or a larger GPU; "
+            "it would fit on 8× a100-40gb (remove the gpu/gpus pin, or pin that)") in err

@@ -298,11 +298,14 @@ def replica(model: ModelSpec, gpu, *, tensor_parallel: int = 1, precision: str =
                      f"{ALLOCATOR_RESERVE:.0%} of what is allocated")
     if pool <= 0:
         need = weights + workspace
+        # The least degree whose share leaves room, raised to a divisor of the heads (the degrees the
+        # planner tries: planning/search._counts, as vLLM requires).
+        least = math.ceil(t * need / (fraction * device))
+        least = next((n for n in range(least, model.heads + 1) if model.heads % n == 0), least)
         raise InferenceError(
             f"{model.id} at {precision} on {t} × {gpu.id}: weights {weights / 1e9:.2f} GB + workspace "
             f"{workspace / 1e9:.2f} GB per GPU leave no room for a KV cache under {e.name}'s memory rule; "
-            f"use more tensor-parallel GPUs (at least {math.ceil(t * need / (fraction * device))}), "
-            "a smaller precision or a larger GPU")
+            f"use more tensor-parallel GPUs (at least {least}), a smaller precision or a larger GPU")
     compute_precision = "fp8" if precision in EIGHT_BIT_COMPUTE and gpu.peak_fp8_flops else "16-bit"
     if compute_precision == "fp8":
         peak, cf = gpu.peak_fp8_flops, e.compute_fraction_8bit

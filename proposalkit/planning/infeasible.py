@@ -64,11 +64,17 @@ def does_not_fit(lw, s: Settings, closest: Candidate, relaxed: str | None) -> st
     msg = (f"{where}: {w.name} does not fit: it needs {closest.per_gpu_bytes / GiB:,.1f} GiB per GPU on "
            f"{closest.count}× {closest.gpu}, which has {closest.usable_bytes / GiB:,.1f} GiB usable")
     if relaxed:
-        pins = "gpu/gpus/tensor_parallel" if w.kind == "inference" and w.tensor_parallel else "gpu/gpus"
-        return msg + f"; it would fit on {relaxed} (remove the {pins} pin, or pin that)"
+        return msg + would_fit(w, relaxed)
     memory = search.memory_of(lw.model, w, s, closest.count, closest.zero_stage, closest.activation_checkpointing)
     hint = _inference_hint if w.kind == "inference" else _training_hint
     return msg + "; " + hint(lw, s, closest, memory)
+
+
+def would_fit(w, relaxed: str) -> str:
+    """'; it would fit on 4× a100-40gb (remove the gpu/gpus pin, or pin that)': the smallest configuration
+    that holds the workload (planner._relaxed_fit), for a message that says the pinned one does not."""
+    pins = "gpu/gpus/tensor_parallel" if w.kind == "inference" and w.tensor_parallel else "gpu/gpus"
+    return f"; it would fit on {relaxed} (remove the {pins} pin, or pin that)"
 
 
 def _large(part: int, memory) -> bool:

@@ -239,8 +239,11 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
     if best is None:
         if not explain:
             raise InfeasibleError([f"{w.name} does not fit"])
-        raise InfeasibleError([inference.no_fit_message(lw, candidates, failed)
-                               or _infeasible_message(lw, s, candidates, resource_id)])
+        served = inference.no_fit_message(lw, candidates, failed)
+        if served is not None and (w.gpu is not None or w.gpus is not None or w.tensor_parallel is not None):
+            relaxed = _relaxed_fit(lw, s, resource_id)
+            served += infeasible.would_fit(w, relaxed) if relaxed else ""
+        raise InfeasibleError([served or _infeasible_message(lw, s, candidates, resource_id)])
 
     if form is not None:
         _, chosen, mem, tp, hours, charge, served = best
