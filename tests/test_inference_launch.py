@@ -78,7 +78,7 @@ def test_packed_prompts_pay_the_launches_once_per_pass(tmp_path, capsys):
     prefill = requests * flops / (TRT_COMPUTE_FRACTION_8BIT * 1979e12) + passes * LAYERS * TRT_PREFILL_LAYER_SECONDS
     assert w["inference"]["prefill_tokens_per_second"] == pytest.approx(requests * 128 / prefill, rel=1e-3)
     batch_line = next(d["text"] for d in w["inference"]["derivation"] if d["label"] == "Batch job")
-    assert "in 1,563 passes of ≤ 8,192 tokens" in batch_line
+    assert "1,563 passes of ≤ 8,192 tokens × 4.61 ms of launches" in batch_line
 
 
 def test_the_launch_cost_is_fitted_on_models_whose_rows_are_held_out_nowhere():

@@ -172,10 +172,11 @@ class Prefill:
     tokens: int                     # prompt tokens of one request
     batch: int                      # prompts processed together
     flops: float                    # per GPU
-    seconds: float                  # wall time of the pass: max(compute, weight read) + all-reduces + launches
+    seconds: float                  # wall time: max(compute, passes × weight read) + all-reduces + passes × launches
     compute_seconds: float = 0.0    # its FLOPs at the achieved rate + all-reduces: its share of a packed pass
-    read_seconds: float = 0.0       # one read of the weights it touches at the achieved bandwidth
-    launch_seconds: float = 0.0     # the pass's fixed cost: layers × the engine's prefill_layer_seconds
+    read_seconds: float = 0.0       # one read of the weights it touches at the achieved bandwidth (per pass)
+    launch_seconds: float = 0.0     # one pass's fixed cost: layers × the engine's prefill_layer_seconds
+    passes: int = 1                 # passes of at most the engine's prefill chunk the prompts run in
 
     @property
     def tokens_per_second(self) -> float:
@@ -370,8 +371,12 @@ def prefill(rep: Replica, input_tokens: int, batch: int = 1) -> Prefill:
     allreduce = rep.allreduce_seconds(batch * input_tokens)
     # Every pass launches each layer's kernels once, whatever it carries (engines.TRT_PREFILL_LAYER_SECONDS).
     launch = rep.model.layers * rep.engine.prefill_layer_seconds
-    return Prefill(tokens=input_tokens, batch=batch, flops=flops, seconds=max(compute, read) + allreduce + launch,
-                   compute_seconds=compute + allreduce, read_seconds=read, launch_seconds=launch)
+    # Tokens beyond the engine's prefill chunk run in further passes (chunked prefill, as batch_job packs
+    # prompts and serving.ride counts a prompt's passes): each reads the weights and pays its launches.
+    passes = math.ceil(batch * input_tokens / rep.engine.prefill_chunk)
+    return Prefill(tokens=input_tokens, batch=batch, flops=flops,
+                   seconds=max(compute, passes * read) + allreduce + passes * launch,
+                   compute_seconds=compute + allreduce, read_seconds=read, launch_seconds=launch, passes=passes)
 
 
 def decode_step(rep: Replica, batch: int, context: int) -> Step:

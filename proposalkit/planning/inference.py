@@ -37,10 +37,10 @@ from .records import Candidate, InferencePlan, Settings, Throughput
 
 # The best latency a workload can reach is quoted for replicas within a node (node_gpus below: beyond
 # it the all-reduces cross the network).
-# The published measurements the engines' achieved fractions are fitted on (estimate/engines.py,
-# benchmarks/calibrate_inference.py; reference/inference.json rows TRT-*-H100-*).
+# What the engines' constants are fitted on (estimate/engines.py, benchmarks/calibrate_inference.py).
 CALIBRATION = ("fitted on the TensorRT-LLM performance overview's H100 rows (trtllm-bench offline throughput, "
-               "perf-overview.md @00f37686)")
+               "perf-overview.md @00f37686); the kernel launches per layer of a prefill pass on TensorRT-LLM v0.5's "
+               "first-token latencies of GPT-J 6B and Falcon-180B (docs/source/performance.md @77d24b5f)")
 
 
 def mode(w) -> str | None:
@@ -70,7 +70,7 @@ def engine_of(w, notes: list[str]) -> Engine:
                  f"{e.compute_fraction_16bit:g} of the 16-bit peak ({e.compute_fraction_8bit:g} of fp8) in "
                  f"prefill, and {e.prefill_layer_seconds * 1e6:g} µs of kernel launches per layer of each prefill "
                  f"pass (fitted on TensorRT-LLM v0.5's first-token latencies of GPT-J 6B and Falcon-180B): "
-                 f"{e.calibration}")
+                 f"{e.calibration}" if e.speed_modelled else f"{e.name}: speed not modelled: {e.calibration}")
     return e
 
 
@@ -104,6 +104,10 @@ def _ms(seconds: float) -> str:
     return f"{ms:,.1f} ms" if ms >= 10 else f"{ms:.3g} ms"
 
 
+def _h(seconds: float) -> str:
+    return f"{seconds / SECONDS_PER_HOUR:,.2f} h" if seconds >= 360 else f"{seconds:,.3g} s"
+
+
 def _kv_line(rep: Replica, input_tokens: int, output_tokens: int | None, most: int) -> tuple[str, str]:
     """The KV pool ÷ one sequence's KV cache: how many sequences a replica holds at once."""
     m, t, e = rep.model, rep.tensor_parallel, rep.engine
@@ -126,31 +130,46 @@ def _kv_line(rep: Replica, input_tokens: int, output_tokens: int | None, most: i
                         f"{rep.kv_tokens:,} tokens = {fits}{cap}: at most {most:,} at once")
 
 
-def _common_steps(rep: Replica, input_tokens: int, output_tokens: int | None, most: int) -> list[tuple[str, str]]:
-    """KV pool, prefill of one prompt: the lines every form shows."""
+def _prefill_line(rep: Replica, input_tokens: int) -> tuple[str, str]:
+    """A prompt's prefill: its compute (a packed pass's share) and its wall time alone (inference.prefill())."""
     m, t = rep.model, rep.tensor_parallel
-    steps = [_kv_line(rep, input_tokens, output_tokens, most)]
     lone = prefill(rep, input_tokens)
     flops = prefill_flops_per_sequence(m, input_tokens)
     compute = flops / t / rep.achieved_flops
     link = lone.compute_seconds - compute
     split = f" ÷ {t} GPUs" if t > 1 else ""
-    # A lone prompt's pass: the longer of its compute and one read of the weights, its all-reduces, and
-    # the pass's launches (layers × the engine's per-layer cost, engines.TRT_PREFILL_LAYER_SECONDS).
-    longer = (f"one read of the weights, {_ms(lone.read_seconds)} (longer than its compute)"
-              if lone.read_seconds > compute else _ms(compute))
-    floor = (f"; a lone prompt's pass: {longer}" + (f" + {_ms(link)} all-reduce" if t > 1 else "")
-             + f" + {m.layers} layers × {rep.engine.prefill_layer_seconds * 1e6:g} µs of kernel launches = "
+    p = lone.passes
+    times = f"{p} × " if p > 1 else ""
+    longer = (f"{'one read' if p == 1 else 'a read'} of the weights{' per pass' if p > 1 else ''}, "
+              f"{times}{_ms(lone.read_seconds)} (longer than its compute)"
+              if p * lone.read_seconds > compute else _ms(compute))
+    where = ("a lone prompt's pass" if p == 1 else
+             f"a lone prompt's {p} passes of ≤ {rep.engine.prefill_chunk:,} tokens")
+    floor = (f"; {where}: {longer}" + (f" + {_ms(link)} all-reduce" if t > 1 else "")
+             + f" + {times}{m.layers} layers × {rep.engine.prefill_layer_seconds * 1e6:g} µs of kernel launches = "
              f"{_ms(lone.seconds)}")
     across = (f" across {rep.nodes} nodes at {rep.link_bandwidth / 1e9:g} GB/s per GPU ({rep.node_gpus} "
               f"GPU{'s' if rep.node_gpus > 1 else ''} per node)" if rep.nodes > 1 else "")
     total = (f"{_ms(compute)} + {_ms(link)} all-reduce{across} = {_ms(lone.compute_seconds)}" if t > 1
              else _ms(lone.compute_seconds))
-    steps.append(("Prefill", f"{flops / 1e12:,.2f} TFLOP per prompt of {input_tokens:,} tokens (2·P·s + 2·L·s²·a·d)"
-                             f"{split} ÷ ({rep.peak_flops / 1e12:,.0f} TFLOP/s {rep.compute_precision} × "
-                             f"{rep.compute_fraction:g}) = {total}{floor}: "
-                             f"{input_tokens / lone.compute_seconds:,.0f} prompt tokens/s"))
-    return steps
+    return ("Prefill", f"{flops / 1e12:,.2f} TFLOP per prompt of {input_tokens:,} tokens (2·P·s + 2·L·s²·a·d)"
+                       f"{split} ÷ ({rep.peak_flops / 1e12:,.0f} TFLOP/s {rep.compute_precision} × "
+                       f"{rep.compute_fraction:g}) = {total}{floor}: {input_tokens:,} ÷ {_ms(lone.seconds)} = "
+                       f"{lone.tokens_per_second:,.0f} prompt tokens/s alone")
+
+
+def _batch_prefill_text(rep: Replica, job) -> str:
+    """The batch job's prefill (estimate/inference.py batch_job): every prompt's compute, the prompts packed
+    into passes of the engine's chunk, each pass at least one read of the weights and its launches."""
+    one, n, p = job.prefill, job.requests, job.prefill_passes
+    compute = one.flops / rep.achieved_flops
+    passes = f"{p:,} pass{'es' * (p != 1)} of ≤ {rep.engine.prefill_chunk:,} tokens"
+    body = f"{n:,} prompt{'s' * (n != 1)} × {_ms(one.compute_seconds)} + {passes} × {_ms(one.launch_seconds)} of launches"
+    if p * one.read_seconds > n * compute:     # each pass at least one read of the weights
+        body = ((f"{n:,} × {_ms(one.compute_seconds - compute)} all-reduce + " if rep.tensor_parallel > 1 else "")
+                + f"{passes} × ({_ms(one.read_seconds)} one read of the weights, longer than {n:,} × {_ms(compute)} "
+                f"compute, + {_ms(one.launch_seconds)} of launches)")
+    return f"prefill {body} = {_h(job.prefill_seconds)} ({job.prefill_tokens_per_second:,.0f} prompt tokens/s)"
 
 
 def _step_line(rep: Replica, step, label: str) -> tuple[str, str]:
@@ -191,20 +210,11 @@ def _batch(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
     job = batch_job(rep, w.requests, I, O, batch=w.batch)
     most = rep.max_concurrency(I, O)
     t = rep.tensor_parallel
-    steps = _common_steps(rep, I, O, most)
+    steps = [_kv_line(rep, I, O, most), _prefill_line(rep, I)]
     steps.append(_step_line(rep, job.step, "Decode step"))
-    one = job.prefill
-    read_bound = job.prefill_passes * one.read_seconds > job.requests * (one.flops / rep.achieved_flops)
-    prompts, passes = job.requests, job.prefill_passes
-    prefill_text = (f"prefill {job.prefill_seconds / SECONDS_PER_HOUR:,.2f} h ({prompts:,} prompt{'s' * (prompts != 1)} × "
-                    f"{_ms(one.compute_seconds)}"
-                    + (", at least one read of the weights per pass," if read_bound else "")
-                    + f" in {passes:,} pass{'es' * (passes != 1)} of ≤ {rep.engine.prefill_chunk:,} tokens, each + "
-                    f"{_ms(one.launch_seconds)} of launches)")
-    steps.append(("Batch job", f"{prefill_text} + {job.requests:,} × {O:,} ÷ "
-                               f"{job.batch:,} × {_ms(job.step.seconds)} = "
-                               f"{job.runtime_seconds / SECONDS_PER_HOUR:,.2f} h per run "
-                               f"({job.output_tokens_per_second:,.0f} output tokens/s)"))
+    steps.append(("Batch job", f"{_batch_prefill_text(rep, job)}; decode {job.requests:,} × {O:,} ÷ {job.batch:,} × "
+                               f"{_ms(job.step.seconds)} = {_h(job.decode_seconds)}; {_h(job.runtime_seconds)} "
+                               f"per run ({job.output_tokens_per_second:,.0f} output tokens/s)"))
     plan = InferencePlan(
         mode="batch", engine=rep.engine.id, engine_source=_source(rep.engine), tensor_parallel=t, replicas=1,
         batch=job.batch, max_concurrency=most, context=I + O, input_tokens=I, output_tokens=O, requests=w.requests,
@@ -219,7 +229,7 @@ def _rate(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
     q = w.ttft_percentile if w.ttft_percentile is not None else DEFAULT_TTFT_PERCENTILE
     svc = service(rep, w.request_rate, I, O, ttft_ms=w.ttft_ms, tpot_ms=w.tpot_ms, batch=w.batch, ttft_percentile=q)
     t = rep.tensor_parallel
-    steps = _common_steps(rep, I, O, svc.max_concurrency)
+    steps = [_kv_line(rep, I, O, svc.max_concurrency), _prefill_line(rep, I)]
     steps.append(_step_line(rep, svc.step, "Decode step"))
     busy = svc.rate_per_replica * svc.prefill.seconds
     limits = [f"{name} ≤ {value:g} ms" for name, value in ((f"TTFT p{q:g}", w.ttft_ms), ("TPOT", w.tpot_ms))
@@ -314,6 +324,7 @@ def _hours(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
             output_tokens_per_second=None, ttft_ms=None, tpot_ms=None, request_rate=None, steps=tuple(steps))
         return _Option(rep.tensor_parallel, w.hours, batch, plan, None)
     step = decode_step(rep, batch, context)
+    steps.append(_prefill_line(rep, context))      # the plan's prefill_tokens_per_second: a lone full context
     steps.append(_step_line(rep, step, "Decode step (full context)"))
     plan = InferencePlan(
         mode="hours", engine=rep.engine.id, engine_source=_source(rep.engine), tensor_parallel=rep.tensor_parallel,
