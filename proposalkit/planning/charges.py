@@ -168,8 +168,10 @@ def walltime_segments(hours_per_run: float, max_walltime_hours: float | None) ->
     return max(1, math.ceil(hours_per_run / max_walltime_hours))
 
 
-def job_limit_warnings(res: Resource | str, gpus_per_job: int, hours_per_run: float) -> list[str]:
-    """Warnings for a run that breaks a per-job limit: node count, walltime (restart segments)."""
+def job_limit_warnings(res: Resource | str, gpus_per_job: int, hours_per_run: float,
+                       kind: str = "finetune") -> list[str]:
+    """Warnings for a run that breaks a per-job limit: node count, walltime (restart segments: a training
+    run resumes from a checkpoint; an inference run has none to write, it is restarted)."""
     res = as_resource(res)
     out = []
     nodes = res.nodes_for(gpus_per_job)
@@ -185,7 +187,9 @@ def job_limit_warnings(res: Resource | str, gpus_per_job: int, hours_per_run: fl
         where = f" for {nodes:,}-node jobs ({tier.queue})" if tier and tier.queue else ""
         out.append(
             f"{res.id}: a run of {fmt_amount(hours_per_run)} h exceeds the {fmt_amount(limit)} h walltime limit{where}: "
-            f"it needs ⌈{fmt_amount(hours_per_run)} ÷ {fmt_amount(limit)}⌉ = {segments} checkpoint/restart segments"
+            f"it needs ⌈{fmt_amount(hours_per_run)} ÷ {fmt_amount(limit)}⌉ = {segments} "
+            + ("consecutive jobs, the engine restarted at each" if kind == "inference"
+               else "checkpoint/restart segments")
         )
     tier = res.walltime_tier(gpus_per_job)
     if tier is not None and "preempt" in tier.queue:

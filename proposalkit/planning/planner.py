@@ -304,7 +304,8 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
         walltime = partition.walltime_limit_hours(chosen.count)
         walltime_tier = partition.walltime_tier(chosen.count)
         segments = charges.walltime_segments(hours, walltime)
-        warnings += [f"{w.name}: {text}" for text in charges.job_limit_warnings(partition, chosen.count, hours)]
+        warnings += [f"{w.name}: {text}" for text in charges.job_limit_warnings(partition, chosen.count, hours,
+                                                                                    w.kind)]
     if w.kind != "inference" and s.tensor_parallel > 1:
         warnings += _tensor_parallel_nodes(w.name, s.tensor_parallel, charge)
     gpu_hours = hours * chosen.count * s.variants

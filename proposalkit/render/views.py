@@ -212,7 +212,9 @@ def _walltime_step(w: WorkloadPlan) -> Step | None:
     if w.walltime_segments <= 1 or w.walltime_hours is None:
         return None
     return Step("Walltime", f"⌈{fmt_hours_precise(w.runtime_hours)} h ÷ {fmt_hours(w.walltime_hours)} h job "
-                            f"limit⌉ = {w.walltime_segments} jobs per run, chained through checkpoints")
+                            f"limit⌉ = {w.walltime_segments} jobs per run, "
+                            + ("the engine restarted at each (nothing to checkpoint)" if w.kind == "inference"
+                               else "chained through checkpoints"))
 
 
 def _calendar_step(w: WorkloadPlan) -> Step:
