@@ -53,6 +53,10 @@ FIELD_ALIASES = {
     "num_prompts": "requests", "prompts": "requests", "num_requests": "requests", "qps": "request_rate",
     "input_len": "input_tokens", "prompt_tokens": "input_tokens", "output_len": "output_tokens",
     "max_tokens": "output_tokens", "max_new_tokens": "output_tokens", "ttft": "ttft_ms", "tpot": "tpot_ms",
+    # `framework` values as the projects spell their own names (package names, repositories).
+    "tensorrt": "trt-llm", "tensorrt-llm": "trt-llm", "tensorrt_llm": "trt-llm", "trtllm": "trt-llm",
+    "megatron-lm": "megatron", "megatron-core": "megatron", "llamafactory": "llama-factory",
+    "llama_factory": "llama-factory", "trl": "hf-trainer", "peft": "hf-trainer",
 }
 
 
@@ -60,7 +64,9 @@ def did_you_mean(word: object, choices) -> str:
     if not isinstance(word, str):
         return ""
     choices = list(choices)
-    alias = FIELD_ALIASES.get(word)
+    if word != word.lower() and word.lower() in choices:          # 'vLLM', 'H100-80GB'
+        return f"; did you mean '{word.lower()}'?"
+    alias = FIELD_ALIASES.get(word, FIELD_ALIASES.get(word.lower()))
     if alias in choices:
         return f"; did you mean '{alias}'?"
     # An id given without its variant ('h100' for h100-80gb or h100-pcie) names
