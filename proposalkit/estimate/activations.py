@@ -29,7 +29,7 @@ from .kernels import (
     AUTOCAST_NOTE, AUTOCAST_RESIDUAL_BYTES, COMPILE_NOTE, HEAD_COPY_NOTE, autocast_terms, eager_note, eager_terms,
     final_norm_extra, head_copy_terms,
 )
-from .loss import loss_note, loss_peak_bytes
+from .loss import head_backward_bytes, loss_note, loss_peak_bytes
 from .prompt_logits import WHOLE_PROMPT_ENGINE, keeps_prompt_logits, prompt_logits_bytes
 from .shapes import (
     ModelSpec, expert_ffn_hidden, is_mla, is_moe, largest_linear_params, linear_weight_params, mlp_matrices,
@@ -232,12 +232,14 @@ class TrainingActivations(NamedTuple):
     layer compared, every gradient beside both), and the two phases where they do not (phases.py): `at_loss`,
     the saved activations with the loss's peak and the hidden-state gradient the output projection's backward
     writes; `at_backward`, the saved activations with the recomputed layer. Equal to `total` under pipeline
-    parallelism (the schedule accumulates gradients over micro-batches)."""
+    parallelism (the schedule accumulates gradients over micro-batches). `at_head`: the saved activations as the
+    chunked loss's output projection accumulates its weight gradients (loss.head_backward_bytes; else 0)."""
 
     total: int
     at_loss: int
     at_backward: int
     notes: tuple[str, ...]
+    at_head: int = 0
 
 
 def training_activation_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[int, tuple[str, ...]]:
@@ -352,6 +354,7 @@ def training_activations(model: ModelSpec, setup: TrainingSetup) -> TrainingActi
     if setup.kernels != "fused":
         head_inputs += final_norm_extra(model, s * b, residual, replicated)
     loss = loss_peak_bytes(setup.loss, s * b, h, v, e, t, compiled=setup.kernels == "compiled")
+    head = head_backward_bytes(setup.loss, s * b, h, v, e, residual, t)
     common = dequantized
     if autocast:
         # The cast copies of the busiest stage's block weights and of the output projection (tied or not).
@@ -364,10 +367,12 @@ def training_activations(model: ModelSpec, setup: TrainingSetup) -> TrainingActi
         # stream's width and dtype), while the loss's buffers are live: counted with the loss, whole on each
         # tensor-parallel GPU (conservative).
         at_loss, at_backward = common + loss + residual * s * b * h, common + recompute
+        at_head = common + head if head else 0
     else:
         first = stage(in_flight) + embedding_masks + recompute
         last = stage(1) + head_inputs + max(loss, recompute)
         total = at_loss = at_backward = common + max(first, last)
+        at_head = common + stage(1) + head_inputs + head if head else 0   # the last stage
 
     notes = _training_notes(model, setup.method, e, ckpt, setup.flash_attention,
                             p, t, sp, layers_per_stage, len(kinds) > 1, setup.loss, setup.softmax_fp32,
@@ -375,7 +380,7 @@ def training_activations(model: ModelSpec, setup: TrainingSetup) -> TrainingActi
     notes += _mechanism_notes(model, ckpt, setup.selective_policy, setup.activation_offload, cp, e, s * b)
     if autocast:
         notes += (AUTOCAST_NOTE,)
-    return TrainingActivations(ceil(total), ceil(at_loss), ceil(at_backward), notes)
+    return TrainingActivations(ceil(total), ceil(at_loss), ceil(at_backward), notes, ceil(at_head))
 
 
 _CHECKPOINTING = {False: "no activation checkpointing",
@@ -417,21 +422,16 @@ def _training_notes(model: ModelSpec, method: str, e: int, checkpointing: bool, 
             + (", every layer counted at the larger of its dense and MoE kinds" if mixed_kinds else "")
         )
     if method in ("lora", "qlora"):
-        notes.append(
-            "LoRA activations: counted as for full training plus each adapter's rank-r product "
-            "(an upper bound: autograd need not keep the inputs of frozen, unadapted matrices)"
-        )
+        notes.append("LoRA activations: counted as for full training plus each adapter's rank-r product "
+                     "(an upper bound: autograd need not keep the inputs of frozen, unadapted matrices)")
     if method == "qlora":
         notes.append("QLoRA: one block matrix dequantized to 16 bits at a time for its matmul (transient buffer counted)")
     attention = ("FlashAttention (no s×s scores stored)" if flash_attention else
                  "attention scores stored (no FlashAttention"
                  + ("; softmax in fp32, as eager PyTorch under autocast: 4 + e B per score, + 1 with dropout)"
                     if softmax_fp32 and e < 4 else ")"))
-    notes.append(
-        f"activations: {attention}, {e}-byte values, "
-        f"{_CHECKPOINTING[checkpointing]} "
-        f"(Korthikanti et al. 2022 eq. 1, §4.3)"
-    )
+    notes.append(f"activations: {attention}, {e}-byte values, {_CHECKPOINTING[checkpointing]} "
+                 "(Korthikanti et al. 2022 eq. 1, §4.3)")
     if kernels != "fused":
         notes.append(COMPILE_NOTE if kernels == "compiled" else eager_note(model))
         if head_copy_terms(model, 1, 1, Fraction(1)):

@@ -47,6 +47,20 @@ runs it:
   counts above (torchtune's model upcasts whole logits with .float() outside the compiled layers,
   transformer.py TransformerDecoder.forward; torchtitan @ 9dec370 train.py leaves its loss
   uncompiled).
+  The output projection's backward, after the loss's (eager or compiled alike): torchtune applies the
+  projection to each chunk (pytorch/torchtune @ 3e5b0408 torchtune/modules/transformer.py chunked_output:
+  ``[self.output(chunk) for chunk in last_hidden_state.chunk(self.num_output_chunks, dim=1)]``), so
+  autograd gets n weight gradients to add. Its ready queue runs the node of highest sequence number first
+  (pytorch/pytorch @ a898f49b torch/csrc/autograd/engine.h ReadyQueue::CompareNodeTaskTime), and every
+  loss node is younger than every projection: all n chunks' losses go backward first, leaving the 16-bit
+  logit gradients (e B per logit) in the projections' input buffers. Then the projections go backward one
+  chunk at a time; the first weight gradient is a transposed view (TBackward0 of mm_mat2_backward's
+  ``grad.t().mm(mat1).t()``) whose storage its base still shares, so InputBuffer's accumulate (pytorch/pytorch
+  @ 4537ef6c torch/csrc/autograd/input_buffer.cpp: can_accumulate_inplace wants storage().use_count() == 1)
+  adds the second out of place, ``old_var + var``: three v × h gradients at once, beside the logit
+  gradients of the n - 2 chunks left and the hidden-state gradients of the 2 done (head_backward_bytes);
+  later chunks add in place. Measured on CPU (benchmarks/chunked_head_grad.py): the backward's peak is
+  that addition, 3·v·h·e + (n - 2)/n·e·s·b·v + 2/n·e·s·b·h (to 12 bytes of scalars).
 - fused: fused linear + cross-entropy (Liger Kernel, linkedin/Liger-Kernel @
   e11c2d6c src/liger_kernel/ops/fused_linear_cross_entropy.py; Cut
   Cross-Entropy keeps less): the logits are never materialised. The forward
@@ -111,6 +125,18 @@ def loss_peak_bytes(loss: str, tokens: int, hidden: int, vocab: int, e: int, ten
     forward, backward = loss_bytes_per_logit(loss, e, compiled)
     rows = COMPILED_ROW_STATISTICS_BYTES * tokens if compiled and loss == "chunked" else 0
     return max(forward, backward) * exact(tokens * vocab, tensor_parallel) + rows
+
+
+def head_backward_bytes(loss: str, tokens: int, hidden: int, vocab: int, e: int, residual: int,
+                        tensor_parallel: int = 1) -> Fraction | int:
+    """The chunked loss's activations at the moment the output projection's backward accumulates its second
+    chunk's weight gradient (phases.head_accumulation_bytes counts the gradients): the 16-bit logit
+    gradients of the n - 2 chunks not yet consumed and the hidden-state gradients of the 2 done. 0 for the
+    other losses (one projection, one weight gradient)."""
+    if loss != "chunked":
+        return 0
+    n = CHUNKED_LOSS_CHUNKS
+    return exact((n - 2) * e * tokens * vocab, n * tensor_parallel) + exact(2 * residual * tokens * hidden, n)
 
 
 def loss_note(loss: str, e: int, compiled: bool = False) -> str:

@@ -49,7 +49,7 @@ from .lora import LoraSpec
 from .checkpointing import DEFAULT_SELECTIVE_POLICY, SELECTIVE_POLICIES
 from .loss import DEFAULT_LOSS, LOSSES
 from .phases import (
-    gradients_persist, head_gradient_bytes, phase_note, step_note, step_temporary_bytes, tied_embedding_temporary,
+    gradients_persist, head_accumulation_bytes, head_accumulation_note, head_gradient_bytes, phase_note, step_note, step_temporary_bytes, tied_embedding_temporary,
     tied_note,
 )
 from .model_states import (  # noqa: F401  (re-exported: the memory API)
@@ -301,19 +301,32 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
     # The optimizer step (phases.py): activations freed, a foreach AdamW's temporary beside the model states.
     temporary = ceil(step_temporary_bytes(setup, states.moments))
     at_step = weights + gradients + optimizer + temporary
+    # The chunked loss's output projection adding its chunks' weight gradients (phases.py): three v × h gradients.
+    head = ceil(head_accumulation_bytes(model, setup))
     if gradients_persist(model, setup) is None:
         # Gradients freed between steps (phases.py): the largest of the loss, backward and step moments.
         live = min(gradients, ceil(head_gradient_bytes(model, setup)))
         at_loss = weights + optimizer + live + acts.at_loss
+        loss_parts = [weights, live, optimizer, acts.at_loss, 0]
+        if head and (at_head := weights + optimizer + head + acts.at_head) > at_loss:
+            at_loss, loss_parts = at_head, [weights, head, optimizer, acts.at_head, 0]
         at_backward = weights + optimizer + gradients + acts.at_backward
         peak = "loss" if at_loss >= at_backward else "backward"
-        parts = [weights, live, optimizer, acts.at_loss, 0] if peak == "loss" else [
-            weights, gradients, optimizer, acts.at_backward, 0]
+        parts = loss_parts if peak == "loss" else [weights, gradients, optimizer, acts.at_backward, 0]
+        if peak == "loss" and head and loss_parts[1] == head:
+            notes.append(head_accumulation_note(head, at_loss))
         phases = PeakPhases(peak, at_loss, at_backward, gradients, at_step if temporary else 0)
         phase_at = len(notes)    # the note is written below, once the step and tied moments are weighed
         notes.append("")
-    elif (note := phase_note(model, setup, None)) is not None:
-        notes.append(note)
+    else:
+        if (note := phase_note(model, setup, None)) is not None:
+            notes.append(note)
+        # Gradients kept from before the backward stay beside it; none yet where the optimizer steps in the backward
+        # or the gradients stream to an offloaded optimizer (their GPU buffers counted conservatively otherwise).
+        held = 0 if setup.optimizer_in_backward or setup.offload_optimizer or setup.offload_params else gradients
+        if head and (at_head := weights + optimizer + held + head + acts.at_head) > sum(parts):
+            parts = [weights, held + head, optimizer, acts.at_head, 0]
+            notes.append(head_accumulation_note(head, at_head))
     # The end of the backward with tied embeddings (phases.py): the shared weight's second gradient.
     tied, hidden = (ceil(x) for x in tied_embedding_temporary(model, setup))
     at_end = weights + gradients + tied + optimizer + hidden if tied else 0

@@ -23,6 +23,10 @@ the size of the second moment while weights, gradients and states are live
 (step_temporary_bytes): weights + optimizer + every gradient + that temporary.
 With tied embeddings the end of the backward is a moment too: the shared
 weight's second gradient beside every gradient (tied_embedding_temporary).
+Under the chunked loss the loss moment has a second instant, the output
+projection's backward adding its second chunk's weight gradient out of place
+(loss.py): three v × h gradients at once with the logit gradients not yet
+consumed (head_accumulation_bytes); the larger instant is the loss moment.
 """
 
 from __future__ import annotations
@@ -164,6 +168,25 @@ def gradients_persist(model: ModelSpec, setup: TrainingSetup) -> str | None:
     if not model.has_architecture:
         return "the model gives only a parameter count"
     return None
+
+
+def head_accumulation_bytes(model: ModelSpec, setup: TrainingSetup) -> Fraction | int:
+    """The output projection's weight gradients held at once under the chunked loss (loss.py): the first chunk's
+    (a view, kept), the second's and their out-of-place sum, 3 × head_gradient_bytes, in autograd's input buffer
+    (beside any .grad a persisting framework keeps). 0 for the other losses, a frozen head (LoRA, QLoRA) or a
+    model given only a parameter count."""
+    if setup.loss != "chunked" or setup.method != "full" or not model.has_architecture:
+        return 0
+    return 3 * head_gradient_bytes(model, setup)
+
+
+def head_accumulation_note(head: int, at_head: int) -> str:
+    """The assumption line where the chunked loss's gradient accumulation is the peak counted."""
+    gib = 2**30
+    return (f"chunked loss: the output projection's backward adds its second chunk's weight gradient out of place "
+            f"(autograd's InputBuffer, pytorch @ 4537ef6c input_buffer.cpp): {head / gib:.2f} GiB of v × h gradients "
+            f"at once with the logit gradients of the chunks left: {at_head / gib:.2f} GiB allocated, the loss moment's "
+            "largest instant (its three gradients shown within the gradients where it is the step's peak)")
 
 
 def head_gradient_bytes(model: ModelSpec, setup: TrainingSetup) -> Fraction | int:
