@@ -177,10 +177,15 @@ class Prefill:
     read_seconds: float = 0.0       # one read of the weights it touches at the achieved bandwidth (per pass)
     launch_seconds: float = 0.0     # one pass's fixed cost: layers × the engine's prefill_layer_seconds
     passes: int = 1                 # passes of at most the engine's prefill chunk the prompts run in
+    allreduce_seconds: float = 0.0  # the tensor-parallel all-reduces within compute_seconds
 
     @property
     def tokens_per_second(self) -> float:
         return self.tokens * self.batch / self.seconds
+
+    @property
+    def flops_seconds(self) -> float:       # its FLOPs at the achieved rate (compute_seconds − all-reduces)
+        return self.compute_seconds - self.allreduce_seconds
 
 
 @dataclass(frozen=True)
@@ -220,6 +225,10 @@ class BatchJob:
     runtime_seconds: float          # wall clock (replicas in parallel)
     notes: tuple[str, ...] = ()
     prefill_passes: int = 0         # passes the prompts are packed into (each pays its launches once)
+
+    @property
+    def prefill_read_bound(self) -> bool:   # the passes' weight reads outlast the prompts' FLOPs: charged
+        return self.prefill_passes * self.prefill.read_seconds > self.requests * self.prefill.flops_seconds
 
     @property
     def output_tokens_per_second(self) -> float:
@@ -376,7 +385,8 @@ def prefill(rep: Replica, input_tokens: int, batch: int = 1) -> Prefill:
     passes = math.ceil(batch * input_tokens / rep.engine.prefill_chunk)
     return Prefill(tokens=input_tokens, batch=batch, flops=flops,
                    seconds=max(compute, passes * read) + allreduce + passes * launch,
-                   compute_seconds=compute + allreduce, read_seconds=read, launch_seconds=launch, passes=passes)
+                   compute_seconds=compute + allreduce, read_seconds=read, launch_seconds=launch, passes=passes,
+                   allreduce_seconds=allreduce)
 
 
 def decode_step(rep: Replica, batch: int, context: int) -> Step:
@@ -473,9 +483,8 @@ def batch_job(rep: Replica, requests: int, input_tokens: int, output_tokens: int
     # Prompts share passes of up to the engine's prefill chunk (chunked prefill, in-flight batching): each
     # is charged its compute, and each pass at least one read of the weights.
     passes = math.ceil(per_replica * input_tokens / rep.engine.prefill_chunk)
-    allreduce = one.compute_seconds - one.flops / rep.achieved_flops
-    prefill_seconds = (per_replica * allreduce + max(per_replica * (one.compute_seconds - allreduce),
-                                                     passes * one.read_seconds) + passes * one.launch_seconds)
+    prefill_seconds = (per_replica * one.allreduce_seconds + passes * one.launch_seconds
+                       + max(per_replica * one.flops_seconds, passes * one.read_seconds))
     decode_seconds = per_replica * output_tokens / batch * step.seconds
     notes = (f"batch {batch}: the KV pool holds {rep.kv_tokens:,} tokens = "
              f"{rep.kv_tokens // (input_tokens + output_tokens):,} sequences of "

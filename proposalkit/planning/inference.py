@@ -135,8 +135,7 @@ def _prefill_line(rep: Replica, input_tokens: int) -> tuple[str, str]:
     m, t = rep.model, rep.tensor_parallel
     lone = prefill(rep, input_tokens)
     flops = prefill_flops_per_sequence(m, input_tokens)
-    compute = flops / t / rep.achieved_flops
-    link = lone.compute_seconds - compute
+    compute, link = lone.flops_seconds, lone.allreduce_seconds
     split = f" ÷ {t} GPUs" if t > 1 else ""
     p = lone.passes
     times = f"{p} × " if p > 1 else ""
@@ -162,11 +161,11 @@ def _batch_prefill_text(rep: Replica, job) -> str:
     """The batch job's prefill (estimate/inference.py batch_job): every prompt's compute, the prompts packed
     into passes of the engine's chunk, each pass at least one read of the weights and its launches."""
     one, n, p = job.prefill, job.requests, job.prefill_passes
-    compute = one.flops / rep.achieved_flops
+    compute = one.flops_seconds
     passes = f"{p:,} pass{'es' * (p != 1)} of ≤ {rep.engine.prefill_chunk:,} tokens"
     body = f"{n:,} prompt{'s' * (n != 1)} × {_ms(one.compute_seconds)} + {passes} × {_ms(one.launch_seconds)} of launches"
-    if p * one.read_seconds > n * compute:     # each pass at least one read of the weights
-        body = ((f"{n:,} × {_ms(one.compute_seconds - compute)} all-reduce + " if rep.tensor_parallel > 1 else "")
+    if job.prefill_read_bound:                 # each pass at least one read of the weights
+        body = ((f"{n:,} × {_ms(one.allreduce_seconds)} all-reduce + " if rep.tensor_parallel > 1 else "")
                 + f"{passes} × ({_ms(one.read_seconds)} one read of the weights, longer than {n:,} × {_ms(compute)} "
                 f"compute, + {_ms(one.launch_seconds)} of launches)")
     return f"prefill {body} = {_h(job.prefill_seconds)} ({job.prefill_tokens_per_second:,.0f} prompt tokens/s)"
