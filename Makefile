@@ -3,20 +3,27 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
+# Every direct and transitive version the suite passed on (`make lock` refreshes it on purpose):
+# installs from a fresh clone get these, so a new release elsewhere cannot turn the suite red.
+# --build-constraint pins setuptools and wheel in pip's isolated build of the project too.
+LOCK   := constraints.txt
+LOCKED := --constraint $(LOCK) --build-constraint $(LOCK)
 PACKAGE := $(wildcard proposalkit/*.py proposalkit/*/*.py proposalkit/catalog/*.yaml proposalkit/render/templates/*)
 WORKLOADS := $(wildcard workloads/*.yaml)
 PILOT_LOGS := $(wildcard workloads/pilots/*)
 
-.PHONY: report test golden bench clean
+.PHONY: report test test-latest lock golden bench clean
 
 # Build build/report.md, build/report.html and build/report.pdf from workloads/*.yaml.
 report: build/report.pdf
 
 # Create the virtual environment and install the project with its test extras.
-$(STAMP): pyproject.toml
+# Create the virtual environment and install the project with its test extras, at the locked versions
+# (pip first: --build-constraint needs pip ≥ 25.3, and the locked pip is the one the lock was made with).
+$(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet --constraint $(LOCK) --upgrade pip
+	$(PY) -m pip install --quiet $(LOCKED) -e '.[test]'
 	touch $(STAMP)
 
 build/report.pdf: $(STAMP) $(WORKLOADS) $(PILOT_LOGS) $(PACKAGE)
@@ -25,6 +32,24 @@ build/report.pdf: $(STAMP) $(WORKLOADS) $(PILOT_LOGS) $(PACKAGE)
 # Run the test suite.
 test: $(STAMP)
 	$(PY) -m pytest
+
+# The suite against the newest releases that pyproject.toml's ranges admit, in a throwaway
+# environment (not part of CI): a break is seen here before it reaches users' fresh installs.
+LATEST := build/latest-venv
+test-latest:
+	rm -rf $(LATEST)
+	$(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/python -m pip install --quiet --upgrade pip setuptools wheel
+	$(LATEST)/bin/python -m pip install --quiet --upgrade -e '.[test]'
+	$(LATEST)/bin/python -m pytest -p no:cacheprovider
+
+# Refresh constraints.txt on purpose: the newest releases, kept only if the whole suite passes on them.
+# Review the diff of constraints.txt and commit it with the reason.
+lock: test-latest
+	{ echo "# Locked versions: the suite passed on these (\`make lock\`, $$($(LATEST)/bin/python -V))."; \
+	  echo "# Used as pip constraints by make report, make test, .ci/run and .github/workflows."; \
+	  $(LATEST)/bin/python -m pip freeze --all --exclude-editable | LC_ALL=C sort -f; } > $(LOCK).tmp
+	mv $(LOCK).tmp $(LOCK)
 
 # Regenerate the golden reports in tests/golden/ (review the diff before committing).
 golden: $(STAMP)

@@ -113,7 +113,7 @@ def test_missing_pango_exits_2_and_writes_nothing(workload, out, monkeypatch, ca
     assert captured.err == (
         f"proposalkit report: cannot write {out / 'report.pdf'}: WeasyPrint could not load "
         "(OSError: cannot load library 'libpango-1.0-0'). To build PDFs, install Pango, which WeasyPrint "
-        "needs: Debian/Ubuntu `apt-get install libpango-1.0-0 libpangoft2-1.0-0`; macOS `brew install pango`; "
+        "needs: Debian/Ubuntu `apt-get install libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0`; macOS `brew install pango`; "
         "or pass --format md,html. Nothing was written\n")
     assert unchanged(out)
 

@@ -216,6 +216,9 @@ def parse_yaml(path: str, raw: bytes) -> tuple[object, Source]:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark else None
         what = error.problem or "malformed YAML"
+        if "nesting depth" in what:     # libyaml's own depth limit (PyYAML ≥ 6.0.3 builds)
+            raise InputError([Problem(path, line, "", "values nested too deeply (more than a few hundred "
+                                                      "levels)")]) from None
         if error.context:
             what = f"{error.context}, {what}"
         raise InputError([Problem(path, line, "", f"malformed YAML: {what}")]) from None

@@ -37,7 +37,7 @@ PX_PER_LINE = 18            # a chart's height in CSS px per text line (13.5 pt 
 APPENDIX_MARKER = "<!-- appendix -->"
 
 PANGO_HELP = ("install Pango, which WeasyPrint needs: Debian/Ubuntu `apt-get install libpango-1.0-0 "
-              "libpangoft2-1.0-0`; macOS `brew install pango`")
+              "libpangoft2-1.0-0 libharfbuzz-subset0`; macOS `brew install pango`")
 
 
 class PdfUnavailableError(InputError):
