@@ -353,7 +353,8 @@ def test_workflow_structure():
     assert checkout["with"]["fetch-depth"] == 0
     assert any(s.get("uses", "").startswith("actions/setup-python@") for s in steps)
     runs = [s.get("run", "") for s in steps]
-    assert "pip install -e ." in runs
+    install = step("Install")["run"]
+    assert "--constraint constraints.txt" in install and "-e ." in install   # the locked versions
     assert "proposalkit check workloads/*.yaml" in runs
     assert 'proposalkit diff "$old" "$new"' in step("Diff")["run"]
     assert "--no-renames" in step("Diff")["run"]   # a moved file is a deletion and an addition, both diffed
