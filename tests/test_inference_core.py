@@ -21,8 +21,8 @@ from proposalkit.estimate.inference import (
     decode_step,
     prefill,
     replica,
-    service,
 )
+from proposalkit.estimate.serving import service
 
 H100 = gpus()["h100-80gb"]
 LLAMA8B = models()["llama-3.1-8b"]

@@ -19,7 +19,7 @@ from proposalkit.input.schema import Workload
 def plan(**fields):
     spec = Workload.model_validate(fields)
     from proposalkit.input.loading import _resolve_model
-    from proposalkit.input.yamlfile import Source
+    from proposalkit.input.source import Source
 
     model, problems = _resolve_model(spec, 0, Source("test"), ".")
     assert not problems, problems

@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from proposalkit.cli import main
-from proposalkit.estimate.inference import pool_full_probability
+from proposalkit.estimate.serving import pool_full_probability
 
 
 def poisson_at_least(mean: float, k: int) -> float:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from .arith import ceil, check_positive, exact, memo
 from .precision import FP32_BYTES, check_choice
@@ -36,9 +36,7 @@ from .shapes import (
     moe_layer_count,
     projection_widths, require_architecture, routed_experts, shared_expert_ffn_hidden,
 )
-
-if TYPE_CHECKING:
-    from .memory import InferenceSetup, TrainingSetup
+from .setups import InferenceSetup, TrainingSetup
 
 # A dropout mask is stored as 1 byte per element (Korthikanti et al. 2022 §4.1).
 MASK_BYTES = 1

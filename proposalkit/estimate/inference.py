@@ -3,7 +3,8 @@
 How to call it (all arguments plain values; nothing here reads a workload):
 
     from proposalkit.catalog import gpus, models
-    from proposalkit.estimate.inference import replica, batch_job, service, prefill, decode_step
+    from proposalkit.estimate.inference import replica, batch_job, prefill, decode_step
+    from proposalkit.estimate.serving import service
 
     rep = replica(models()["llama-3.1-8b"], gpus()["h100-80gb"], tensor_parallel=1,
                   precision="bf16", engine="vllm", kv_precision=None)   # kv_precision None: the weights'
@@ -25,7 +26,7 @@ replica can reach (InferenceError.achievable holds the best value, in the target
 
 The model (DESIGN.md "Compute and runtime"; Kwon et al. 2023 for the KV cache; Williams et al.
 2009 for the roofline):
-  memory per GPU   weights (estimate/memory.weight_bytes ÷ t) + one forward pass's activation
+  memory per GPU   weights (estimate/weights.weight_bytes ÷ t) + one forward pass's activation
                    workspace (estimate/activations) + the CUDA context; the engine's pool rule
                    (estimate/engines.py) leaves the KV pool; KV bytes per token per GPU =
                    L × 2·kv·d (or MLA's latent) × bytes, kv heads ÷ t (at least one).
@@ -42,7 +43,7 @@ The model (DESIGN.md "Compute and runtime"; Kwon et al. 2023 for the KV cache; W
                    bandwidth, 2·P_matmul·batch / achieved FLOP/s), then attention max(KV bytes /
                    bandwidth, 4·L·c·a·d·batch / FLOP/s): separate kernels, one after the other.
                    A mixture of experts reads only the experts its tokens visit (experts_touched).
-                   Sliding-window layers keep and read only the window (memory.kv_layer_tokens).
+                   Sliding-window layers keep and read only the window (weights.kv_layer_tokens).
                    Tensor parallel t: each GPU reads 1/t and computes 1/t, plus two all-reduces
                    per layer (Shoeybi et al. 2019 §3) of the tokens' 16-bit activations over the
                    GPU-to-GPU link (Replica.allreduce_seconds).
@@ -66,7 +67,8 @@ from .activations import inference_activation_bytes
 from .breakdown import ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES
 from .engines import Engine, engine as engine_named, engine_max_batch, engine_memory_fraction
 from .links import INTERCONNECT, NODE_GPUS, PCIE4_X16, network_per_gpu
-from .memory import InferenceSetup, kv_heads_per_gpu, kv_layer_tokens, weight_bytes
+from .setups import InferenceSetup
+from .weights import kv_heads_per_gpu, kv_layer_tokens, weight_bytes
 from .precision import INFERENCE_PRECISIONS, KV_PRECISIONS, check_choice
 from .shapes import (ModelSpec, attention_head_size, expert_params, is_moe, kv_values_per_token_per_layer,
                      matmul_params, require_architecture)
@@ -124,7 +126,7 @@ class Replica:
 
     def kv_bytes_per_sequence(self, context: int) -> int:
         """KV cache of one sequence of `context` tokens per GPU: kv_bytes_per_token × context, except that
-        sliding-window layers keep only the window (memory.kv_layer_tokens)."""
+        sliding-window layers keep only the window (weights.kv_layer_tokens)."""
         if self.model.sliding_window is None:
             return self.kv_bytes_per_token * context
         return math.ceil(Fraction(self.kv_bytes_per_token, self.model.layers) * kv_layer_tokens(self.model, context))
@@ -358,7 +360,7 @@ def prefill_flops_per_sequence(model: ModelSpec, tokens: int) -> float:
 
 def decode_flops_per_token(model: ModelSpec, context: int) -> float:
     """Forward FLOPs of one generated token at `context` cached tokens: 2·P_matmul + 4·L·c·a·d
-    (windowed layers: the window's tokens, memory.kv_layer_tokens)."""
+    (windowed layers: the window's tokens, weights.kv_layer_tokens)."""
     return 2 * matmul_params(model) + 4 * kv_layer_tokens(model, context) * attention_width(model)
 
 
@@ -439,7 +441,9 @@ def _check_context(rep: Replica, tokens: int) -> None:
                              f"of {most:,}", achievable=most)
 
 
-def _batch_for(rep: Replica, input_tokens: int, output_tokens: int) -> int:
+def concurrency_limit(rep: Replica, input_tokens: int, output_tokens: int) -> int:
+    """The most sequences of input + output tokens one replica runs at once (its KV pool and the
+    engine's cap); an InferenceError, with the pool's tokens achievable, where not even one fits."""
     _check_context(rep, input_tokens + output_tokens)
     most = rep.max_concurrency(input_tokens, output_tokens)
     if most < 1:
@@ -472,7 +476,7 @@ def batch_job(rep: Replica, requests: int, input_tokens: int, output_tokens: int
     if requests < 1 or replicas < 1:
         raise ValueError("requests and replicas must be positive")
     per_replica = math.ceil(requests / replicas)
-    most = _batch_for(rep, input_tokens, output_tokens)
+    most = concurrency_limit(rep, input_tokens, output_tokens)
     if batch is not None and batch > most:
         raise InferenceError(f"batch {batch}: {rep.engine.name} holds at most {most} sequences of "
                              f"{input_tokens + output_tokens:,} tokens on {rep.tensor_parallel} × {rep.gpu.id}",
@@ -495,5 +499,3 @@ def batch_job(rep: Replica, requests: int, input_tokens: int, output_tokens: int
                     decode_seconds=decode_seconds, runtime_seconds=prefill_seconds + decode_seconds,
                     notes=rep.notes + notes, prefill_passes=passes)
 
-
-from .serving import DEFAULT_TTFT_PERCENTILE, Service, pool_full_probability, prefill_wait, service, ttft_floor  # noqa: E402  (the API's last part; serving imports from here)

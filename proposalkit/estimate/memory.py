@@ -11,7 +11,8 @@ size, p pipeline-parallel size, v vocabulary. Beside them: d head size,
 kv key/value heads (< a under grouped-query attention), f the MLP's inner
 width, P parameters, N data-parallel GPUs over which ZeRO shards.
 
-Beside this module: breakdown.py (the components, the three measured
+Beside this module: setups.py (TrainingSetup, InferenceSetup), weights.py
+(weights and KV cache), breakdown.py (the components, the three measured
 statistics, and the CUDA context and allocator reserve with their sources),
 shapes.py (parameter counts), precision.py (bytes per value and optimizer
 state), lora.py (adapters), activations.py (Korthikanti's terms),
@@ -35,19 +36,17 @@ Sources, cited where used:
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from fractions import Fraction
 
 from .activations import DEFAULT_PREFILL_TOKENS, inference_activation_bytes, training_activations
 from .prompt_logits import WHOLE_PROMPT_ENGINE, prompt_logits_note
-from .arith import ceil, check_positive, exact, fmt_bytes_per_param, memo
+from .arith import ceil, check_positive, fmt_bytes_per_param, memo
 from .breakdown import (  # noqa: F401  (re-exported: the memory API)
     ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES, DEFAULT_OVERHEAD, MemoryBreakdown, Overhead, PeakPhases, overhead_bytes,
     overhead_note,
 )
-from .lora import LoraSpec
-from .checkpointing import DEFAULT_SELECTIVE_POLICY, SELECTIVE_POLICIES
-from .loss import DEFAULT_LOSS, LOSSES
+from .checkpointing import SELECTIVE_POLICIES
+from .loss import LOSSES
 from .phases import (
     gradients_persist, head_accumulation_bytes, head_accumulation_note, head_gradient_bytes, phase_note, step_note, step_temporary_bytes, tied_embedding_temporary,
     tied_note,
@@ -56,143 +55,19 @@ from .model_states import (  # noqa: F401  (re-exported: the memory API)
     OPTIMIZER_IMPLS, model_states, worst_stage_fraction, zero3_gathered_bytes,
 )
 from .precision import (
-    ADAPTER_PRECISIONS, FP32_BYTES, INFERENCE_PRECISIONS, KV_PRECISIONS, NF4_BITS, OPTIMIZERS,
-    TRAINING_METHODS, TRAINING_PRECISIONS, check_choice, optimizer_state_bytes, quantized_weight_bits,
+    ADAPTER_PRECISIONS, INFERENCE_PRECISIONS, KV_PRECISIONS, OPTIMIZERS, TRAINING_METHODS, TRAINING_PRECISIONS,
+    check_choice,
 )
-from .shapes import (
-    ModelSpec, embedding_params, expert_params, is_mla, kv_values_per_token_per_layer, layer_params,
-    linear_weight_params, lm_head_params, mlp_params_per_expert, moe_layer_count, moe_layer_params,
-    parameter_count, require_architecture,
+from .setups import InferenceSetup, TrainingSetup  # noqa: F401  (re-exported: the memory API)
+from .shapes import ModelSpec, expert_params, is_mla, kv_values_per_token_per_layer
+from .weights import (  # noqa: F401  (re-exported: the memory API)
+    kv_cache_bytes_per_token, kv_heads_per_gpu, kv_layer_tokens, weight_bytes,
 )
 from ..units import bytes_per_element
 
 # vLLM preallocates gpu_memory_utilization = 0.9 of the device by default
 # (vLLM engine arguments), i.e. it leaves 10% of the GPU outside its pool.
 VLLM_GPU_MEMORY_UTILIZATION = Fraction(9, 10)
-
-
-@dataclass(frozen=True)
-class TrainingSetup:
-    method: str                  # "full" | "lora" | "qlora"  (pretraining is "full")
-    seq_len: int
-    micro_batch: int = 1
-    precision: str = "bf16"      # fp32 | bf16 | fp16 (mixed precision when 16-bit)
-    optimizer: str = "adamw"     # adamw | adamw-8bit | paged-adamw | paged-adamw-8bit | sgd
-    data_parallel: int = 1       # GPUs over which ZeRO shards
-    zero_stage: int = 0          # 0..3 (FSDP full-shard = 3)
-    tensor_parallel: int = 1
-    pipeline_parallel: int = 1
-    expert_parallel: int = 1     # GPUs of the data-parallel group over which the routed experts are split
-    activation_checkpointing: bool = False
-    flash_attention: bool = True
-    lora: LoraSpec | None = None
-    sequence_parallel: bool = True   # with tensor_parallel > 1 (Korthikanti §4.2.2)
-    # 16-bit training keeps fp32 master weights and fp32 optimizer moments (mixed
-    # precision, ZeRO §3.1). False: pure 16-bit training, moments in the weights'
-    # dtype and no master copy: torchtune's recipes ("bfloat16 ... uses 2 bytes per
-    # model and optimizer parameter"; "we don't support mixed-precision training",
-    # torchtune docs/source/tutorials/memory_optimizations.rst).
-    master_weights: bool = True
-    loss: str = DEFAULT_LOSS     # standard | chunked | fused (estimate/loss.py)
-    # torchtune optimizer_in_bwd: each parameter's step runs in its gradient hook (model_states.py).
-    optimizer_in_backward: bool = False
-    # CPU offload (ZeRO-Offload / ZeRO-Infinity, FSDP CPUOffload): optimizer states (and the fp32
-    # master) in host memory; parameter and gradient shards in host memory (stage 3 only).
-    offload_optimizer: bool = False
-    offload_params: bool = False
-    # Which optimizer implementation holds the states (model_states.OPTIMIZER_IMPLS): "torch", or a
-    # framework's own ("deepspeed-bf16": BF16_Optimizer's fp32 gradient buffer; "megatron": fp32
-    # main gradients). A framework preset sets it.
-    optimizer_impl: str = "torch"
-    # activation_checkpointing may also be "selective", kept by `selective_policy` (estimate/checkpointing.py:
-    # "attention", Megatron-LM's; "op", torchtitan's); a framework preset sets the policy.
-    selective_policy: str = DEFAULT_SELECTIVE_POLICY
-    activation_offload: bool = False   # torchtune OffloadActivations (estimate/checkpointing.py)
-    context_parallel: int = 1          # torchtitan ring attention: the sequence split over cp GPUs
-    # Without FlashAttention, the softmax runs in fp32 (eager PyTorch under autocast, transformers'
-    # eager attention); False: a fused 16-bit softmax kernel (Megatron-LM), Korthikanti's count.
-    softmax_fp32: bool = True
-    # 16-bit compute by torch.autocast over fp32 parameters (Hugging Face Trainer's fp16/bf16 AMP): each
-    # saved activation at the dtype autocast gives it (activations.autocast_terms); a framework preset sets it.
-    autocast_fp32_params: bool = False
-    # How the layers' kernels run (activations.py, kernels.py): "fused" (what fused kernels keep:
-    # Megatron-LM's Transformer Engine kernels), "eager" (eager PyTorch's extra saved tensors) or
-    # "compiled" (torch.compile of each layer: fused layers, an eager final norm, a compiled chunked loss).
-    kernels: str = "fused"
-    # Micro-batches accumulated per optimizer step (None: not stated) and the framework that runs the step
-    # (None: not stated): together they say whether gradients persist beside the loss peak (phases.py).
-    gradient_accumulation_steps: int | None = None
-    framework: str | None = None
-
-
-@dataclass(frozen=True)
-class InferenceSetup:
-    context: int                 # tokens per sequence (prompt + generated)
-    batch: int = 1               # concurrent sequences
-    precision: str = "bf16"      # fp32 | bf16 | fp16 | fp8 | int8 | int4
-    kv_precision: str = "bf16"
-    tensor_parallel: int = 1
-    prefill_tokens: int | None = None   # tokens per forward pass; None: DEFAULT_PREFILL_TOKENS
-    attention: str = "flash"     # flash | sdpa | eager (activations.py: eager keeps a layer's s×s scores)
-    engine: str | None = None    # estimate/engines.py id; "hf": whole-prompt prefill and its logits (prompt_logits.py)
-
-
-# --------------------------------------------------------------------------
-# Weights and KV cache.
-# --------------------------------------------------------------------------
-
-
-def weight_bytes(model: ModelSpec, precision: str, *, unquantized: str = "bf16") -> Fraction:
-    """Bytes of all weights at `precision` (exact; divide by tensor parallelism after).
-
-    fp32/bf16/fp16: P × bytes. fp8/int8/int4/nf4: the block matrices at
-    quantized_weight_bits()/8, the rest (embeddings, head, norms, biases,
-    router) at `unquantized` (16 bits). A params-only model is quantized
-    whole (it cannot be split). A given params with a shape sets the count
-    at every precision: the shape only splits it, in the shape's proportion
-    of block matrices to the rest.
-    """
-    if precision in ("fp32", "bf16", "fp16"):
-        return model.params * bytes_per_element(precision)
-    fmt = model.weight_format
-    # A quantized checkpoint's own layout (config.json's quantization_config) at its precision.
-    bits = fmt.bits if fmt is not None and fmt.precision == precision else quantized_weight_bits(precision)
-    if not model.has_architecture:
-        return model.params * bits / 8
-    linear = Fraction(linear_weight_params(model))
-    if model.params_override is not None:
-        linear = linear * model.params / parameter_count(model)
-    return linear * bits / 8 + (model.params - linear) * bytes_per_element(unquantized)
-
-def kv_cache_bytes_per_token(model: ModelSpec, kv_precision: str = "bf16") -> int:
-    """KV cache of one token of one sequence, all layers: 2 · L · kv · d · bytes.
-
-    2 for K and V; kv heads, not query heads (grouped-query attention) (Kwon
-    et al. 2023 §2-3). Llama-2-7B fp16: 2·32·32·128·2 = 524,288 bytes;
-    Llama-3.1-8B (8 kv heads): 131,072 bytes. MLA caches the latent,
-    L · (kv_lora_rank + qk_rope_head_dim) · bytes (DeepSeek-V2 §2.1.2):
-    DeepSeek-V2-Lite bf16 27·(512 + 64)·2 = 31,104 bytes.
-    """
-    require_architecture(model, "the KV cache")
-    check_choice(kv_precision, KV_PRECISIONS, "kv_precision")
-    return ceil(model.layers * kv_values_per_token_per_layer(model) * bytes_per_element(kv_precision))
-
-
-def kv_layer_tokens(m: ModelSpec, context: int) -> int:
-    """Layer × token entries one sequence of `context` tokens keeps in its KV cache: L·c, except that the
-    sliding_window_layers keep only the last sliding_window tokens (Beltagy et al. 2020; Mistral 7B §2):
-    (L − n)·c + n·min(c, w). Multiply by kv_values_per_token_per_layer for the values."""
-    n = m.sliding_window_layers if m.sliding_window is not None else 0
-    return (m.layers - n) * context + n * min(context, m.sliding_window or context)
-
-
-def kv_heads_per_gpu(model: ModelSpec, tensor_parallel: int) -> Fraction:
-    """KV heads each tensor-parallel rank holds: kv / t, at least 1.
-
-    When t exceeds the KV heads, vLLM replicates them so each rank keeps one
-    (vLLM attention layers: num_kv_heads = max(1, total_kv_heads // tp_size)).
-    """
-    return max(exact(model.kv_head_count, tensor_parallel), 1)
 
 
 # --------------------------------------------------------------------------

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 from .arith import exact, fmt_bytes_per_param
 from .phases import FSDP_FRAMEWORKS
@@ -40,10 +39,9 @@ from .shapes import (
     ModelSpec, embedding_params, expert_params, layer_params, linear_weight_params, linears, lm_head_params,
     mlp_params_per_expert, moe_layer_count, moe_layer_params, parameter_count,
 )
+from .setups import TrainingSetup
+from .weights import weight_bytes
 from ..units import bytes_per_element
-
-if TYPE_CHECKING:  # no import cycle at run time: memory.py imports this module
-    from .memory import TrainingSetup
 
 # Optimizer implementations a framework may run (TrainingSetup.optimizer_impl), beside the default
 # "torch" (torch.optim or bitsandbytes on the model's own parameters and gradients):
@@ -365,8 +363,6 @@ def _full(model: ModelSpec, setup: TrainingSetup, mixed: bool, pure: bool, fsdp_
 
 
 def _lora(model: ModelSpec, setup: TrainingSetup, pure: bool, notes: list[str]) -> tuple:
-    from .memory import weight_bytes   # memory.py imports this module: the weight arithmetic stays there
-
     stage, n = setup.zero_stage, setup.data_parallel
     weight_shard = exact(1, n) if stage >= 3 else 1
     grad_shard = exact(1, n) if stage >= 2 else 1

@@ -33,15 +33,12 @@ from __future__ import annotations
 
 import dataclasses
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 from .arith import exact
 from .precision import FP32_BYTES
+from .setups import TrainingSetup
+from .shapes import ModelSpec
 from ..units import bytes_per_element
-
-if TYPE_CHECKING:  # memory.py imports this module
-    from .memory import TrainingSetup
-    from .shapes import ModelSpec
 
 # Frameworks whose gradient memory outlives zero_grad, with where they keep it.
 PERSISTENT_GRADIENT_FRAMEWORKS = {

@@ -1,7 +1,7 @@
 """Inference services: replicas needed to serve a request rate within latency targets.
 
-Part of the inference API (import it from proposalkit.estimate.inference); the physics of
-prefill and decode steps is in inference.py.
+Built on the replica model of inference.py (prefill, decode steps, the KV pool), which knows
+nothing of services.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .inference import InferenceError, Prefill, Replica, Step, _batch_for, decode_step, mean_context, prefill
+from .inference import InferenceError, Prefill, Replica, Step, concurrency_limit, decode_step, mean_context, prefill
 from .queueing import Wait, prefill_wait, wait_at_most
 from .shapes import matmul_params
 
@@ -149,7 +149,7 @@ def service(rep: Replica, request_rate: float, input_tokens: int, output_tokens:
     batch: at most this many sequences in flight per replica (None: what the KV pool and the engine allow)."""
     if request_rate <= 0:
         raise ValueError(f"request_rate must be positive, got {request_rate}")
-    most = _batch_for(rep, input_tokens, output_tokens)
+    most = concurrency_limit(rep, input_tokens, output_tokens)
     if batch is not None:
         most = min(most, batch)
     lone = prefill(rep, input_tokens)

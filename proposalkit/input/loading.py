@@ -16,7 +16,7 @@ from .. import catalog
 from ..errors import InputError, Problem
 from ..estimate.shapes import ModelSpec
 from ..units import SECONDS_PER_HOUR
-from .messages import Path, field_name, translate, unknown_gpu, unknown_model, unknown_resource
+from .messages import translate, unknown_gpu, unknown_model, unknown_resource
 from .hub import looks_like_hub_id
 from .inference_rules import inference_problems
 from .mapping import from_mapping, lora_target_problem, params_only_problem
@@ -26,7 +26,8 @@ from .bounds import BOUNDS
 from .files import WORKLOAD_FILE, Refused, read_limited
 from .frameworks import apply_preset, framework_problem
 from .schema import UNION_TAGS, Proposal, Workload, WorkloadFile, describe
-from .yamlfile import Source, parse_yaml
+from .source import Path, Source, field_name
+from .yamlfile import parse_yaml
 from .state_rules import state_rules
 
 

@@ -6,7 +6,6 @@ Field paths are written the way a user reads them: `workloads[2].data.seq_len`.
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING
 
 from ..errors import Problem
 from ..estimate.activations import INFERENCE_ATTENTION
@@ -16,23 +15,7 @@ from .schema import (
     ACCESS_TIERS, KINDS, LORA_TARGETS, METHODS, OPTIMIZERS, PRECISIONS, TRACKS, UNION_TAGS,
     Data, Lora, ModelShape, Offload, Proposal, Storage, Throughput, Workload, WorkloadFields, WorkloadFile, describe,
 )
-
-if TYPE_CHECKING:
-    from .yamlfile import Source
-
-Path = tuple  # a path into the document: ("workloads", 0, "data", "seq_len")
-
-
-def field_name(path: Path) -> str:
-    """("workloads", 0, "data", "seq_len") → "workloads[0].data.seq_len"."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
+from .source import Path, Source, field_name
 
 # Names researchers bring from other tools, mapped to ours (checked before
 # spelling similarity, which cannot tell gpu_count from gpu).

@@ -14,9 +14,8 @@ from ..errors import Problem
 from ..estimate.shapes import ModelSpec
 from . import hub
 from .files import CONFIG_FILE, Refused, read_limited
-from .messages import Path, field_name
+from .source import Path, Source, field_name
 from .schema import describe
-from .yamlfile import Source
 
 
 def read_config(path: str, base_dir: str, origin: Source, at: Path) -> tuple[ModelSpec | None, list[Problem]]:

@@ -17,7 +17,8 @@ from pydantic import ConfigDict, Field
 
 from .. import catalog
 from ..errors import InputError, Problem
-from .messages import Path, field_name, unknown_gpu
+from .messages import unknown_gpu
+from .source import Path, field_name
 from .schema import Pilot, Throughput
 
 # The logs of runs that generate tokens (output tokens per second) and of runs that train;

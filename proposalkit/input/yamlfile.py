@@ -6,31 +6,11 @@ safe_load, and every problem is reported as FILE:LINE: field: message.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import yaml
 
 from ..errors import InputError, Problem
-from .messages import Path, field_name
+from .source import Path, Source, field_name
 from .schema import describe
-
-
-@dataclass
-class Source:
-    """The text of one input file and where each field stands in it."""
-
-    path: str
-    lines: dict[Path, int] = field(default_factory=dict)
-    from_defaults: set[Path] = field(default_factory=set)
-
-    def line(self, path: Path) -> int | None:
-        """The line of `path`, or of its nearest ancestor that has one."""
-        while path:
-            if path in self.lines:
-                return self.lines[path]
-            path = path[:-1]
-        return self.lines.get((), None)
-
 
 
 # libyaml's parser when PyYAML was built with it (about 10× faster), else the pure-Python one.

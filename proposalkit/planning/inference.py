@@ -25,8 +25,8 @@ from ..estimate.engines import Engine, engine as engine_named
 from ..estimate.links import INTERCONNECT, NODE_GPUS, PCIE4_X16, network_per_gpu
 from ..estimate.inference import (
     InferenceError, Replica, batch_job, decode_step, default_kv_precision, mean_context, prefill, prefill_flops_per_sequence, replica,
-    service, DEFAULT_TTFT_PERCENTILE, ttft_floor,
 )
+from ..estimate.serving import DEFAULT_TTFT_PERCENTILE, service, ttft_floor
 from ..estimate.memory import InferenceSetup, inference_memory
 from ..estimate.queueing import EXACT_TERMS
 from ..estimate.reservation import engine_memory
@@ -119,7 +119,7 @@ def _kv_line(rep: Replica, input_tokens: int, output_tokens: int | None, most: i
         cap = f", capped at the workload's batch {most:,}"
     if per_sequence == context * rep.kv_bytes_per_token:
         fits = f"{rep.kv_tokens // context:,} sequences of {context:,} tokens"
-    else:   # sliding-window layers keep only the window (estimate/memory.kv_layer_tokens)
+    else:   # sliding-window layers keep only the window (estimate/weights.kv_layer_tokens)
         return ("KV cache", f"{rep.kv_bytes_per_token:,} B per token{gpus} ({m.layers} layers, {rep.kv_precision}); "
                             f"a sequence of {context:,} tokens holds {per_sequence:,} B ({m.sliding_window_layers} of "
                             f"{m.layers} layers keep only {m.sliding_window:,} tokens); {e.name}'s pool "
@@ -179,7 +179,7 @@ def _step_line(rep: Replica, step, label: str) -> tuple[str, str]:
     per_sequence = rep.kv_bytes_per_sequence(step.context)
     if per_sequence == step.context * rep.kv_bytes_per_token:
         kv_text = f"{step.batch:,} × {step.context:,} × {rep.kv_bytes_per_token:,} B"
-    else:   # sliding-window layers keep only the window (estimate/memory.kv_layer_tokens)
+    else:   # sliding-window layers keep only the window (estimate/weights.kv_layer_tokens)
         kv_text = (f"{step.batch:,} × {per_sequence:,} B ({rep.model.sliding_window_layers} of {rep.model.layers} "
                    f"layers keep only {rep.model.sliding_window:,} tokens)")
     weights_text = (f"{weights / GB:,.2f} GB weights" if weights == rep.weights_bytes else

@@ -19,6 +19,9 @@ statistic the log measured: device, reserved, allocated; `active` is compared wi
 allocated, which it never exceeds). More than 25% apart (|measured ÷ estimate − 1| > 0.25)
 draws a warning from `check` and a note under the report's pilot table; an estimate under the
 measured memory is the worse case and is also a caveat of the plan.
+
+This module holds the rules and the records the plan carries (Scaling, Comparison); the rate from
+two pilots is search.two_scale_throughput, and the estimates beside each pilot comparison.compare.
 """
 
 from __future__ import annotations
@@ -26,10 +29,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..catalog import GPUSpec
-from ..estimate.flops import scale_pilot
+from ..input.pilots import PilotRun
 from ..units import GiB
-from .records import Throughput
 
 # Measured and estimated more than this apart (relative to the estimate) draws a warning
 # (issue 14: "check warns when a pilot and the estimate disagree by more than 25%").
@@ -42,7 +43,7 @@ SCALING_RULE = ("the per-GPU rate changes by the measured efficiency e for every
                 "counts")
 
 
-def runs_of(w) -> tuple:
+def runs_of(w) -> tuple[PilotRun, ...]:
     return getattr(w.throughput, "runs", ()) if w.throughput is not None else ()
 
 
@@ -52,8 +53,8 @@ def measured_counts(w, gpu_id: str) -> set[int]:
 
 @dataclass(frozen=True)
 class Scaling:
-    small: object       # PilotRun on fewer GPUs
-    large: object       # PilotRun on more GPUs
+    small: PilotRun     # on fewer GPUs
+    large: PilotRun     # on more GPUs
     efficiency: float   # per-GPU rate at the larger count ÷ at the smaller
     per_doubling: float
 
@@ -84,32 +85,11 @@ def scaling(w) -> Scaling | None:
     return Scaling(small, large, e, e ** (math.log(2) / math.log(large.gpus / small.gpus)))
 
 
-def two_scale_throughput(w, sc: Scaling, gpu: GPUSpec, count: int, gpus: dict[str, GPUSpec]) -> Throughput:
-    """The rate on `count` GPUs of `gpu` from two pilots (the module's rule)."""
-    for run in (sc.small, sc.large):
-        if run.gpu == gpu.id and run.gpus == count:
-            return Throughput(run.tokens_per_second, "pilot",
-                              f"{run.tokens_per_second:,.0f} tokens/s measured on {count}× {gpu.id} (pilot {run.log})")
-    per_gpu = sc.per_gpu(count)
-    rate = per_gpu * count
-    text = (f"{sc.text()}; on {count} GPUs {per_gpu:,.0f} per GPU × {count} = {rate:,.0f} tokens/s on {count}× "
-            f"{sc.small.gpu} ({SCALING_RULE}, not linear scaling)")
-    if gpu.id != sc.small.gpu:     # another GPU type: by the peak rates, as one pilot is (scale_pilot)
-        source = gpus[sc.small.gpu]
-        name, attr = ("memory bandwidth", "memory_bandwidth") if w.kind == "inference" else \
-            ("dense 16-bit peak", "peak_16bit_flops")
-        ratio = getattr(gpu, attr) / getattr(source, attr)
-        rate = scale_pilot(rate, from_gpu=source.id, from_count=count, from_rate=getattr(source, attr),
-                           to_gpu=gpu.id, to_count=count, to_rate=getattr(gpu, attr), rate_name=name).tokens_per_second
-        text += f"; × ({name} {gpu.id} ÷ {source.id} = {ratio:.3f}) = {rate:,.0f} tokens/s on {count}× {gpu.id}"
-    return Throughput(rate, "pilot-extrapolated", text)
-
-
 @dataclass(frozen=True)
 class Comparison:
     """One pilot beside the estimate for its own GPU type and count."""
 
-    run: object                         # input/pilots.PilotRun
+    run: PilotRun
     estimate_tokens_per_second: float | None
     estimate_memory_bytes: int | None   # the statistic the log measured (ESTIMATE_STATISTIC)
     estimate_statistic: str | None      # plan JSON memory key compared with
@@ -154,30 +134,3 @@ class Comparison:
                 out.append(f"{measured}: the estimate is over the measured peak by more than {DISAGREEMENT:.0%} "
                            "(safe, but it may ask for more GPU memory than the run needs)")
         return out
-
-
-def compare(model, w, s, gpus: dict[str, GPUSpec], mfu) -> tuple[Comparison, ...]:
-    """Each pilot beside the estimate for its GPU type and count (estimates None where none is made)."""
-    from . import search
-
-    runs = runs_of(w)
-    if not runs:
-        return ()
-    unmeasured = w.model_copy(update={"throughput": None})
-    # A training copy spans t·p·ep·cp GPUs (planning/search.py): a pilot on a count that is no whole number
-    # of copies ran other parallel settings than the workload's, and there is no estimate of it to compare with.
-    per_copy = 1 if w.kind == "inference" else (s.tensor_parallel * s.pipeline_parallel * s.expert_parallel
-                                                * s.context_parallel)
-    out = []
-    for run in runs:
-        gpu = gpus[run.gpu]
-        rate = memory = key = None
-        if not search.pilot_sized(model, w) and run.gpus % per_copy == 0:
-            _, mem, _, ckpt = search._fit(model, unmeasured, s, gpu, run.gpus, {})
-            if run.peak_memory:
-                key = ESTIMATE_STATISTIC[run.peak_memory[0]]
-                memory = mem.statistics()[key]
-            if w.kind != "inference":   # no estimate of an inference rate here: the pilot is the rate
-                rate = search.throughput(model, unmeasured, s, gpu, run.gpus, ckpt, gpus, mfu).tokens_per_second
-        out.append(Comparison(run, rate, memory, key))
-    return tuple(out)

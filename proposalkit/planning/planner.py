@@ -20,7 +20,7 @@ from ..estimate.loss import DEFAULT_LOSS, LOSS_SOURCES
 from ..estimate.shapes import ModelSpec, is_mla
 from ..input import frameworks
 from ..input.loading import LoadedFile, LoadedWorkload
-from . import charges, infeasible, inference, pilots, resources, search
+from . import charges, comparison, infeasible, inference, pilots, resources, search
 from .records import Candidate, Plan, Settings, WorkloadPlan
 
 DEFAULT_BUFFER = 0.30       # NAIRR community guide, GPU estimate page: "Add 30% buffer"
@@ -264,9 +264,9 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
     if tp.source == "flops":
         warnings.append(f"{w.name}: no measured pilot yet; the runtime is estimated from FLOPs at MFU "
                         f"{tp.mfu:.2f} and will be replaced by a measured throughput")
-    compared = pilots.compare(model, w, s, gpus, mfu)
-    for comparison in compared:
-        warnings += comparison.caveats(w.name)
+    compared = comparison.compare(model, w, s, gpus, mfu)
+    for pilot in compared:
+        warnings += pilot.caveats(w.name)
     if w.mfu is not None and w.mfu > PUBLISHED_MFU_MAX:
         warnings.append(f"{w.name}: MFU {w.mfu:g} is above the highest published achieved MFU "
                         f"({PUBLISHED_MFU_MAX:g}: {PUBLISHED_MFU_MAX_SOURCE})")

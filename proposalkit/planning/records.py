@@ -12,11 +12,14 @@ from typing import NamedTuple
 
 from ..catalog import GPUSpec
 from ..estimate.checkpointing import DEFAULT_SELECTIVE_POLICY
+from ..estimate.cross_checks import CrossCheck
 from ..estimate.flops import FlopsPerToken
 from ..estimate.lora import LoraSpec
 from ..estimate.memory import MemoryBreakdown
 from ..estimate.shapes import ModelSpec
 from ..estimate.storage import StorageTotals, WorkloadStorage, storage_totals
+from ..input.schema import Proposal
+from .pilots import Comparison, Scaling
 from .resources import CreditTier, WalltimeTier, system_of
 
 
@@ -148,7 +151,7 @@ class WorkloadPlan:
     gpu_hours_requested: float
     trainable_params: int | None
     alternatives: tuple[Candidate, ...]
-    cross_checks: tuple
+    cross_checks: tuple[CrossCheck, ...]
     assumptions: tuple[str, ...]
     warnings: tuple[str, ...]
     path: str
@@ -159,8 +162,8 @@ class WorkloadPlan:
     walltime_hours: float | None = None
     walltime_tier: WalltimeTier | None = None   # the catalog's node-range tier that set walltime_hours
     walltime_segments: int = 1
-    pilots: tuple = ()                          # planning/pilots.Comparison per pilot log, in the order written
-    pilot_scaling: object | None = None         # planning/pilots.Scaling: two pilots on two GPU counts
+    pilots: tuple[Comparison, ...] = ()         # one per pilot log, in the order written
+    pilot_scaling: Scaling | None = None        # two pilots on two GPU counts
     inference: InferencePlan | None = None     # inference workloads planned by the estimate
 
 
@@ -237,7 +240,7 @@ class SystemTotal:
 @dataclass(frozen=True)
 class Plan:
     workloads: tuple[WorkloadPlan, ...]
-    proposal: object | None
+    proposal: Proposal | None
     warnings: tuple[str, ...] = ()
     track: str = "standard"
     access: AccessCredits | None = None    # the charges in ACCESS Credits

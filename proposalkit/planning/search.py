@@ -81,7 +81,7 @@ def pilot_sized(model: ModelSpec, w) -> bool:
     return not model.has_architecture and w.method in ("lora", "qlora") and w.throughput is not None
 
 
-def _fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict):
+def fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict):
     """The first setting (no checkpointing before checkpointing, lower ZeRO
     stage first) under which the workload fits on `count` GPUs of `gpu`;
     else the smallest-memory setting, marked as not fitting.
@@ -145,7 +145,7 @@ def throughput(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, check
     pilot = w.throughput
     two = pilots.scaling(w)
     if two is not None:     # two pilot logs on two GPU counts: their scaling efficiency, not linear scaling
-        return pilots.two_scale_throughput(w, two, gpu, count, gpus)
+        return two_scale_throughput(w, two, gpu, count, gpus)
     if pilot is not None:
         if pilot.gpu == gpu.id and pilot.gpus == count:
             tps = pilot.tokens_per_second
@@ -173,6 +173,28 @@ def throughput(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, check
                   f"MFU {effective:.3f} ÷ "
                   f"{fpt.model / 1e9:,.2f} GFLOP/token = {tps:,.0f} tokens/s")
     return Throughput(tps, "flops", derivation, effective, source, fpt, mfu_base=base if charged else None)
+
+
+def two_scale_throughput(w, sc: pilots.Scaling, gpu: GPUSpec, count: int, gpus: dict[str, GPUSpec]) -> Throughput:
+    """The rate on `count` GPUs of `gpu` from two pilots (planning/pilots.py's rule)."""
+    for run in (sc.small, sc.large):
+        if run.gpu == gpu.id and run.gpus == count:
+            return Throughput(run.tokens_per_second, "pilot",
+                              f"{run.tokens_per_second:,.0f} tokens/s measured on {count}× {gpu.id} (pilot {run.log})")
+    per_gpu = sc.per_gpu(count)
+    rate = per_gpu * count
+    text = (f"{sc.text()}; on {count} GPUs {per_gpu:,.0f} per GPU × {count} = {rate:,.0f} tokens/s on {count}× "
+            f"{sc.small.gpu} ({pilots.SCALING_RULE}, not linear scaling)")
+    if gpu.id != sc.small.gpu:     # another GPU type: by the peak rates, as one pilot is (scale_pilot)
+        source = gpus[sc.small.gpu]
+        name, attr = ("memory bandwidth", "memory_bandwidth") if w.kind == "inference" else \
+            ("dense 16-bit peak", "peak_16bit_flops")
+        ratio = getattr(gpu, attr) / getattr(source, attr)
+        rate = scale_pilot(rate, from_gpu=source.id, from_count=count, from_rate=getattr(source, attr),
+                           to_gpu=gpu.id, to_count=count, to_rate=getattr(gpu, attr), rate_name=name).tokens_per_second
+        text += f"; × ({name} {gpu.id} ÷ {source.id} = {ratio:.3f}) = {rate:,.0f} tokens/s on {count}× {gpu.id}"
+    return Throughput(rate, "pilot-extrapolated", text)
+
 
 
 # ----------------------------------------------------------------- choice
@@ -283,7 +305,7 @@ def choose(model: ModelSpec, w, s: Settings, target: Target | None, gpus: dict[s
         measured = pilots.measured_counts(w, gpu.id) & set(counts)   # every count a pilot log measured is tried
         for count in counts:
             measured.discard(count)
-            fits, mem, stage, ckpt = _fit(model, w, s, gpu, count, memory_cache)
+            fits, mem, stage, ckpt = fit(model, w, s, gpu, count, memory_cache)
             if not fits:
                 candidates.append(Candidate(gpu.id, count, False, mem.total, gpu.usable_memory_bytes,
                                             None, stage, ckpt, False))
