@@ -5,7 +5,7 @@ tests/data/validation_inference.yaml.
 
 The fitted values are the constants TRT_BANDWIDTH_FRACTION, TRT_COMPUTE_FRACTION_8BIT,
 TRT_COMPUTE_FRACTION_16BIT, TRT_ALLREDUCE_LATENCY, TRT_LINK_FRACTION and TRT_PREFILL_LAYER_SECONDS
-in proposalkit/estimate/engines.py (tests/test_inference_validation.py holds them equal to this fit).
+in proposalkit/catalog/engines.py (tests/test_inference_validation.py holds them equal to this fit).
 
 Rows: `role: calibrate`. The five fractions are fitted on every H100 row of TensorRT-LLM's performance
 overview (Llama-3.1-8B on one H100, Llama-3.3-70B on two, Llama-3.1-405B on eight; ten input/output
@@ -33,7 +33,7 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from validation_inference import load, predict  # noqa: E402
-from proposalkit.estimate import engines  # noqa: E402
+from proposalkit.catalog import engines  # noqa: E402
 
 FRACTIONS = {           # name: (low, high), the grid searched
     "bandwidth_fraction": (0.30, 1.00),

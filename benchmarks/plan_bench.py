@@ -59,7 +59,8 @@ def time_command(args: list[str], runs: int = 5) -> float:
 
 def _clear_memos() -> None:
     """Forget what earlier runs memoized, so each run pays for every workload."""
-    from proposalkit.estimate import activations, breakdown, cross_checks, lora, memory, shapes, storage
+    from proposalkit.catalog import shapes
+    from proposalkit.estimate import activations, breakdown, cross_checks, lora, memory, storage
     from proposalkit.planning import planner, search
 
     for module in (activations, breakdown, cross_checks, lora, memory, planner, search, shapes, storage):

@@ -36,7 +36,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from proposalkit.estimate.activations import activation_terms_per_layer  # noqa: E402
-from proposalkit.estimate.shapes import ModelSpec  # noqa: E402
+from proposalkit.catalog.shapes import ModelSpec  # noqa: E402
 
 H, FF, HEADS, KV, D, VOCAB = 256, 704, 8, 2, 32, 1024
 S, B = 128, 2

@@ -31,7 +31,7 @@ if str(ROOT) not in sys.path:
 from proposalkit import cli  # noqa: E402
 from proposalkit.catalog import gpus as catalog_gpus  # noqa: E402
 from proposalkit.catalog import models as catalog_models  # noqa: E402
-from proposalkit.estimate import engines  # noqa: E402
+from proposalkit.catalog import engines  # noqa: E402
 from proposalkit.input.configs.read import model_from_config  # noqa: E402
 from proposalkit.estimate.inference import batch_job, decode_step, mean_context, prefill, replica  # noqa: E402
 

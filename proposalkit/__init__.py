@@ -1,13 +1,15 @@
 """proposalkit: planned AI compute → the resource justification of an allocation proposal.
 
-The pipeline, one subpackage a stage:
+The pipeline, one subpackage a stage, lowest first (a module imports only from its own
+stage or lower ones):
 
-    input/      workload YAML (with line numbers), the format's schema, config readers
-    estimate/   transformer shapes, memory per GPU, FLOPs, storage (pure)
+    catalog/    GPUs, models (shapes, parameter counts), engines and resources, each row with
+                its source; beside it units, precision, options, files, errors, text
+    input/      workload YAML (with line numbers), the format's schema, config readers; pilot/
+    estimate/   memory per GPU, FLOPs, inference speed, storage (pure)
     planning/   workload × catalogs → Plan (GPU choice, runtime, GPU-hours, charges)
     render/     Plan → text, JSON, Markdown table, report (Markdown, HTML, PDF)
     review/     diff and check for pull requests
-    catalog/    GPUs, models and resources as data files, each row with its source
 
 The public API (importing it loads no Jinja2 or WeasyPrint):
 

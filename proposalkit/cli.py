@@ -193,7 +193,7 @@ def cmd_catalog(args) -> int:
                   f"{m.ffn_hidden:>6} {m.vocab:>7} {m.max_context or 0:>7}  {m.hf_id or '-':<52} {m.source}"
                   for m in catalog.models().values()]
     else:
-        from .planning import resources
+        from .catalog import resources
 
         lines = [f"{r.id:<24} {r.unit:<12} {','.join(r.gpus):<24} {r.gpus_per_node}/node  {r.source}"
                  for r in resources.resources().values()]

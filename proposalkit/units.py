@@ -34,7 +34,7 @@ MEMORY_SUFFIXES = {
 # Bits per stored element of each weight precision: the one table of bytes per
 # dtype (memory, storage and the rules of thumb read it through
 # bytes_per_element). int4 here is the bare 4 bits; group-wise scales are added
-# by estimate/precision.quantized_weight_bits(), optimizer states there too.
+# by precision.quantized_weight_bits(), optimizer states there too.
 # Sources: IEEE 754 (fp32 32, fp16 16), bfloat16 16, OCP FP8 8, int8/int4 by name.
 PRECISION_BITS = {
     "fp32": 32,

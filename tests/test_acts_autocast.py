@@ -16,7 +16,7 @@ import yaml
 
 from proposalkit.cli import main
 from proposalkit.estimate.activations import activation_terms_per_layer
-from proposalkit.estimate.shapes import ModelSpec
+from proposalkit.catalog.shapes import ModelSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from proposalkit.catalog import models
 from proposalkit.estimate.flops import training_flops_per_token
-from proposalkit.estimate.shapes import ModelSpec
+from proposalkit.catalog.shapes import ModelSpec
 
 N = 7_504_924_672
 

@@ -1,5 +1,5 @@
-"""Bytes per value and per optimizer state have one home (estimate/precision.py):
-memory, storage and the workload schema agree because they import it."""
+"""Bytes per value and per optimizer state have one home (precision.py), the option lists that
+name them another (options.py): memory, storage and the workload schema agree because they import them."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from fractions import Fraction
 
 import pytest
 
-from proposalkit.estimate import precision, storage
+from proposalkit import options, precision
+from proposalkit.estimate import storage
 from proposalkit.estimate.memory import Overhead, TrainingSetup, training_memory
-from proposalkit.estimate.shapes import ModelSpec
+from proposalkit.catalog.shapes import ModelSpec
 from proposalkit.input import schema
 
 NO_OVERHEAD = Overhead(cuda_context_bytes=0, allocator_reserve=0.0)
@@ -42,9 +43,9 @@ def test_8bit_adam_checkpoint_basis_shows_the_absmax():
 
 
 def test_schema_offers_the_estimates_option_lists():
-    assert schema.OPTIMIZERS is precision.OPTIMIZERS
-    assert schema.PRECISIONS is precision.PRECISIONS
-    assert schema.METHODS is precision.TRAINING_METHODS
+    assert schema.OPTIMIZERS is options.OPTIMIZERS
+    assert schema.PRECISIONS is options.PRECISIONS
+    assert schema.METHODS is options.TRAINING_METHODS
 
 
 def test_unknown_optimizer_is_refused_the_same_way_everywhere():

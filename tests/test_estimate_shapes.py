@@ -1,4 +1,4 @@
-"""Identities for estimate/shapes.py, the one home of transformer shape arithmetic.
+"""Identities for catalog/shapes.py, the one home of transformer shape arithmetic.
 
 Each expected value is worked out here by hand from the model's published
 config.json (values in the comment beside it), never read back from the code.
@@ -9,10 +9,11 @@ from __future__ import annotations
 import pytest
 
 from proposalkit.catalog import models
-from proposalkit.estimate import shapes
-from proposalkit.estimate.lora import LoraSpec, lora_matrices, lora_trainable_params
+from proposalkit.catalog import shapes
+from proposalkit.catalog.modules import LoraSpec
+from proposalkit.estimate.lora import lora_matrices, lora_trainable_params
 from proposalkit.estimate.memory import kv_cache_bytes_per_token
-from proposalkit.estimate.shapes import ModelSpec
+from proposalkit.catalog.shapes import ModelSpec
 
 # meta-llama/Llama-3.1-8B config.json: num_hidden_layers 32, hidden_size 4096,
 # num_attention_heads 32, num_key_value_heads 8, head_dim 128, intermediate_size

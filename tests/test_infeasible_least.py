@@ -10,7 +10,7 @@ from proposalkit.cli import main
 
 # Llama 3.1 70B: 70,553,706,496 parameters (catalog/models.yaml, HF safetensors total) × 2 B in bf16
 # = 141.1 GB of weights: 70.55 GB per GPU on 2 A100-40GB (39.4 GiB = 42.3 GB usable: no fit), 35.3 GB
-# on 4, under vLLM's gpu_memory_utilization 0.9 × 42.3 = 38.1 GB (estimate/engines.py), leaving room for
+# on 4, under vLLM's gpu_memory_utilization 0.9 × 42.3 = 38.1 GB (catalog/engines.py), leaving room for
 # the workspace and a KV cache of 80 layers × 2 × 2 kv heads × 128 × 2 B = 81,920 B per token per GPU.
 WEIGHTS = 70_553_706_496 * 2
 
@@ -64,7 +64,7 @@ def test_the_fewest_that_fit_is_itself_a_plan(tmp_path, capsys):
 
 
 def test_a_replica_with_no_room_for_a_kv_cache_is_told_a_degree_that_divides_the_heads(tmp_path, capsys):
-    # SGLang on 4 × A100-40GB takes 0.708 of the memory (estimate/engines.py, its reserve rule at TP 4):
+    # SGLang on 4 × A100-40GB takes 0.708 of the memory (catalog/engines.py, its reserve rule at TP 4):
     # 35.28 GB of weights + 1.70 GB of workspace per GPU leave no pool. 4 × 36.98 GB ÷ (0.708 × 42.29 GB)
     # = 4.94, so at least 5 GPUs' worth; tensor parallelism must divide the 64 heads, so 8. Before: "(at
     # least 5)", a degree no engine runs, and no count that would fit.

@@ -3,7 +3,7 @@
 Sources of the inputs: Llama-3.1-8B config.json (meta-llama/Llama-3.1-8B: 32 layers, 32 heads,
 8 kv heads, head_dim 128, hidden 4096; 8,030,261,248 parameters, the catalog's published
 count); H100 SXM datasheet (3.35 TB/s, 989 TFLOP/s dense bf16, 1,979 fp8); the catalog's usable
-memory (79.11 GiB); engine defaults in proposalkit/estimate/engines.py with their sources.
+memory (79.11 GiB); engine defaults in proposalkit/catalog/engines.py with their sources.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import math
 import pytest
 
 from proposalkit.catalog import gpus, models
-from proposalkit.estimate import engines
+from proposalkit.catalog import engines
 from proposalkit.estimate.breakdown import CUDA_CONTEXT_BYTES
 from proposalkit.estimate.inference import (
     InferenceError,

@@ -8,7 +8,7 @@ Hand-computed from published inputs:
 - H100 SXM (NVIDIA datasheet): 3.35 TB/s; 1,979 TFLOP/s dense fp8.
 - TensorRT-LLM v0.5's first-token latency of that model, 128 tokens on one H100 in fp8: 7 ms
   (NVIDIA/TensorRT-LLM docs/source/performance.md @77d24b5f, 'Low Latency').
-- The calibrated constants are imported by name from proposalkit/estimate/engines.py.
+- The calibrated constants are imported by name from proposalkit/catalog/engines.py.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from proposalkit.cli import main
-from proposalkit.estimate.engines import TRT_BANDWIDTH_FRACTION, TRT_COMPUTE_FRACTION_8BIT, TRT_PREFILL_LAYER_SECONDS
+from proposalkit.catalog.engines import TRT_BANDWIDTH_FRACTION, TRT_COMPUTE_FRACTION_8BIT, TRT_PREFILL_LAYER_SECONDS
 
 WEIGHTS_FP8 = 6_476_271_616 + 2 * 262_144_000
 LAYERS = 32

@@ -14,7 +14,7 @@ from proposalkit.cli import main
 # Llama 3.1 70B: 80 layers, hidden 8,192 (catalog/models.yaml, from its config.json): two all-reduces per
 # layer (Shoeybi et al. 2019 §3), 160 per forward pass, each of tokens × 8,192 16-bit values, a ring
 # sending 2 × 7/8 of it per GPU (Patarasuk & Yuan 2009), at the engine's 0.46 of the link and 33 µs per
-# all-reduce (estimate/engines.py TRT_LINK_FRACTION, TRT_ALLREDUCE_LATENCY, which vLLM shares).
+# all-reduce (catalog/engines.py TRT_LINK_FRACTION, TRT_ALLREDUCE_LATENCY, which vLLM shares).
 LAYERS, HIDDEN, LINK_FRACTION, LATENCY = 80, 8192, 0.46, 33e-6
 NVLINK_A100 = 300e9     # A100 datasheet, SXM: NVLink 600 GB/s both ways
 HDR_PORT = 25e9         # DGX A100 user guide: one 200 Gb/s HDR InfiniBand port per GPU (the a100 figure taken)

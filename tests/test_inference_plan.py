@@ -7,7 +7,7 @@ Values computed by hand from published inputs:
   8,030,261,248 × 2 = 16,060,522,496 bytes; KV cache 32 layers × 2 (K, V) × 8 × 128 × 2 bytes =
   131,072 bytes per token.
 - H100 SXM (NVIDIA datasheet): 989 TFLOP/s dense bf16, 3.35 TB/s; PyTorch reports 79.11 GiB usable.
-- The engines' achieved fractions are the calibrated constants of proposalkit/estimate/engines.py
+- The engines' achieved fractions are the calibrated constants of proposalkit/catalog/engines.py
   (fitted on TensorRT-LLM's published H100 throughput), imported by name.
 - vLLM's pool: gpu_memory_utilization 0.9 of the device for weights, workspace and KV cache
   (vllm/engine/arg_utils.py); max_num_seqs 1,024 on a ≥ 70 GiB GPU other than an A100.
@@ -22,9 +22,9 @@ import textwrap
 import pytest
 
 from proposalkit.cli import main
-from proposalkit.estimate.engines import TRT_BANDWIDTH_FRACTION as BW_FRACTION
-from proposalkit.estimate.engines import TRT_COMPUTE_FRACTION_16BIT as FLOP_FRACTION
-from proposalkit.estimate.engines import TRT_PREFILL_LAYER_SECONDS as LAUNCH
+from proposalkit.catalog.engines import TRT_BANDWIDTH_FRACTION as BW_FRACTION
+from proposalkit.catalog.engines import TRT_COMPUTE_FRACTION_16BIT as FLOP_FRACTION
+from proposalkit.catalog.engines import TRT_PREFILL_LAYER_SECONDS as LAUNCH
 
 MATMUL_PARAMS = 7_504_924_672
 WEIGHT_BYTES = 16_060_522_496

@@ -9,7 +9,7 @@ Llama-3.1-8B at fp8 under TensorRT-LLM on one h100-80gb, through the CLI. Hand i
 - prefill FLOPs of s tokens: 2 × 7,504,924,672 (matmul parameters) × s + 4 × 32·s²/2 × 4,096 (causal
   attention), at the calibrated fp8 fraction × 1,979 TFLOP/s (the dense fp8 peak);
 - each pass launches its 32 layers' kernels: 32 × the calibrated per-layer cost.
-The calibrated constants are imported by name from proposalkit/estimate/engines.py.
+The calibrated constants are imported by name from proposalkit/catalog/engines.py.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import math
 
 import pytest
 
-from proposalkit.estimate.engines import (TRT_BANDWIDTH_FRACTION, TRT_COMPUTE_FRACTION_8BIT,
+from proposalkit.catalog.engines import (TRT_BANDWIDTH_FRACTION, TRT_COMPUTE_FRACTION_8BIT,
                                           TRT_PREFILL_LAYER_SECONDS)
 
 READ_S = 9_081_200_640 / (TRT_BANDWIDTH_FRACTION * 3.35e12)

@@ -17,7 +17,7 @@ from proposalkit.catalog import gpus, models
 from proposalkit.cli import main
 from proposalkit.estimate.inference import decode_step, prefill_flops_per_sequence, replica
 from proposalkit.estimate.memory import kv_layer_tokens
-from proposalkit.estimate.shapes import matmul_params
+from proposalkit.catalog.shapes import matmul_params
 from proposalkit.input.configs import model_from_config
 
 CONFIGS = Path(__file__).parent / "data" / "configs"

@@ -1,5 +1,5 @@
 """The inference validation table (benchmarks/validation_inference.py) meets issue 13's targets,
-and the calibrated constants in proposalkit/estimate/engines.py are the fit's."""
+and the calibrated constants in proposalkit/catalog/engines.py are the fit's."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from proposalkit.estimate import engines
+from proposalkit.catalog import engines
 
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 

@@ -13,7 +13,8 @@ from proposalkit.estimate.activations import (
     training_activation_bytes,
 )
 from proposalkit.estimate.cross_checks import CrossCheck, cross_checks
-from proposalkit.estimate.lora import LoraSpec, lora_trainable_params
+from proposalkit.catalog.modules import LoraSpec
+from proposalkit.estimate.lora import lora_trainable_params
 from proposalkit.estimate.memory import (
     DEFAULT_OVERHEAD,
     InferenceSetup,
@@ -26,8 +27,8 @@ from proposalkit.estimate.memory import (
     weight_bytes,
     zero3_gathered_bytes,
 )
-from proposalkit.estimate.precision import NF4_BITS, quantized_weight_bits
-from proposalkit.estimate.shapes import ModelSpec, linear_weight_params
+from proposalkit.precision import NF4_BITS, quantized_weight_bits
+from proposalkit.catalog.shapes import ModelSpec, linear_weight_params
 from proposalkit.units import GiB
 
 NO_OVERHEAD = Overhead(cuda_context_bytes=0, allocator_reserve=0.0)

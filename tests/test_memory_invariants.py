@@ -7,7 +7,8 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proposalkit.estimate.lora import LoraSpec, lora_trainable_params
+from proposalkit.catalog.modules import LoraSpec
+from proposalkit.estimate.lora import lora_trainable_params
 from proposalkit.estimate.memory import (
     InferenceSetup,
     TrainingSetup,
@@ -16,7 +17,7 @@ from proposalkit.estimate.memory import (
     training_memory,
     zero3_gathered_bytes,
 )
-from proposalkit.estimate.shapes import ModelSpec, linear_weight_params
+from proposalkit.catalog.shapes import ModelSpec, linear_weight_params
 
 FAST = settings(max_examples=60, deadline=None)
 

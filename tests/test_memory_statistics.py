@@ -29,7 +29,7 @@ from proposalkit.cli import main
 from proposalkit.errors import InfeasibleError, InputError
 from proposalkit.estimate.breakdown import ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES
 from proposalkit.estimate.memory import InferenceSetup, MemoryBreakdown, Overhead, inference_memory
-from proposalkit.estimate.shapes import ModelSpec
+from proposalkit.catalog.shapes import ModelSpec
 from proposalkit.input.loading import load_file
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,14 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proposalkit.estimate import shapes
+from proposalkit.catalog import shapes
 from proposalkit.estimate.flops import training_flops_per_token
-from proposalkit.estimate.lora import LoraSpec
+from proposalkit.catalog.modules import LoraSpec
 from proposalkit.estimate.memory import (
     InferenceSetup, TrainingSetup, inference_memory, kv_cache_bytes_per_token, training_memory,
 )
-from proposalkit.estimate.precision import NF4_BITS
-from proposalkit.estimate.shapes import ModelSpec
+from proposalkit.precision import NF4_BITS
+from proposalkit.catalog.shapes import ModelSpec
 
 # deepseek-ai/DeepSeek-V2-Lite config.json: num_hidden_layers 27, hidden_size 2048, heads 16,
 # q_lora_rank null, kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128,

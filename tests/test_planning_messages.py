@@ -46,7 +46,7 @@ SERVE_405B = f"name: serve, kind: inference, model: llama-3.1-405b, context: 819
 def test_inference_dominated_by_weights_suggests_quantization_with_the_numbers(tmp_path, capsys):
     # Weights on 2 GPUs (tensor parallel 2): 405,853,388,800 params × 2 bytes ÷ 2 = 377.98 GiB.
     # KV cache: 8,192 tokens × 126 layers × (8 KV heads ÷ 2) × 128 × 2 (K, V) × 2 bytes = 1.97 GiB.
-    # The int4 figure is the same estimate with precision int4 (estimate/precision.py INT4_BITS).
+    # The int4 figure is the same estimate with precision int4 (precision.py INT4_BITS).
     code, out, err, path = run(tmp_path, capsys, SERVE_405B)
     assert (code, out) == (1, "")
     assert err == (f"{path}:2: workloads[0]: serve does not fit: it needs 420.8 GiB per GPU on 2× h100-pcie, which "

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from proposalkit.cli import main
-from proposalkit.estimate.shapes import kv_values_per_token_per_layer, language_params, matmul_params
+from proposalkit.catalog.shapes import kv_values_per_token_per_layer, language_params, matmul_params
 from proposalkit.input.configs import model_from_config
 
 CONFIGS = Path(__file__).parent / "data" / "configs"

@@ -12,9 +12,10 @@ from fractions import Fraction
 import pytest
 
 from proposalkit.estimate.activations import activation_bytes_per_layer, training_activation_bytes
-from proposalkit.estimate.lora import LoraSpec, lora_trainable_params
+from proposalkit.catalog.modules import LoraSpec
+from proposalkit.estimate.lora import lora_trainable_params
 from proposalkit.estimate.memory import TrainingSetup, kv_cache_bytes_per_token, training_memory
-from proposalkit.estimate.shapes import ModelSpec
+from proposalkit.catalog.shapes import ModelSpec
 
 GB = 10**9
 

@@ -16,7 +16,7 @@ import pytest
 
 from proposalkit.cli import main
 from proposalkit.estimate.memory import kv_cache_bytes_per_token
-from proposalkit.estimate.shapes import matmul_params
+from proposalkit.catalog.shapes import matmul_params
 from proposalkit.input.configs import model_from_config
 
 CONFIGS = Path(__file__).parent / "data" / "configs"

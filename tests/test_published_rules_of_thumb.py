@@ -14,7 +14,7 @@ import pytest
 from proposalkit.catalog import models
 from proposalkit.estimate.cross_checks import COMMON_RULE, NAIRR_GPU_ESTIMATE, cross_checks
 from proposalkit.estimate.memory import TrainingSetup, training_memory
-from proposalkit.estimate.shapes import ModelSpec
+from proposalkit.catalog.shapes import ModelSpec
 
 GB = 10**9
 

@@ -17,7 +17,8 @@ from proposalkit.render import format as fmt
 from proposalkit.render import report
 from proposalkit.render import context as ctx
 from proposalkit.render import pdf as pdf_mod
-from proposalkit.planning import resources as R
+from proposalkit.catalog import resources as R
+from proposalkit.planning import charges
 from proposalkit.input.loading import load_files
 from proposalkit.planning.planner import plan_files
 
@@ -254,9 +255,10 @@ def test_plan_markdown_keeps_the_units_line(example_plan):
 
 
 def test_catalog_text_in_the_table_is_escaped(tmp_path, monkeypatch):
-    """Catalog strings reach the table through the same escaping as user text."""
+    """Catalog strings reach the table through the same escaping as user text (the plan's Charge.rule
+    is the catalog's describe_rule, as planning/charges.py calls it)."""
     real = R.describe_rule
-    monkeypatch.setattr(R, "describe_rule", lambda res: real(res) + " | <b>x</b> *y*")
+    monkeypatch.setattr(charges, "describe_rule", lambda res: real(res) + " | <b>x</b> *y*")
     plan = plan_from(tmp_path, "workloads:\n" + service("on-delta", "a40", 1, 10, resource="ncsa-delta"))
     context = ctx.report_context(plan)
     row = table_lines(report.render_markdown(context))[2]

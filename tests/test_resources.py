@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from proposalkit.planning import charges as C
-from proposalkit.planning import resources as R
+from proposalkit.catalog import resources as R
 
 # The GPU catalog's ids (gpus.yaml), hard-coded so this test does not depend on it.
 KNOWN_GPU_IDS = {

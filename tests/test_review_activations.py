@@ -12,7 +12,7 @@ from pathlib import Path
 
 from proposalkit.estimate.activations import activation_terms_per_layer, training_activation_bytes
 from proposalkit.estimate.memory import TrainingSetup
-from proposalkit.estimate.shapes import ModelSpec
+from proposalkit.catalog.shapes import ModelSpec
 from proposalkit.input.configs import model_from_config
 
 CONFIGS = Path(__file__).parent / "data" / "configs"

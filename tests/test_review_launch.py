@@ -5,7 +5,7 @@ fitted.
 
 Hand inputs: Llama 3.1 8B and 70B (meta-llama config.json: 32 / 80 layers, hidden 4,096 / 8,192, vocab 128,256,
 untied LM head, so 8,030,261,248 − 128,256 × 4,096 = 7,504,924,672 matrix-multiply parameters of the 8B); H100
-SXM dense bf16 989 TFLOP/s (NVIDIA H100 datasheet); the engines' constants by name (estimate/engines.py, each
+SXM dense bf16 989 TFLOP/s (NVIDIA H100 datasheet); the engines' constants by name (catalog/engines.py, each
 sourced there); prefill chunk 8,192 tokens (TensorRT-LLM max_num_tokens, vLLM max_num_batched_tokens).
 """
 
@@ -19,7 +19,7 @@ import textwrap
 import pytest
 
 from proposalkit.cli import main
-from proposalkit.estimate.engines import TRT_COMPUTE_FRACTION_16BIT, TRT_PREFILL_LAYER_SECONDS
+from proposalkit.catalog.engines import TRT_COMPUTE_FRACTION_16BIT, TRT_PREFILL_LAYER_SECONDS
 
 H100_BF16 = 989e12
 CHUNK = 8192

@@ -175,7 +175,7 @@ def test_workflow_escapes_the_file_name_and_fences_errors(tmp_path):
 
 
 def test_a_blob_larger_than_a_workload_file_is_refused_before_it_is_read(repo, capsys, monkeypatch):
-    """input/files.py: a workload file holds at most 10 MiB; git gives the size first (`cat-file -s`)."""
+    """files.py: a workload file holds at most 10 MiB; git gives the size first (`cat-file -s`)."""
     from proposalkit.review import sides
 
     big = 10 * 2**20 + 1

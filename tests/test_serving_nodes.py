@@ -8,7 +8,7 @@ import re
 import textwrap
 
 from proposalkit.cli import main
-from proposalkit.estimate.engines import TRT_ALLREDUCE_LATENCY, TRT_LINK_FRACTION
+from proposalkit.catalog.engines import TRT_ALLREDUCE_LATENCY, TRT_LINK_FRACTION
 
 
 def write(tmp_path, body: str):
@@ -21,7 +21,7 @@ def test_sixteen_way_all_reduce_crosses_the_network(tmp_path, capsys):
     # Llama 3.1 70B (80 layers, hidden 8,192), a prompt of 2,000 tokens on 16 × H100: two all-reduces per
     # layer of 2,000 × 8,192 × 2 B = 32,768,000 B, a ring sending 2 × 15/16 of it per GPU over the network,
     # 400 Gb/s InfiniBand per GPU (DGX H100: 8 × ConnectX-7) = 50 GB/s, at TensorRT-LLM's achieved 0.46
-    # of the link and 33 µs per all-reduce (estimate/engines.py, imported by name):
+    # of the link and 33 µs per all-reduce (catalog/engines.py, imported by name):
     # 160 × (33 µs + 61,440,000 B ÷ (0.46 × 50e9 B/s)) = 160 × 2.7043 ms = 432.7 ms.
     # Before: NVLink's 450 GB/s for all 16, 52.6 ms (78.9 ms prefill, 0.28 h for the job below).
     path = write(tmp_path, """\

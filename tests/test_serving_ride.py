@@ -10,8 +10,8 @@ import re
 import pytest
 
 from proposalkit.cli import main
-from proposalkit.estimate.engines import TRT_BANDWIDTH_FRACTION as BW_FRACTION
-from proposalkit.estimate.engines import TRT_COMPUTE_FRACTION_16BIT as FLOP_FRACTION
+from proposalkit.catalog.engines import TRT_BANDWIDTH_FRACTION as BW_FRACTION
+from proposalkit.catalog.engines import TRT_COMPUTE_FRACTION_16BIT as FLOP_FRACTION
 
 # Llama 3.1 8B (config.json: 32 layers, 8 KV heads × 128, bf16): 131,072 B of KV per token; its matmul
 # parameters (the embedding lookup left out, the LM head in) 7,504,924,672. H100 SXM: 989 TFLOP/s dense

@@ -22,7 +22,7 @@ import pytest
 from proposalkit.cli import main
 from proposalkit.estimate.breakdown import Overhead
 from proposalkit.estimate.memory import TrainingSetup, training_memory
-from proposalkit.estimate.shapes import ModelSpec
+from proposalkit.catalog.shapes import ModelSpec
 
 NONE = Overhead(cuda_context_bytes=0, allocator_reserve=0.0)
 P = 2**33                                   # a parameter count every d below divides

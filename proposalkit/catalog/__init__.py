@@ -1,6 +1,8 @@
 """Built-in catalogs (GPUs, models), read lazily from the YAML files beside this module.
 
-Each row carries its source. Nothing is read at import time.
+Each row carries its source. Nothing is read at import time. Beside this module, the records and
+readers of what the tool knows: shapes.py (ModelSpec, parameter counts), modules.py (linear module
+names, LoRA targets), engines.py (serving engines), resources.py (resources, tracks, ACCESS tiers).
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ import functools
 from dataclasses import dataclass, fields
 from importlib import resources as _resources
 
-from ..estimate.shapes import ModelSpec
+from .shapes import ModelSpec
 from ..units import parse_count, parse_memory
 
 

@@ -4,7 +4,7 @@ the transient workspace of an inference forward pass, in bytes per GPU.
 Symbols follow Korthikanti et al. 2022 (Table 1): s sequence length,
 b micro-batch, h hidden size, a attention heads, L layers, t tensor-parallel
 size, p pipeline-parallel size, v vocabulary; d head size, kv key/value
-heads, f the MLP's inner width (shapes from estimate/shapes.py).
+heads, f the MLP's inner width (shapes from catalog/shapes.py).
 
 Sources, cited where used: Korthikanti et al. 2022, "Reducing Activation
 Recomputation in Large Transformer Models", §4 (activations per layer, eq.
@@ -20,8 +20,10 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from .arith import ceil, check_positive, exact, memo
-from .precision import FP32_BYTES, check_choice
-from .lora import default_lora, lora_activation_bytes_per_layer
+from ..options import INFERENCE_ATTENTION
+from ..precision import FP32_BYTES, check_choice
+from ..catalog.modules import default_lora
+from .lora import lora_activation_bytes_per_layer
 from .checkpointing import (
     OFFLOAD_STASH_TENSORS, POLICY_SOURCES, attention_core_bytes, offloaded_stash_bytes, op_policy_saved_bytes,
 )
@@ -31,7 +33,7 @@ from .kernels import (
 )
 from .loss import head_backward_bytes, loss_note, loss_peak_bytes
 from .prompt_logits import WHOLE_PROMPT_ENGINE, keeps_prompt_logits, prompt_logits_bytes
-from .shapes import (
+from ..catalog.shapes import (
     ModelSpec, expert_ffn_hidden, is_mla, is_moe, largest_linear_params, linear_weight_params, mlp_matrices,
     moe_layer_count,
     projection_widths, require_architecture, routed_experts, shared_expert_ffn_hidden,
@@ -50,9 +52,6 @@ SOFTMAX_STATISTICS_BYTES = 4
 # implementation applies softmax with dtype=torch.float).
 ROUTER_PROBABILITY_BYTES = 4
 
-# Inference attention kernels: flash (FlashAttention), sdpa (PyTorch scaled_dot_product_attention,
-# which runs a flash or memory-efficient kernel for 16-bit inputs), eager (matmul + softmax).
-INFERENCE_ATTENTION = ("flash", "sdpa", "eager")
 
 # Inference prefill is processed in chunks of at most this many tokens per
 # forward pass: vLLM's default max_num_batched_tokens for the offline LLM class

@@ -36,8 +36,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .precision import FP32_BYTES
-from .shapes import ModelSpec, is_moe, moe_layer_count, projection_widths, shared_expert_ffn_hidden
+from ..precision import FP32_BYTES
+from ..catalog.shapes import ModelSpec, is_moe, moe_layer_count, projection_widths, shared_expert_ffn_hidden
 
 SELECTIVE_POLICIES = ("attention", "op")
 DEFAULT_SELECTIVE_POLICY = "attention"

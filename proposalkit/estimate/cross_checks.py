@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from .arith import ceil, fmt_bytes_per_param, memo
-from .shapes import ModelSpec
+from ..catalog.shapes import ModelSpec
 from ..units import PRECISION_BITS, bytes_per_element
 
 

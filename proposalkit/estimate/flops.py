@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .shapes import ModelSpec, attention_head_size, is_mla, is_moe, matmul_params, projection_widths
+from ..catalog.shapes import ModelSpec, attention_head_size, is_mla, is_moe, matmul_params, projection_widths
 from ..units import SECONDS_PER_HOUR
 
 # Default model-FLOPs utilization for training when no pilot is measured, for a run that

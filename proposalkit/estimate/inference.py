@@ -28,7 +28,7 @@ The model (DESIGN.md "Compute and runtime"; Kwon et al. 2023 for the KV cache; W
 2009 for the roofline):
   memory per GPU   weights (estimate/weights.weight_bytes ÷ t) + one forward pass's activation
                    workspace (estimate/activations) + the CUDA context; the engine's pool rule
-                   (estimate/engines.py) leaves the KV pool; KV bytes per token per GPU =
+                   (catalog/engines.py) leaves the KV pool; KV bytes per token per GPU =
                    L × 2·kv·d (or MLA's latent) × bytes, kv heads ÷ t (at least one).
   prefill          compute bound: 2·P_matmul FLOPs per prompt token (matmul_params: active
                    parameters, the embedding lookup left out) + causal attention 2·L·s·a·d per
@@ -52,7 +52,7 @@ The model (DESIGN.md "Compute and runtime"; Kwon et al. 2023 for the KV cache; W
                    scheduler); the mean sequence holds input + output/2 tokens; prefill of every
                    prompt + decode steps of the batch: runtime = requests·prefill + requests·output/batch·step.
   calibration      the achieved fractions and the all-reduce constants are TensorRT-LLM's, fitted on
-                   its published H100 throughput (estimate/engines.py, benchmarks/calibrate_inference.py);
+                   its published H100 throughput (catalog/engines.py, benchmarks/calibrate_inference.py);
                    benchmarks/validation_inference.py holds out the rest (docs/validation.md).
 """
 
@@ -65,12 +65,13 @@ from fractions import Fraction
 from ..units import bytes_per_element
 from .activations import inference_activation_bytes
 from .breakdown import ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES
-from .engines import Engine, engine as engine_named, engine_max_batch, engine_memory_fraction
+from ..catalog.engines import Engine, engine as engine_named, engine_max_batch, engine_memory_fraction
 from .links import INTERCONNECT, NODE_GPUS, PCIE4_X16, network_per_gpu
 from .setups import InferenceSetup
 from .weights import kv_heads_per_gpu, kv_layer_tokens, weight_bytes
-from .precision import INFERENCE_PRECISIONS, KV_PRECISIONS, check_choice
-from .shapes import (ModelSpec, attention_head_size, expert_params, is_moe, kv_values_per_token_per_layer,
+from ..options import INFERENCE_PRECISIONS, KV_PRECISIONS
+from ..precision import check_choice
+from ..catalog.shapes import (ModelSpec, attention_head_size, expert_params, is_moe, kv_values_per_token_per_layer,
                      matmul_params, require_architecture)
 
 
@@ -266,7 +267,7 @@ def default_kv_precision(precision: str) -> str:
 
 def kv_bytes_per_token_per_gpu(model: ModelSpec, kv_precision: str, tensor_parallel: int) -> int:
     """KV cache of one token, all layers, on one tensor-parallel rank: L × 2·(kv ÷ t)·d × bytes
-    (kv heads at least one per rank; MLA's latent kept whole on every rank) (estimate/shapes.py)."""
+    (kv heads at least one per rank; MLA's latent kept whole on every rank) (catalog/shapes.py)."""
     per_layer = kv_values_per_token_per_layer(model, kv_heads_per_gpu(model, tensor_parallel))
     return math.ceil(model.layers * per_layer * bytes_per_element(kv_precision))
 
@@ -295,7 +296,7 @@ def replica(model: ModelSpec, gpu, *, tensor_parallel: int = 1, precision: str =
     fraction = engine_memory_fraction(e, t, gpu.usable_memory_bytes)
     if e.fraction_of == "device":
         # The CUDA context sits beside the budget; SGLang's budget is of the memory free once it exists and
-        # holds weights and pool only; vLLM's is of the device and holds the workspace too (engines.py).
+        # holds weights and pool only; vLLM's is of the device and holds the workspace too (catalog/engines.py).
         budget = fraction * (device - CUDA_CONTEXT_BYTES if e.budget_after_context else device)
         pool = budget - weights - (activations if e.workspace_in_budget else 0)
         notes.append(f"{e.name} takes {fraction:g} of the GPU's {device / 2**30:.1f} GiB for weights, "

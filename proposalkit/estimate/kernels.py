@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .precision import FP32_BYTES
-from .shapes import (
+from ..precision import FP32_BYTES
+from ..catalog.shapes import (
     ModelSpec, expert_ffn_hidden, is_mla, mlp_matrices, projection_widths, routed_experts,
     shared_expert_ffn_hidden,
 )

@@ -77,10 +77,9 @@ import math
 from fractions import Fraction
 
 from .arith import exact
-from .precision import FP32_BYTES
+from ..options import LOSSES
+from ..precision import FP32_BYTES
 
-LOSSES = ("standard", "chunked", "fused")
-DEFAULT_LOSS = "standard"
 # torchtune CEWithChunkedOutputLoss(num_output_chunks: int = 8) (@ ce5433b0).
 CHUNKED_LOSS_CHUNKS = 8
 # The compiled chunked loss saves two fp32 values per row: the row max and the log-sum-exp (above).

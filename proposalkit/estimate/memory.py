@@ -14,8 +14,8 @@ width, P parameters, N data-parallel GPUs over which ZeRO shards.
 Beside this module: setups.py (TrainingSetup, InferenceSetup), weights.py
 (weights and KV cache), breakdown.py (the components, the three measured
 statistics, and the CUDA context and allocator reserve with their sources),
-shapes.py (parameter counts), precision.py (bytes per value and optimizer
-state), lora.py (adapters), activations.py (Korthikanti's terms),
+catalog/shapes.py (parameter counts), ../precision.py (bytes per value and
+optimizer state), lora.py (adapters), activations.py (Korthikanti's terms),
 cross_checks.py (rules of thumb).
 
 Sources, cited where used:
@@ -46,7 +46,6 @@ from .breakdown import (  # noqa: F401  (re-exported: the memory API)
     overhead_note,
 )
 from .checkpointing import SELECTIVE_POLICIES
-from .loss import LOSSES
 from .phases import (
     gradients_persist, head_accumulation_bytes, head_accumulation_note, head_gradient_bytes, phase_note, step_note, step_temporary_bytes, tied_embedding_temporary,
     tied_note,
@@ -54,12 +53,12 @@ from .phases import (
 from .model_states import (  # noqa: F401  (re-exported: the memory API)
     OPTIMIZER_IMPLS, model_states, worst_stage_fraction, zero3_gathered_bytes,
 )
-from .precision import (
-    ADAPTER_PRECISIONS, INFERENCE_PRECISIONS, KV_PRECISIONS, OPTIMIZERS, TRAINING_METHODS, TRAINING_PRECISIONS,
-    check_choice,
+from ..options import (
+    ADAPTER_PRECISIONS, INFERENCE_PRECISIONS, KV_PRECISIONS, LOSSES, OPTIMIZERS, TRAINING_METHODS, TRAINING_PRECISIONS,
 )
+from ..precision import check_choice
 from .setups import InferenceSetup, TrainingSetup  # noqa: F401  (re-exported: the memory API)
-from .shapes import ModelSpec, expert_params, is_mla, kv_values_per_token_per_layer
+from ..catalog.shapes import ModelSpec, expert_params, is_mla, kv_values_per_token_per_layer
 from .weights import (  # noqa: F401  (re-exported: the memory API)
     kv_cache_bytes_per_token, kv_heads_per_gpu, kv_layer_tokens, weight_bytes,
 )

@@ -31,11 +31,13 @@ from fractions import Fraction
 
 from .arith import exact, fmt_bytes_per_param
 from .phases import FSDP_FRAMEWORKS
-from .lora import default_lora, lora_matrices, lora_trainable_params
-from .precision import (
-    ADAM8BIT_MOMENT_BYTES, ADAM_MOMENTS, FP32_BYTES, NF4_BITS, PAGED_OPTIMIZERS, optimizer_state_bytes,
+from ..catalog.modules import default_lora
+from .lora import lora_matrices, lora_trainable_params
+from ..precision import (
+    ADAM8BIT_MOMENT_BYTES, FP32_BYTES, NF4_BITS, optimizer_state_bytes,
 )
-from .shapes import (
+from ..options import PAGED_OPTIMIZERS
+from ..catalog.shapes import (
     ModelSpec, embedding_params, expert_params, layer_params, linear_weight_params, linears, lm_head_params,
     mlp_params_per_expert, moe_layer_count, moe_layer_params, parameter_count,
 )

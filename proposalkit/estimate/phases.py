@@ -35,9 +35,9 @@ import dataclasses
 from fractions import Fraction
 
 from .arith import exact
-from .precision import FP32_BYTES
+from ..precision import FP32_BYTES
 from .setups import TrainingSetup
-from .shapes import ModelSpec
+from ..catalog.shapes import ModelSpec
 from ..units import bytes_per_element
 
 # Frameworks whose gradient memory outlives zero_grad, with where they keep it.

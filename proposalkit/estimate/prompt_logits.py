@@ -33,9 +33,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .shapes import ModelSpec
+    from ..catalog.shapes import ModelSpec
 
-# The engine that computes the LM head over every prompt position (estimate/engines.py HF).
+# The engine that computes the LM head over every prompt position (catalog/engines.py HF).
 WHOLE_PROMPT_ENGINE = "hf"
 
 # config.json model_types whose *ForCausalLM.forward takes logits_to_keep at huggingface/transformers v4.57.1

@@ -1,7 +1,7 @@
 """Memory per GPU under a pre-allocating inference engine: the engine's whole reservation.
 
 vLLM, SGLang and TensorRT-LLM allocate their KV pool once at start-up, sized by their memory rule
-(estimate/engines.py), and hold it whatever the batch; the device (nvidia-smi) shows the reservation,
+(catalog/engines.py), and hold it whatever the batch; the device (nvidia-smi) shows the reservation,
 not the planned batch's KV cache. So the plan's memory under such an engine is the replica's
 (estimate/inference.replica): weights + activation workspace + CUDA context + the whole KV pool:
   vLLM     gpu_memory_utilization × the device's memory for weights, workspace and pool, and the CUDA
@@ -9,7 +9,7 @@ not the planned batch's KV cache. So the plan's memory under such an engine is t
            exist (vllm/v1/worker/gpu_worker.py init_device, determine_available_memory @ 35d5cda1).
            Before (@ 0012cf69) the budget held the context too;
   SGLang   mem_fraction_static × the memory free once the context exists, for weights and pool; the
-           workspace and the context beside it (model_runner.py profile_max_num_token; engines.py);
+           workspace and the context beside it (model_runner.py profile_max_num_token; catalog/engines.py);
   TensorRT-LLM  weights + workspace + free_gpu_memory_fraction × the memory free after them.
 The weights and the pool are torch allocations made once (vLLM's KV cache is torch.zeros tensors), so
 no caching-allocator reserve is added: allocated = reserved = device − the CUDA context.
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ..units import GB, GiB
 from .breakdown import CUDA_CONTEXT_BYTES, MemoryBreakdown
-from .engines import engine_memory_fraction
+from ..catalog.engines import engine_memory_fraction
 
 # The notes of inference_memory() that describe a batch-sized allocation; under an engine the
 # reservation's own notes replace them.

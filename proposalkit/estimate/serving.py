@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from .inference import InferenceError, Prefill, Replica, Step, concurrency_limit, decode_step, mean_context, prefill
 from .queueing import Wait, prefill_wait, wait_at_most
-from .shapes import matmul_params
+from ..catalog.shapes import matmul_params
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .checkpointing import DEFAULT_SELECTIVE_POLICY
-from .lora import LoraSpec
-from .loss import DEFAULT_LOSS
+from ..catalog.modules import LoraSpec
+from ..options import DEFAULT_LOSS
 
 
 @dataclass(frozen=True)
@@ -76,4 +76,4 @@ class InferenceSetup:
     tensor_parallel: int = 1
     prefill_tokens: int | None = None   # tokens per forward pass; None: DEFAULT_PREFILL_TOKENS
     attention: str = "flash"     # flash | sdpa | eager (activations.py: eager keeps a layer's s×s scores)
-    engine: str | None = None    # estimate/engines.py id; "hf": whole-prompt prefill and its logits (prompt_logits.py)
+    engine: str | None = None    # catalog/engines.py id; "hf": whole-prompt prefill and its logits (prompt_logits.py)

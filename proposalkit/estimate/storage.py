@@ -50,8 +50,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .lora import DEFAULT_ADAPTER_PRECISION as LORA_ADAPTER_PRECISION   # PEFT: fp32 adapters
-from .precision import FP32_BYTES, optimizer_state_bytes
+from ..catalog.modules import DEFAULT_ADAPTER_PRECISION as LORA_ADAPTER_PRECISION   # PEFT: fp32 adapters
+from ..precision import FP32_BYTES, optimizer_state_bytes
 from ..units import bytes_per_element
 
 # fp32 master copy of the weights kept by mixed-precision training

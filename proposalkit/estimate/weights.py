@@ -11,8 +11,9 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .arith import ceil, exact
-from .precision import KV_PRECISIONS, check_choice, quantized_weight_bits
-from .shapes import (
+from ..options import KV_PRECISIONS
+from ..precision import check_choice, quantized_weight_bits
+from ..catalog.shapes import (
     ModelSpec, kv_values_per_token_per_layer, linear_weight_params, parameter_count, require_architecture,
 )
 from ..units import bytes_per_element

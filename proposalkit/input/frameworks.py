@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..estimate.engines import ENGINES, engine as engine_named
+from ..catalog.engines import ENGINES, engine as engine_named
 
 # Training frameworks a workload may name (CONTRACT.md, `framework`).
 TRAINING_FRAMEWORKS = ("hf-trainer", "torchtune", "torchtitan", "deepspeed", "megatron", "axolotl", "llama-factory")
 # Inference engines of the contract: their memory rule, batch limit and achieved fractions are
-# estimate/engines.py's (one home), applied by planning/inference.py.
+# catalog/engines.py's (one home), applied by planning/inference.py.
 INFERENCE_ENGINES: tuple[str, ...] = ENGINES
 FRAMEWORKS = TRAINING_FRAMEWORKS + INFERENCE_ENGINES
 

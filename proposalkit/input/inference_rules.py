@@ -12,7 +12,7 @@ Targets that no GPU can meet need the estimate and are checked by the planner (p
 
 from __future__ import annotations
 
-from ..estimate.shapes import ModelSpec
+from ..catalog.shapes import ModelSpec
 from .bounds import BOUNDS
 
 BATCH_EXAMPLE = "requests: 200k, input_tokens: 1k, output_tokens: 256"

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from .. import catalog
 from ..errors import InputError, Problem
-from ..estimate.shapes import ModelSpec
+from ..catalog.shapes import ModelSpec
 from ..units import SECONDS_PER_HOUR
 from .messages import translate, unknown_gpu, unknown_model, unknown_resource
 from .hub import looks_like_hub_id
@@ -23,7 +23,7 @@ from .mapping import from_mapping, lora_target_problem, params_only_problem
 from .model_config import read_config, read_hub_config
 from .pilots import measured_throughput, read_pilots
 from .bounds import BOUNDS
-from .files import WORKLOAD_FILE, Refused, read_limited
+from ..files import WORKLOAD_FILE, Refused, read_limited
 from .frameworks import apply_preset, framework_problem
 from .schema import UNION_TAGS, Proposal, Workload, WorkloadFile, describe
 from .source import Path, Source, field_name
@@ -316,7 +316,7 @@ def _valid(model_type, value):
 
 
 def known_resource_ids() -> set[str]:
-    from ..planning import resources
+    from ..catalog import resources
 
     return set(resources.known_ids())
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..estimate.lora import ALL_LINEAR, FAMILY_MODULES, module_names
-from ..estimate.shapes import GPT_FFN_FACTOR, ModelSpec, is_mla, parameter_count
+from ..catalog.modules import ALL_LINEAR, FAMILY_MODULES, module_names
+from ..catalog.shapes import GPT_FFN_FACTOR, ModelSpec, is_mla, parameter_count
 from .bounds import BOUNDS
 from .messages import did_you_mean
 from .schema import ModelShape

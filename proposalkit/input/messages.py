@@ -8,8 +8,7 @@ from __future__ import annotations
 import difflib
 
 from ..errors import Problem
-from ..estimate.activations import INFERENCE_ATTENTION
-from ..estimate.loss import LOSSES
+from ..options import INFERENCE_ATTENTION, LOSSES
 from .frameworks import FRAMEWORKS
 from .schema import (
     ACCESS_TIERS, KINDS, LORA_TARGETS, METHODS, OPTIMIZERS, PRECISIONS, TRACKS, UNION_TAGS,

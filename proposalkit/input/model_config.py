@@ -11,9 +11,9 @@ import os
 from dataclasses import replace
 
 from ..errors import Problem
-from ..estimate.shapes import ModelSpec
+from ..catalog.shapes import ModelSpec
 from . import hub
-from .files import CONFIG_FILE, Refused, read_limited
+from ..files import CONFIG_FILE, Refused, read_limited
 from .source import Path, Source, field_name
 from .schema import describe
 

@@ -15,10 +15,10 @@ from typing import Annotated, Literal, Union
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
-from ..estimate.lora import LORA_TARGETS, LoraSpec
-from ..estimate.activations import INFERENCE_ATTENTION
-from ..estimate.loss import LOSSES
-from ..estimate.precision import OPTIMIZERS, PRECISIONS, TRAINING_METHODS as METHODS  # one home: the estimates
+from ..catalog.modules import LORA_TARGETS, LoraSpec
+from ..options import (  # one home, below the schema and the estimates
+    INFERENCE_ATTENTION, LOSSES, OPTIMIZERS, PRECISIONS, TRAINING_METHODS as METHODS,
+)
 from ..units import parse_count
 from .bounds import BOUNDS
 from .frameworks import FRAMEWORKS

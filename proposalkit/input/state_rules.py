@@ -3,7 +3,7 @@ paged optimizers, offload): what cannot go together, said before planning."""
 
 from __future__ import annotations
 
-from ..estimate.precision import PAGED_OPTIMIZERS
+from ..options import PAGED_OPTIMIZERS
 
 STATE_FIELDS = ("mixed_precision", "optimizer_in_backward", "offload")
 

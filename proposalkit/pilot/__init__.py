@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 
 from ..errors import InputError
-from ..input.files import Refused, open_regular
+from ..files import Refused, open_regular
 from .common import ANSI, PilotResult, fail
 from .documents import MAX_DOCUMENT_CHARS, read_json_log
 from .summaries import SUMMARY_READERS

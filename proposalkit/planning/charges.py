@@ -2,7 +2,7 @@
 
 Every conversion is returned with its arithmetic written out, so the report
 can show a reviewer how GPU-hours became SUs or node-hours. The rates and
-limits come from the resource catalog (``resources.py``), each row with its
+limits come from the resource catalog (``catalog/resources.py``), each row with its
 source; the records made here (Charge, AccessCredits, CapFinding) are in records.py.
 
 Charging rules (one per catalog row):
@@ -20,9 +20,9 @@ import math
 from collections.abc import Iterable
 
 from .records import AccessCredits, CapFinding, Charge
-from .resources import (
-    Resource, ResourceError, access_tier, as_resource, credit_tiers, fits, gpus_text, plain, resolve, resource,
-    suggest, system_of, track,
+from ..catalog.resources import (
+    Resource, ResourceError, access_tier, as_resource, credit_tier, describe_rule, fits, gpus_text, plain, resolve,
+    resource, suggest, system_of, track,
 )
 
 HOURS_PER_DAY = 24
@@ -107,7 +107,7 @@ def charge(res: Resource | str, gpu_type: str, gpus_per_job: int, hours_per_job:
         text += f"; × {jobs:,} jobs" if raised else f" × {jobs:,} jobs"
     text += f" = {fmt_amount(amount)} {res.unit}"
     return Charge(
-        resource_id=res.id, unit=res.unit, amount=amount, arithmetic=text, gpu_type=gpu_type,
+        resource_id=res.id, resource=res, system=system_of(res.id), rule=describe_rule(res), unit=res.unit, amount=amount, arithmetic=text, gpu_type=gpu_type,
         gpus_per_job=gpus_per_job, hours_per_job=float(hours_per_job),
         hours_charged_per_job=hours_charged, nodes_per_job=nodes, jobs=jobs,
         gpu_hours=gpus_per_job * hours_per_job * jobs,
@@ -267,7 +267,7 @@ def access_findings(credits: AccessCredits | None, tier_name: str | None) -> lis
     """The plan against the ACCESS project type it names (proposal.access_tier)."""
     if tier_name is None:      # a NAIRR request: credits are information, not a limit
         return []
-    tier = next(t for t in credit_tiers() if t.id == tier_name)
+    tier = credit_tier(tier_name)
 
     def finding(amount: float | None, message: str) -> CapFinding:
         return CapFinding("proposal.access_tier", "access_credits", amount, tier.credits, message)

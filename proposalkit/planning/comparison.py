@@ -6,7 +6,7 @@ FLOPs rate at the default or given MFU.
 from __future__ import annotations
 
 from ..catalog import GPUSpec
-from ..estimate.shapes import ModelSpec
+from ..catalog.shapes import ModelSpec
 from . import search
 from .pilots import ESTIMATE_STATISTIC, Comparison, runs_of
 from .records import Settings

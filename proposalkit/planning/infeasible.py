@@ -15,7 +15,7 @@ from .records import Candidate, Settings
 from . import search
 from .search import Target
 
-# Weight precisions smaller than 16-bit that the inference memory model knows (estimate/precision.py).
+# Weight precisions smaller than 16-bit that the inference memory model knows (precision.py).
 QUANTIZED = ("int8", "fp8", "int4")
 
 

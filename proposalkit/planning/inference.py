@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, replace
 
 from ..errors import InputError, Problem
-from ..estimate.engines import Engine, engine as engine_named
+from ..catalog.engines import Engine, engine as engine_named
 from ..estimate.links import INTERCONNECT, NODE_GPUS, PCIE4_X16, network_per_gpu
 from ..estimate.inference import (
     InferenceError, Replica, batch_job, decode_step, default_kv_precision, mean_context, prefill, prefill_flops_per_sequence, replica,
@@ -32,12 +32,13 @@ from ..estimate.queueing import EXACT_TERMS
 from ..estimate.reservation import engine_memory
 from ..estimate.breakdown import DEFAULT_OVERHEAD
 from ..units import GB, SECONDS_PER_HOUR
-from . import resources, search
+from ..catalog import resources
+from . import search
 from .records import Candidate, InferencePlan, Settings, Throughput
 
 # The best latency a workload can reach is quoted for replicas within a node (node_gpus below: beyond
 # it the all-reduces cross the network).
-# What the engines' constants are fitted on (estimate/engines.py, benchmarks/calibrate_inference.py).
+# What the engines' constants are fitted on (catalog/engines.py, benchmarks/calibrate_inference.py).
 CALIBRATION = ("fitted on the TensorRT-LLM performance overview's H100 rows (trtllm-bench offline throughput, "
                "perf-overview.md @00f37686); the kernel launches per layer of a prefill pass on TensorRT-LLM v0.5's "
                "first-token latencies of GPT-J 6B and Falcon-180B (docs/source/performance.md @77d24b5f)")

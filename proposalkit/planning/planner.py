@@ -15,12 +15,15 @@ from ..errors import InfeasibleError, InputError, Problem
 from ..estimate import storage as storage_model
 from ..estimate.cross_checks import cross_checks
 from ..estimate.links import NODE_GPUS
-from ..estimate.lora import FAMILY_MODULES, LoraSpec, default_targets, lora_trainable_params
-from ..estimate.loss import DEFAULT_LOSS, LOSS_SOURCES
-from ..estimate.shapes import ModelSpec, is_mla
+from ..catalog.modules import FAMILY_MODULES, LoraSpec, default_targets
+from ..estimate.lora import lora_trainable_params
+from ..estimate.loss import LOSS_SOURCES
+from ..options import DEFAULT_LOSS
+from ..catalog.shapes import ModelSpec, is_mla
 from ..input import frameworks
 from ..input.loading import LoadedFile, LoadedWorkload
-from . import charges, comparison, infeasible, inference, pilots, resources, search
+from ..catalog import resources
+from . import charges, comparison, infeasible, inference, pilots, search
 from .records import Candidate, Plan, Settings, WorkloadPlan
 
 DEFAULT_BUFFER = 0.30       # NAIRR community guide, GPU estimate page: "Add 30% buffer"
@@ -78,7 +81,7 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
     lora = None
     if w.method in ("lora", "qlora"):
         given = w.lora
-        rank = given.rank if given else LoraSpec.rank   # the default rank has one home: estimate/lora.py
+        rank = given.rank if given else LoraSpec.rank   # the default rank has one home: catalog/modules.py
         targets = tuple(given.targets) if given and given.targets else default_targets(model)
         lora = LoraSpec(rank=rank, targets=targets)
         if (given is None or not given.targets) and (is_mla(model) or model.family in FAMILY_MODULES):
@@ -421,6 +424,8 @@ def assemble(plans: list[WorkloadPlan], proposal) -> Plan:
     findings = charges.cap_findings(track, plan.gpu_hours_requested, used, plan.calendar_days,
                                     jetstream2_sus=charges.jetstream2_sus(charged))
     access = charges.access_credits(charged, [p.name for p in plans if p.charge is None])
-    findings += charges.access_findings(access, proposal.access_tier if proposal is not None else None)
+    tier_id = proposal.access_tier if proposal is not None else None
+    findings += charges.access_findings(access, tier_id)
     warnings += [f.message for f in findings]
-    return Plan(tuple(plans), proposal, tuple(warnings), track, access, tuple(findings))
+    return Plan(tuple(plans), proposal, tuple(warnings), track, access, tuple(findings),
+                access_tier=resources.credit_tier(tier_id) if tier_id is not None else None)

@@ -14,13 +14,13 @@ from ..catalog import GPUSpec
 from ..estimate.checkpointing import DEFAULT_SELECTIVE_POLICY
 from ..estimate.cross_checks import CrossCheck
 from ..estimate.flops import FlopsPerToken
-from ..estimate.lora import LoraSpec
+from ..catalog.modules import LoraSpec
 from ..estimate.memory import MemoryBreakdown
-from ..estimate.shapes import ModelSpec
+from ..catalog.shapes import ModelSpec
 from ..estimate.storage import StorageTotals, WorkloadStorage, storage_totals
 from ..input.schema import Proposal
 from .pilots import Comparison, Scaling
-from .resources import CreditTier, WalltimeTier, system_of
+from ..catalog.resources import CreditTier, Resource, WalltimeTier
 
 
 @dataclass(frozen=True)
@@ -172,6 +172,9 @@ class Charge:
     """A job (or a set of identical jobs) converted into a resource's unit."""
 
     resource_id: str
+    resource: Resource          # the catalog's row of the partition charged (name, node size, sources)
+    system: str                 # the system it belongs to: its partitions share an allocation
+    rule: str                   # the charging rule in words (catalog/resources.describe_rule)
     unit: str
     amount: float               # in `unit`, all jobs together
     arithmetic: str             # the conversion written out for a reviewer
@@ -216,6 +219,8 @@ class ChargeGroup:
     report's units table). resource_id None: workloads with no target resource, in requested GPU-hours."""
 
     resource_id: str | None
+    resource: Resource | None   # the catalog's row (None: no target resource)
+    rule: str                   # the charging rule in words ("" without a resource)
     system: str                 # the resource's system ("" without one): its partitions share an allocation
     gpu_type: str
     unit: str
@@ -245,6 +250,7 @@ class Plan:
     track: str = "standard"
     access: AccessCredits | None = None    # the charges in ACCESS Credits
     cap_findings: tuple[CapFinding, ...] = ()   # track caps and ACCESS limits exceeded
+    access_tier: CreditTier | None = None  # the ACCESS project type the proposal asks for (proposal.access_tier)
 
     def by_resource(self) -> dict[str, tuple[str, float]]:
         """Resource (partition) id → (unit, amount), summed over workloads."""
@@ -289,9 +295,10 @@ class Plan:
             names = tuple(w.name for w in ws)
             if rid is None:
                 hours = sum(w.gpu_hours_requested for w in ws)
-                out.append(ChargeGroup(None, "", gpu, "GPU-hours", hours, hours, (), names))
+                out.append(ChargeGroup(None, None, "", "", gpu, "GPU-hours", hours, hours, (), names))
             else:
-                out.append(ChargeGroup(rid, system_of(rid), gpu, ws[0].charge.unit,
+                first = ws[0].charge
+                out.append(ChargeGroup(rid, first.resource, first.rule, first.system, gpu, first.unit,
                                        sum(w.charge.gpu_hours for w in ws), sum(w.charge.amount for w in ws),
                                        tuple(w.charge.gpus_per_job for w in ws), names,
                                        tuple((w.walltime_hours, w.walltime_tier) for w in ws)))

@@ -19,9 +19,10 @@ from ..estimate.flops import (
 from ..estimate.memory import (
     DEFAULT_OVERHEAD, InferenceSetup, MemoryBreakdown, TrainingSetup, inference_memory, training_memory,
 )
-from ..estimate.shapes import ModelSpec
+from ..catalog.shapes import ModelSpec
 from ..units import GiB
-from . import charges, pilots, resources
+from ..catalog import resources
+from . import charges, pilots
 from .records import Candidate, Settings, Throughput
 
 # GPU counts tried: 1, 2, 4, 8 (within a node), then whole 8-GPU nodes doubling.

@@ -12,9 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..planning import resources as res_catalog
-from ..estimate.storage import StorageTotals
-from ..planning.planner import Plan
+from ..planning.records import Plan, StorageTotals
 from ..units import GiB
 from . import charts
 from .format import fmt_gib, fmt_hours
@@ -77,7 +75,7 @@ class ResourceRow:
     name: str                    # the catalog's full name, the reference key in Appendix B
     gpu_type: str
     gpus_per_node: int | None
-    rule: str                    # the charging rule in words (resources.describe_rule)
+    rule: str                    # the charging rule in words (the plan's Charge.rule)
     rule_source: str
     rule_confidence: str         # verified | secondhand | inferred ("" without a resource)
     gpu_hours_requested: float   # buffer included, all workloads on it
@@ -156,11 +154,9 @@ class AccessView:
 
 
 def _access_view(plan: Plan) -> AccessView | None:
-    tier_id = plan.proposal.access_tier if plan.proposal is not None else None
-    access = plan.access
-    if tier_id is None or access is None:
+    tier, access = plan.access_tier, plan.access
+    if tier is None or access is None:
         return None
-    tier = next(t for t in res_catalog.credit_tiers() if t.id == tier_id)
     # The planner holds the credits to the limit (a CapFinding when they are above it or unknown).
     within = not any(f.what == "access_credits" for f in plan.cap_findings)
     return AccessView(tier.name, tier.credits, access.arithmetic, access.credits,
@@ -277,10 +273,10 @@ def resources_view(plan: Plan) -> ResourcesView | None:
                 gpu_hours_requested=g.gpu_hours, amount=g.amount, unit=g.unit,
                 walltime="—", walltime_source="", walltime_confidence="", workloads=g.workloads))
             continue
-        res = res_catalog.resource(g.resource_id)
+        res = g.resource
         rows.append(ResourceRow(
             resource_id=g.resource_id, system=g.system, partition=res.partition, name=res.name,
-            gpu_type=g.gpu_type, gpus_per_node=res.gpus_per_node, rule=res_catalog.describe_rule(res),
+            gpu_type=g.gpu_type, gpus_per_node=res.gpus_per_node, rule=g.rule,
             rule_source=" ".join(res.source.split()), rule_confidence=res.confidence,
             gpu_hours_requested=g.gpu_hours, amount=g.amount, unit=g.unit,
             walltime=_walltime_text(g.walltimes),

@@ -10,7 +10,7 @@ except ImportError:   # pragma: no cover - orjson is a dependency; the standard 
     orjson = None
 
 from ..planning import pilots as pilot_rules
-from ..planning.planner import Candidate, Plan, WorkloadPlan
+from ..planning.records import Candidate, Plan, WorkloadPlan
 from ..units import GiB
 from ..text import json_control_escape
 from .format import control_escape

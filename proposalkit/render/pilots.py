@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..planning.pilots import DISAGREEMENT, SCALING_RULE
-from ..planning.planner import Plan
+from ..planning.records import Plan
 from ..units import GiB
 from .format import fmt_rate
 

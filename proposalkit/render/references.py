@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..planning import resources as res_catalog
-from ..planning.planner import Plan
+from ..planning.records import Plan
 from .views import WorkloadView
 
 
@@ -138,7 +137,7 @@ def references(plan: Plan, views: tuple[WorkloadView, ...]) -> tuple[Reference, 
         charge = w.charge
         if charge is not None and charge.resource_id not in seen:
             seen.add(charge.resource_id)
-            r = res_catalog.resource(charge.resource_id)
+            r = charge.resource
             refs.append(Reference(r.name, " ".join(r.source.split())))
     for w in plan.workloads:
         if w.model.id not in seen and w.model.source:

@@ -33,7 +33,7 @@ from pathlib import Path
 from markupsafe import Markup
 
 from ..errors import InputError, Problem
-from ..planning.planner import Plan
+from ..planning.records import Plan
 from . import TEMPLATES_DIR, pdf
 from .context import ReportContext, report_context
 from .format import FILTERS, Safe, control_escape, md_escape

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..estimate.storage import WorkloadStorage
-from ..planning.planner import Candidate, WorkloadPlan
+from ..planning.records import Candidate, WorkloadPlan, WorkloadStorage
 from ..units import SECONDS_PER_HOUR
 from .format import fmt_count, fmt_days, fmt_gib, fmt_hours, fmt_hours_precise, fmt_pct, fmt_rate, fmt_size
 from .pilots import SHORT_HASH

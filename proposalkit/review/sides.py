@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import dataclass
 
 from ..errors import InputError, Problem
-from ..input.files import WORKLOAD_FILE
+from ..files import WORKLOAD_FILE
 
 EMPTY = "/dev/null"   # git's name for the missing side of an added or deleted file
 
@@ -96,7 +96,7 @@ def _load(spec: str, resource_ids):
         raise InputError([Problem(spec, None, "", f"cannot read it from git: the revision '{rev}' starts with '-', "
                                                   "which git would take for an option (give REV:PATH with a revision "
                                                   "such as HEAD or origin/main, or a file path)")])
-    # Refused before reading, as a file on disk is (input/files.py): git says the size first.
+    # Refused before reading, as a file on disk is (files.py): git says the size first.
     size = int(_git(["cat-file", "-s", "--end-of-options", f"{rev}:{path}"], spec))
     if size > WORKLOAD_FILE.bytes:
         raise InputError([Problem(spec, None, "", WORKLOAD_FILE.too_large(size))])

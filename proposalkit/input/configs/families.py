@@ -2,7 +2,7 @@
 
 Each reader names the keys its family's Hugging Face configuration class
 reads, with that class's defaults for keys a config leaves out, and sets
-the architecture fields of ModelSpec (estimate/shapes.py does the
+the architecture fields of ModelSpec (catalog/shapes.py does the
 arithmetic). `assumed` says, for the plan, what the reader takes as given
 beyond the keys. Module names are those of transformers' modeling_<family>.py.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ...estimate.shapes import GPT_FFN_FACTOR
+from ...catalog.shapes import GPT_FFN_FACTOR
 from .keys import REQUIRED, Keys
 
 HF_NAMES = {"hidden": ("hidden_size",), "heads": ("num_attention_heads",), "layers": ("num_hidden_layers",),

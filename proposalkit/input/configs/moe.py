@@ -3,7 +3,7 @@
 As in families.py, each reader names the keys its Hugging Face configuration
 class reads, with that class's defaults for keys a config leaves out
 (transformers models/<family>/configuration_<family>.py), and sets ModelSpec
-fields; estimate/shapes.py does the arithmetic.
+fields; catalog/shapes.py does the arithmetic.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""config.json's quantization_config → the checkpoint's WeightFormat (estimate/precision.py holds the bits).
+"""config.json's quantization_config → the checkpoint's WeightFormat (precision.py holds the bits).
 
 Read: bitsandbytes (load_in_4bit / load_in_8bit, bnb_4bit_use_double_quant),
 GPTQ and AWQ (bits, group_size, AWQ zero_point), FP8 (quant_method fp8,
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ...estimate.precision import WeightFormat, bnb_4bit_bits, group_quant_bits
+from ...precision import WeightFormat, bnb_4bit_bits, group_quant_bits
 from .keys import Keys, shown
 
 _SCALE_BITS = 16   # GPTQ/AWQ scales are fp16; compressed-tensors stores them in the model's 16-bit dtype

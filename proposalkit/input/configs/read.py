@@ -4,8 +4,8 @@ encoders refused by name, an unknown model_type read only when its keys suffice,
 
 from __future__ import annotations
 
-from ...estimate import shapes
-from ...estimate.shapes import ModelSpec
+from ...catalog import shapes
+from ...catalog.shapes import ModelSpec
 from .families import (ENCODERS, FAMILIES, GEMMA3_TEXT_DEFAULTS, LLAMA_DEFAULTS, UNKNOWN_ASSUMED, UNKNOWN_REQUIRED,
                        UNKNOWN_UNREADABLE, llama_style)
 from ..shape_rules import shape_problems

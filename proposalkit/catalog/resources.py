@@ -351,6 +351,11 @@ def credit_tiers() -> tuple[CreditTier, ...]:
     return tuple(sorted(tiers, key=lambda t: t.credits))
 
 
+def credit_tier(tier_id: str) -> CreditTier:
+    """The ACCESS project type of this id (proposal.access_tier, which the schema checks)."""
+    return next(t for t in credit_tiers() if t.id == tier_id)
+
+
 def access_tier(credits: float) -> CreditTier | None:
     """The smallest ACCESS project type whose limit covers ``credits`` (None: Maximize)."""
     for tier in credit_tiers():

@@ -12,7 +12,7 @@ import functools
 from dataclasses import astuple, dataclass
 from functools import cached_property
 
-from .precision import WeightFormat
+from ..precision import WeightFormat
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,12 @@
-"""Bytes per stored value and per optimizer state, and the option lists that name them.
+"""Bytes per stored value and per optimizer state.
 
 The one home of these facts: memory (what a GPU holds), storage (what a
-checkpoint saves) and the workload schema (what a user may write) import them
-from here. Bits per plain dtype are units.PRECISION_BITS (bytes_per_element);
-quantization constants and optimizer states are below. All values exact
-(ints or Fractions), so 8-bit Adam's 2 + 8/256 bytes is never rounded away.
+checkpoint saves) and the config.json readers (a quantized checkpoint's
+layout) import them from here; the names a workload may write are
+options.py's. Bits per plain dtype are units.PRECISION_BITS
+(bytes_per_element); quantization constants and optimizer states are below.
+All values exact (ints or Fractions), so 8-bit Adam's 2 + 8/256 bytes is
+never rounded away.
 """
 
 from __future__ import annotations
@@ -12,19 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..units import PRECISION_BITS
-
-# Option lists (the workload schema offers these; the estimates refuse others).
-TRAINING_METHODS = ("full", "lora", "qlora")
-TRAINING_PRECISIONS = ("fp32", "bf16", "fp16")
-OPTIMIZERS = ("adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd")
-# bitsandbytes PagedAdamW (32-bit states) and PagedAdamW8bit: states in CUDA unified memory
-# (model_states.py says how they count).
-PAGED_OPTIMIZERS = ("paged-adamw", "paged-adamw-8bit")
-ADAPTER_PRECISIONS = ("fp32", "bf16", "fp16")
-INFERENCE_PRECISIONS = tuple(PRECISION_BITS)       # fp32 bf16 fp16 fp8 int8 int4
-KV_PRECISIONS = tuple(PRECISION_BITS)
-PRECISIONS = tuple(PRECISION_BITS)                 # any workload precision (training or inference)
+from .options import INFERENCE_PRECISIONS, OPTIMIZERS
+from .units import PRECISION_BITS
 
 # Model-state bytes per parameter (Rajbhandari et al. 2020 §3.1: "2Ψ + 2Ψ +
 # KΨ" with K = 12 for mixed-precision Adam: fp32 master weights, momentum and

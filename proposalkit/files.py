@@ -10,7 +10,7 @@ import os
 import stat
 from dataclasses import dataclass
 
-from ..units import MiB
+from .units import MiB
 
 
 @dataclass(frozen=True)
