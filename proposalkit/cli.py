@@ -224,53 +224,88 @@ def _positive_int(text: str) -> int:
 def _pilot_arguments(p: argparse.ArgumentParser) -> None:
     from .pilot import FORMATS
 
-    p.add_argument("logs", nargs="+", metavar="LOG")
-    p.add_argument("--format", choices=("text", "json", "yaml"), default="text")
-    p.add_argument("--log-format", choices=FORMATS, default=None, help="the log's format (default: detected)")
+    p.add_argument("logs", nargs="+", metavar="LOG", help="pilot-run logs (format detected from each file)")
+    p.add_argument("--format", choices=("text", "json", "yaml"), default="text",
+                   help="yaml: a throughput: block to paste into a workload")
+    p.add_argument("--log-format", choices=FORMATS, default=None, metavar="NAME",
+                   help="the log's format (default: detected)")
     p.add_argument("--seq-len", type=_positive_int, default=None, metavar="N",
                    help="tokens per sample, for logs that count samples (DeepSpeed)")
     p.add_argument("--gpus", type=_positive_int, default=None, metavar="N",
                    help="GPUs of the pilot run, for logs that do not say")
 
 
+# What each command's exit codes mean: its --help, docs/cli.md and the README's table are made from
+# this (tests/test_cli_exit_codes.py runs one case of every code). Every command also exits 2 when its
+# standard output cannot be written and 3 on an internal error (the module docstring).
+EXIT_CODES: dict[str, tuple[tuple[int, str], ...]] = {
+    "plan": ((0, "planned"),
+             (1, "a workload fits no GPU configuration tried (the pinned GPU/count, or with no pin any of them)"),
+             (2, "invalid input")),
+    "report": ((0, "written"), (1, "a workload fits no GPU configuration tried, as for plan"),
+               (2, "invalid input, or DIR cannot be written")),
+    "diff": ((0, "compared"), (1, "a version holds a workload that fits nowhere"), (2, "invalid input")),
+    "check": ((0, "every workload fits, under the caps"), (1, "a workload fits nowhere, or a cap is exceeded"),
+              (2, "invalid input")),
+    "catalog": ((0, "listed"), (2, "no such catalog")),
+    "pilot": ((0, "read"), (2, "a log that is empty, truncated, of no known or of mixed formats, too short for a "
+                               "steady state, or in a unit not expected")),
+    "schema": ((0, "printed"),),
+}
+
+
+def exit_codes_text(command: str) -> str:
+    """'0 planned · 1 ... · 2 invalid input': one command's exit codes in a line."""
+    return " · ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES[command])
+
+
+def _command(sub, name: str, help: str, **kwargs) -> argparse.ArgumentParser:
+    return sub.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".",
+                          epilog=f"exit codes: {exit_codes_text(name)}", **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="proposalkit", description="Resource justification for AI compute allocation proposals.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    formats = "text: a table; json: the plan as data; markdown: a table to paste"
 
-    p = sub.add_parser("plan", help="validate and plan workload files, print the plan")
-    p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    p = _command(sub, "plan", "validate and plan workload files, print the plan")
+    p.add_argument("files", nargs="+", metavar="FILE", help="workload files (YAML)")
+    p.add_argument("--format", choices=("text", "json", "markdown"), default="text", help=formats)
     p.set_defaults(func=cmd_plan)
 
-    p = sub.add_parser("report", help="write the justification report(s)")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p = _command(sub, "report", "write the justification report(s)")
+    p.add_argument("files", nargs="+", metavar="FILE", help="workload files (YAML), planned together")
     p.add_argument("-o", "--output", default="build", metavar="DIR", help="output folder (default: build)")
-    p.add_argument("--format", default="md,html,pdf", help="comma-separated: md, html, pdf (default: all three)")
+    p.add_argument("--format", default="md,html,pdf", metavar="md,html,pdf",
+                   help="comma-separated: md, html, pdf (default: all three)")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("diff", help="budget change between two versions (files or REV:PATH)")
-    p.add_argument("old", metavar="OLD")
-    p.add_argument("new", metavar="NEW")
-    p.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    p = _command(sub, "diff", "budget change between two versions (files or REV:PATH)")
+    p.add_argument("old", metavar="OLD", help="the version before: a file, REV:PATH read from git, or /dev/null")
+    p.add_argument("new", metavar="NEW", help="the version after, as OLD")
+    p.add_argument("--format", choices=("markdown", "json"), default="markdown",
+                   help="markdown: to paste into a pull request; json: the same as data")
     p.set_defaults(func=cmd_diff)
 
-    p = sub.add_parser("check", help="validate and plan; exit 1 when infeasible or over a cap")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p = _command(sub, "check", "validate and plan; exit 1 when infeasible or over a cap")
+    p.add_argument("files", nargs="+", metavar="FILE", help="workload files (YAML)")
     p.add_argument("--max-gpu-hours", type=float, default=None, metavar="N",
                    help="fail when the requested GPU-hours exceed N")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("catalog", help="list the built-in catalogs with their sources")
-    p.add_argument("what", nargs="?", choices=("gpus", "models", "resources"), default="gpus")
+    p = _command(sub, "catalog", "list the built-in catalogs with their sources")
+    p.add_argument("what", nargs="?", choices=("gpus", "models", "resources"), default="gpus",
+                   help="which catalog (default: gpus)")
     p.set_defaults(func=cmd_catalog)
 
     # Its arguments are added when `pilot` is run: --log-format's choices come from the pilot
     # readers, which every other command would otherwise import at start-up (~10 ms).
-    p = sub.add_parser("pilot", help="read pilot-run logs: steady-state throughput and peak memory",
-                       deferred=_pilot_arguments)
+    p = _command(sub, "pilot", "read pilot-run logs: steady-state throughput and peak memory",
+                 deferred=_pilot_arguments)
     p.set_defaults(func=cmd_pilot)
 
-    p = sub.add_parser("schema", help="JSON Schema of the workload file format")
+    p = _command(sub, "schema", "JSON Schema of the workload file format")
     p.set_defaults(func=cmd_schema)
     return parser
 
