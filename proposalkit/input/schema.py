@@ -231,7 +231,7 @@ class Proposal(_Strict):
 
     title: Text | None = Field(None, description="Proposal title, shown on the report's title block.")
     pi: Text | None = Field(None, description="Principal investigator.")
-    institution: Text | None = None
+    institution: Text | None = Field(None, description="Institution, shown on the report's title block.")
     resource: Text | None = Field(None, description="Target resource (catalog id): limits the GPU choice and sets the units.")
     track: Literal[TRACKS] | None = Field(None, description="NAIRR track: startup or standard (caps and warnings differ).")
     access_tier: Literal[ACCESS_TIERS] | None = Field(
@@ -242,17 +242,22 @@ class Proposal(_Strict):
 class ModelShape(_Strict):
     """A model not in the catalog: a parameter count, a shape, a local Hugging Face config.json, or a Hub id."""
 
-    name: Text | None = None
+    name: Text | None = Field(None, description="Name shown in the plan and the report (default: custom; a config.json's "
+                                                "folder name).")
     params: Params | None = Field(None, description="Total parameters, e.g. 7B.")
-    layers: Dimension | None = None
-    hidden: Dimension | None = None
-    heads: Dimension | None = None
-    kv_heads: Dimension | None = None
-    head_dim: Dimension | None = None
-    ffn_hidden: Dimension | None = None
-    vocab: Dimension | None = None
-    max_context: Sequence | None = None
-    tied_embeddings: Bool | None = None
+    layers: Dimension | None = Field(None, description="Transformer blocks (config.json num_hidden_layers).")
+    hidden: Dimension | None = Field(None, description="Model width (hidden_size).")
+    heads: Dimension | None = Field(None, description="Attention heads (num_attention_heads).")
+    kv_heads: Dimension | None = Field(
+        None, description="Key/value heads of grouped-query attention (num_key_value_heads). Default: heads.")
+    head_dim: Dimension | None = Field(None, description="Width of one attention head. Default: hidden ÷ heads.")
+    ffn_hidden: Dimension | None = Field(None, description="MLP inner width (intermediate_size). Default: 4 × hidden.")
+    vocab: Dimension | None = Field(None, description="Vocabulary size (vocab_size).")
+    max_context: Sequence | None = Field(
+        None, description="Longest sequence the model takes (max_position_embeddings): an inference workload's "
+                          "tokens must fit it, and it caps the default training seq_len.")
+    tied_embeddings: Bool | None = Field(
+        None, description="The input embedding and the output projection share one matrix (tie_word_embeddings).")
     mlp: Literal["gated", "plain"] | None = Field(
         None, description="gated: gate, up, down (SwiGLU, GeGLU); plain: up, down (GELU, ReLU). Default: gated "
                           "when ffn_hidden is given, else plain (the GPT block).")
@@ -287,17 +292,19 @@ UNION_TAGS = ("id", "shape", "one", "several")
 class Data(_Strict):
     """tokens = samples × seq_len × epochs."""
 
-    samples: Samples
-    seq_len: Sequence
-    epochs: PositiveFloat = 1
+    samples: Samples = Field(description="Training samples (sequences).")
+    seq_len: Sequence = Field(description="Tokens per sample; also the workload's seq_len unless it sets one.")
+    epochs: PositiveFloat = Field(1, description="Passes over the samples (a fraction allowed).")
 
 
 class Throughput(_Strict):
     """A measured pilot: tokens per second on `gpus` GPUs of type `gpu` (all GPUs together)."""
 
-    tokens_per_second: TokensPerSecond
-    gpu: Text
-    gpus: GpuCount = 1
+    tokens_per_second: TokensPerSecond = Field(
+        description="Measured tokens per second of the whole job (all its GPUs together); for batch inference, "
+                    "output tokens per second.")
+    gpu: Text = Field(description="GPU type it ran on (catalog id).")
+    gpus: GpuCount = Field(1, description="GPUs it ran on.")
 
 
 class Pilot(_Strict):
@@ -338,7 +345,9 @@ def _one_or_list(value: object) -> object:
 
 
 class Lora(_Strict):
-    rank: LoraRank = LoraSpec.rank      # one home: the estimate's default (the format's documented rank 16)
+    """LoRA adapters (method lora or qlora): their rank and the modules they adapt."""
+
+    rank: LoraRank = Field(LoraSpec.rank, description="Adapter rank r.")   # one home: the estimate's default
     targets: Annotated[list[Text], BeforeValidator(_one_or_list),
                        AfterValidator(_lora_targets),
                        WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
@@ -363,37 +372,63 @@ class Offload(_Strict):
 class Storage(_Strict):
     """Checkpointing policy (storage section of the report)."""
 
-    checkpoints_retained: CheckpointsRetained = Field(3, description="Checkpoints kept on scratch per run.")
+    checkpoints_retained: CheckpointsRetained = Field(
+        3, description="Checkpoints kept on scratch per run: peak scratch = checkpoint size × this × concurrency "
+                       "(+ the dataset).")
+
+
+KIND_TEXT = ("finetune (from a pretrained model), pretrain (from scratch) or inference (a batch job or a "
+             "service).")
+MODEL_TEXT = ("Catalog id (proposalkit catalog models), Hugging Face Hub id (ORG/NAME), or a mapping: a "
+              "parameter count, a shape, a local config.json or a Hub id with its revision.")
 
 
 class WorkloadFields(_Strict):
     """Every field a workload (or `defaults`) may set."""
 
-    kind: Literal[KINDS] | None = Field(None, description="finetune | pretrain | inference")
-    method: Literal[METHODS] | None = Field(None, description="full | lora | qlora (pretrain is always full)")
-    model: ModelRef | None = Field(None, description="Catalog id (proposalkit catalog models) or a mapping.")
+    kind: Literal[KINDS] | None = Field(None, description=KIND_TEXT)
+    method: Literal[METHODS] | None = Field(
+        None, description="Required for finetune: full (every weight), lora (adapters on a 16-bit base) or qlora "
+                          "(adapters on a 4-bit NF4 base); pretrain is always full.")
+    model: ModelRef | None = Field(None, description=MODEL_TEXT)
     description: Text | None = Field(None, description="One line on what the workload is for (shown in the report).")
-    data: Data | None = None
+    data: Data | None = Field(None, description="Training data, instead of tokens: tokens = samples × seq_len × epochs.")
     tokens: Tokens | None = Field(None, description="Training tokens of one variant, all epochs; or batch-inference tokens.")
-    throughput: Throughput | None = None
+    throughput: Throughput | None = Field(
+        None, description="A measured rate without its log: replaces the FLOPs estimate (keep pilot: instead to "
+                          "cite the log).")
     pilot: PilotRef | None = Field(
         None, description="Pilot-run log(s): {log, gpu, gpus}, or a list of them; the measured throughput replaces "
                           "the estimate and the measured peak memory is compared with it.")
-    variants: Variants | None = Field(None, description="Independent repeats (sweeps, seeds, ablations).")
-    gpu: Text | None = Field(None, description="Pin a GPU type (catalog id).")
-    gpus: GpuCount | None = Field(None, description="Pin the GPU count.")
-    precision: Literal[PRECISIONS] | None = None
+    variants: Variants | None = Field(
+        None, description="Runs of this workload, each a whole job (seeds, sweep points, ablations): GPU-hours, the "
+                          "charge and the final weights kept are multiplied by it.")
+    gpu: Text | None = Field(None, description="Pin a GPU type (catalog id: proposalkit catalog gpus); else the "
+                                               "planner chooses.")
+    gpus: GpuCount | None = Field(None, description="Pin the GPU count of one run; else the planner chooses.")
+    precision: Literal[PRECISIONS] | None = Field(
+        None, description="Weight precision. An inference workload on a quantized checkpoint (config.json "
+                          "quantization_config) is planned at the checkpoint's own unless this is set.")
     buffer: Buffer | None = Field(None, description="Contingency added to GPU-hours (default 0.30).")
-    seq_len: Sequence | None = None
-    micro_batch: MicroBatch | None = None
+    seq_len: Sequence | None = Field(
+        None, description="Training: tokens per sequence. Default: data.seq_len, else the model's maximum context "
+                          "up to the planner's cap.")
+    micro_batch: MicroBatch | None = Field(None, description="Training: sequences per GPU per step.")
     gradient_accumulation_steps: GradientAccumulation | None = Field(
         None, description="Training: micro-batches whose gradients are accumulated before each optimizer step (the "
                           "name HF Trainer, torchtune and DeepSpeed use). Memory only: with 1, gradients freed "
                           "between steps do not coexist with the loss peak (single GPU, FSDP); unset: gradients "
                           "are counted beside it.")
-    zero_stage: ZeroStage | None = None
-    tensor_parallel: TensorParallel | None = None
-    pipeline_parallel: PipelineParallel | None = None
+    zero_stage: ZeroStage | None = Field(
+        None, description="Training: ZeRO stage over the data-parallel GPUs, 0 (none), 1 (optimizer states "
+                          "sharded), 2 (+ gradients) or 3 (+ weights; FSDP full shard). Unset: the smallest that "
+                          "fits, chosen by the planner.")
+    tensor_parallel: TensorParallel | None = Field(
+        None, description="GPUs each layer's matrices are split over (Megatron-LM tensor parallelism); for "
+                          "inference, the GPUs of one replica. With gpus pinned, tensor_parallel × "
+                          "pipeline_parallel must divide it.")
+    pipeline_parallel: PipelineParallel | None = Field(
+        None, description="Training: pipeline stages the layers are split into (the fullest stage is counted).")
     expert_parallel: ExpertParallel | None = Field(
         None, description="GPUs over which a mixture of experts' routed experts are split (training).")
     context_parallel: ContextParallel | None = Field(
@@ -402,11 +437,15 @@ class WorkloadFields(_Strict):
     activation_checkpointing: Annotated[Union[bool, str], BeforeValidator(_checkpointing), WithJsonSchema(
         {"anyOf": [{"type": "boolean"}, {"const": "selective"}]})] | None = Field(
         None, description="true (full: each layer's input kept, the layer recomputed), false, or selective "
-                          "(Megatron-LM's attention-core recomputation; torchtitan's op-level policy with its preset).")
+                          "(Megatron-LM's attention-core recomputation; torchtitan's op-level policy with its "
+                          "preset). Unset: off, turned on by the planner where nothing fits without it (its "
+                          "recompute charged).")
     activation_offload: Bool | None = Field(
         None, description="Training: saved activations copied to CPU memory in the forward and brought back in the "
                           "backward (torchtune enable_activation_offloading).")
-    flash_attention: Bool | None = None
+    flash_attention: Bool | None = Field(
+        None, description="Training: FlashAttention, which keeps no s² attention scores. On an inference workload "
+                          "false means attention: eager.")
     compile: Bool | None = Field(
         None, description="Training: the model runs under torch.compile (torchtune/torchtitan compile, HF Trainer "
                           "torch_compile): its layers keep what fused kernels keep and a chunked loss is compiled. "
@@ -429,12 +468,18 @@ class WorkloadFields(_Strict):
     optimizer_in_backward: Bool | None = Field(
         None, description="Optimizer step fused into the backward pass (torchtune optimizer_in_bwd): no full "
                           "gradient buffer.")
-    offload: Offload | None = None
-    lora: Lora | None = None
-    mfu: Mfu | None = Field(None, description="Model-FLOPs utilization when no pilot is given.")
-    context: Sequence | None = Field(None, description="Inference: tokens per sequence.")
-    batch: Batch | None = Field(None, description="Inference: concurrent sequences.")
-    hours: ServiceHours | None = Field(None, description="Inference service: wall-clock hours kept up.")
+    offload: Offload | None = Field(None, description="Training: what leaves the GPU for host memory.")
+    lora: Lora | None = Field(None, description="LoRA and QLoRA: adapter rank and target modules.")
+    mfu: Mfu | None = Field(
+        None, description="Model-FLOPs utilization when no pilot is given, taken as measured with this workload's "
+                          "checkpointing. Default: the planner's, from published runs (the plan states it).")
+    context: Sequence | None = Field(
+        None, description="Inference, a service kept up hours: tokens per sequence (prompt and output).")
+    batch: Batch | None = Field(
+        None, description="Inference: sequences at once. A service kept up hours: the sequences of context tokens "
+                          "held; a batch job or a service by load: a cap per replica.")
+    hours: ServiceHours | None = Field(
+        None, description="Inference service: wall-clock hours kept up (GPU-hours = its GPUs × hours).")
     requests: Requests | None = Field(
         None, description="Batch inference: prompts to answer (each input_tokens long, generating output_tokens).")
     input_tokens: PromptTokens | None = Field(None, description="Inference: prompt tokens per request.")
@@ -447,8 +492,11 @@ class WorkloadFields(_Strict):
         None, description="Inference service: the percentile of the time to first token that ttft_ms bounds and the "
                           "plan reports (default 99: p99), prompts arriving as a Poisson stream.")
     resource: Text | None = Field(None, description="Target resource for this workload (overrides proposal.resource).")
-    concurrency: Concurrency | None = Field(None, description="Runs of this workload at once.")
-    storage: Storage | None = None
+    concurrency: Concurrency | None = Field(
+        None, description="Runs (variants) of this workload at once: calendar time is ⌈variants ÷ concurrency⌉ "
+                          "runs one after another, and peak scratch holds the checkpoints of this many runs. "
+                          "GPU-hours do not change.")
+    storage: Storage | None = Field(None, description="Checkpoints kept on scratch (the storage estimate).")
     framework: Literal[FRAMEWORKS] | None = Field(
         None, description="The software that will run it: for training hf-trainer, torchtune, torchtitan, deepspeed, "
                           "megatron, axolotl, llama-factory (sets the defaults its standard recipe uses, each stated "
@@ -461,15 +509,18 @@ NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 
 
 class Workload(WorkloadFields):
+    """One job, or one set of identical jobs (variants), to plan."""
+
     name: Annotated[Text, Field(pattern=NAME_PATTERN)] = Field(description="Unique id: lower-case letters, digits, - and _.")
-    kind: Literal[KINDS] = Field(description="finetune | pretrain | inference")
-    model: ModelRef = Field(description="Catalog id (proposalkit catalog models) or a mapping.")
+    kind: Literal[KINDS] = Field(description=KIND_TEXT)
+    model: ModelRef = Field(description=MODEL_TEXT)
 
 
 class WorkloadFile(_Strict):
-    proposal: Proposal | None = None
-    defaults: WorkloadFields | None = None
-    workloads: list[Workload] = Field(min_length=1)
+    proposal: Proposal | None = Field(None, description="The request's title block and target resource.")
+    defaults: WorkloadFields | None = Field(
+        None, description="Fields every workload takes unless it sets them (any workload field but name).")
+    workloads: list[Workload] = Field(min_length=1, description="The workloads to plan, at least one.")
 
 
 def json_schema() -> dict:
