@@ -12,7 +12,7 @@ PACKAGE := $(wildcard proposalkit/*.py proposalkit/*/*.py proposalkit/catalog/*.
 WORKLOADS := $(wildcard workloads/*.yaml)
 PILOT_LOGS := $(wildcard workloads/pilots/*)
 
-.PHONY: report test test-latest lock golden bench clean
+.PHONY: report test test-latest lock golden docs bench clean
 
 # Build build/report.md, build/report.html and build/report.pdf from workloads/*.yaml.
 report: build/report.pdf
@@ -54,6 +54,12 @@ lock: test-latest
 # Regenerate the golden reports in tests/golden/ (review the diff before committing).
 golden: $(STAMP)
 	$(PY) -m tests.golden_update
+
+# Regenerate what the documentation generates: docs/workload-format.md, docs/cli.md, the JSON Schema, the
+# marked blocks and examples of README.md and docs/*.md (tools/gendocs.py), docs/validation.md. Review the diff.
+docs: $(STAMP)
+	$(PY) tools/gendocs.py
+	$(PY) benchmarks/validation.py
 
 # Time `plan` on 1 and on 1000 generated workloads (figures quoted in the README).
 bench: $(STAMP)

@@ -292,7 +292,7 @@ def test_a_service_by_hours_is_checked_against_the_kv_pool(tmp_path, capsys):
 
 
 def test_the_example_requests_plan(capsys):
-    """workloads/inference/evaluation.yaml: the README's figures (a regression pin of the example)."""
+    """workloads/inference/evaluation.yaml: the figures docs/inference.md states (a regression pin of the example)."""
     assert main(["plan", "workloads/inference/evaluation.yaml", "--format", "json"]) == 0
     batch, service = json.loads(capsys.readouterr().out)["workloads"]
     assert (batch["gpu"]["type"], batch["gpu"]["count"]) == ("h200", 2)

@@ -271,7 +271,7 @@ def test_inference_log_on_batch_inference(tmp_path, capsys):
 
 
 def test_two_scales_fixture(capsys):
-    """tests/data/pilot/two-scales (the README's example): torchtune logs on 2 and 8 GPUs.
+    """tests/data/pilot/two-scales (docs/pilot-logs.md's example): torchtune logs on 2 and 8 GPUs.
     Medians after the 1 warm-up step: 2,900 (2 GPUs) and 2,552 per GPU (8 GPUs);
     e = 2552 / 2900 = 0.88; on 4 GPUs 2900 × 0.88^(ln 2 / ln 4) × 4 = 10,881.8 tokens/s."""
     [w] = plan(capsys, DATA / "two-scales" / "workload.yaml")["workloads"]

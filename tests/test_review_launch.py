@@ -87,7 +87,7 @@ def _numbers(text: str) -> list[float]:
 
 
 def test_the_batch_job_line_redoes_by_hand(tmp_path, capsys):
-    # 200,000 prompts of 1,000 tokens on Llama 3.1 70B over 2 H200 (the README's example): the printed
+    # 200,000 prompts of 1,000 tokens on Llama 3.1 70B over 2 H200 (docs/inference.md's example): the printed
     # prompts × compute + passes × launches, and requests × output ÷ batch × step, give the printed hours.
     (job,) = plan(tmp_path, capsys, """\
         workloads:
