@@ -33,7 +33,8 @@ from proposalkit.catalog import gpus as catalog_gpus  # noqa: E402
 from proposalkit.catalog import models as catalog_models  # noqa: E402
 from proposalkit.catalog import engines  # noqa: E402
 from proposalkit.input.configs.read import model_from_config  # noqa: E402
-from proposalkit.estimate.inference import batch_job, decode_step, mean_context, prefill, replica  # noqa: E402
+from proposalkit.estimate.batch import batch_job  # noqa: E402
+from proposalkit.estimate.inference import decode_step, mean_context, prefill, replica  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "validation_inference.yaml"
 FILES = ROOT / "benchmarks" / "validation" / "inference"     # one workload file per row

@@ -17,11 +17,11 @@ from proposalkit.catalog import engines
 from proposalkit.estimate.breakdown import CUDA_CONTEXT_BYTES
 from proposalkit.estimate.inference import (
     InferenceError,
-    batch_job,
     decode_step,
     prefill,
     replica,
 )
+from proposalkit.estimate.batch import batch_job
 from proposalkit.estimate.serving import service
 
 H100 = gpus()["h100-80gb"]

@@ -1,8 +1,9 @@
 """Built-in catalogs (GPUs, models), read lazily from the YAML files beside this module.
 
 Each row carries its source. Nothing is read at import time. Beside this module, the records and
-readers of what the tool knows: shapes.py (ModelSpec, parameter counts), modules.py (linear module
-names, LoRA targets), engines.py (serving engines), resources.py (resources, tracks, ACCESS tiers).
+readers of what the tool knows: shapes.py (ModelSpec, parameter counts), vision.py (vision towers),
+modules.py (linear module names, LoRA targets), engines.py (serving engines), resources.py
+(resources, tracks, ACCESS tiers).
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 How to call it (all arguments plain values; nothing here reads a workload):
 
     from proposalkit.catalog import gpus, models
-    from proposalkit.estimate.inference import replica, batch_job, prefill, decode_step
-    from proposalkit.estimate.serving import service
+    from proposalkit.estimate.inference import replica, prefill, decode_step
+    from proposalkit.estimate.batch import batch_job         # batch.py: a set of requests
+    from proposalkit.estimate.serving import service         # serving.py: a request rate
 
     rep = replica(models()["llama-3.1-8b"], gpus()["h100-80gb"], tensor_parallel=1,
                   precision="bf16", engine="vllm", kv_precision=None)   # kv_precision None: the weights'
@@ -47,10 +48,8 @@ The model (DESIGN.md "Compute and runtime"; Kwon et al. 2023 for the KV cache; W
                    Tensor parallel t: each GPU reads 1/t and computes 1/t, plus two all-reduces
                    per layer (Shoeybi et al. 2019 §3) of the tokens' 16-bit activations over the
                    GPU-to-GPU link (Replica.allreduce_seconds).
-  batch job        continuous batching at the largest batch the KV pool and the engine allow;
-                   each request reserves input + output tokens (TensorRT-LLM's GUARANTEED_NO_EVICT
-                   scheduler); the mean sequence holds input + output/2 tokens; prefill of every
-                   prompt + decode steps of the batch: runtime = requests·prefill + requests·output/batch·step.
+  batch job        batch.py: continuous batching at the largest batch the KV pool and the engine
+                   allow (concurrency_limit, mean_context here).
   calibration      the achieved fractions and the all-reduce constants are TensorRT-LLM's, fitted on
                    its published H100 throughput (catalog/engines.py, benchmarks/calibrate_inference.py);
                    benchmarks/validation_inference.py holds out the rest (docs/validation.md).
@@ -63,7 +62,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..units import bytes_per_element
-from .activations import inference_activation_bytes
+from .workspace import inference_activation_bytes
 from .breakdown import ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES
 from ..catalog.engines import Engine, engine as engine_named, engine_max_batch, engine_memory_fraction
 from .links import INTERCONNECT, NODE_GPUS, PCIE4_X16, network_per_gpu
@@ -212,44 +211,6 @@ class Step:
     def tokens_per_second(self) -> float:
         """Output tokens per second of the iteration."""
         return self.batch / self.seconds
-
-
-@dataclass(frozen=True)
-class BatchJob:
-    requests: int                   # of one replica
-    input_tokens: int
-    output_tokens: int
-    replicas: int
-    batch: int                      # sequences decoded at once per replica
-    prefill: Prefill                # one prompt (batch 1)
-    step: Step                      # a decode step at `batch` and the mean context
-    prefill_seconds: float          # all prompts of one replica
-    decode_seconds: float
-    runtime_seconds: float          # wall clock (replicas in parallel)
-    notes: tuple[str, ...] = ()
-    prefill_passes: int = 0         # passes the prompts are packed into (each pays its launches once)
-
-    @property
-    def prefill_read_bound(self) -> bool:   # the passes' weight reads outlast the prompts' FLOPs: charged
-        return self.prefill_passes * self.prefill.read_seconds > self.requests * self.prefill.flops_seconds
-
-    @property
-    def output_tokens_per_second(self) -> float:
-        """All replicas together (CONTRACT: tokens_per_second of batch inference)."""
-        return self.requests * self.replicas * self.output_tokens / self.runtime_seconds
-
-    @property
-    def prefill_tokens_per_second(self) -> float:
-        """Prompt tokens per second of one replica while prefilling (prompts packed into passes)."""
-        return self.requests * self.input_tokens / self.prefill_seconds
-
-    @property
-    def ttft_seconds(self) -> float:
-        return self.prefill.seconds
-
-    @property
-    def tpot_seconds(self) -> float:
-        return self.step.seconds
 
 
 # --------------------------------------------------------------------------
@@ -460,43 +421,3 @@ def concurrency_limit(rep: Replica, input_tokens: int, output_tokens: int) -> in
 def mean_context(input_tokens: int, output_tokens: int) -> int:
     """Tokens the average sequence holds while decoding: input + output/2 (rounded up)."""
     return input_tokens + (output_tokens + 1) // 2
-
-
-def batch_job(rep: Replica, requests: int, input_tokens: int, output_tokens: int, replicas: int = 1,
-              batch: int | None = None) -> BatchJob:
-    """`requests` prompts of `input_tokens`, each generating `output_tokens`, split over `replicas`.
-
-    batch: at most this many sequences at once (None: what the KV pool and the engine allow).
-    The GPU's time is the prefill of every prompt plus the decode steps: runtime =
-    requests × prefill(input) + requests × output / batch × step(batch, input + output/2), the prefill
-    at its compute (prompts are packed into passes of the engine's prefill chunk), and no less than one
-    read of the weights per pass, plus each pass's launches (Prefill.launch_seconds).
-    Engines overlap part of the prefill with decode steps (chunked prefill, in-flight batching),
-    but against TensorRT-LLM's measurements the sum fits better than a model in which prompt
-    tokens ride free in memory-bound steps (benchmarks/calibrate_inference.py, both compared)."""
-    if requests < 1 or replicas < 1:
-        raise ValueError("requests and replicas must be positive")
-    per_replica = math.ceil(requests / replicas)
-    most = concurrency_limit(rep, input_tokens, output_tokens)
-    if batch is not None and batch > most:
-        raise InferenceError(f"batch {batch}: {rep.engine.name} holds at most {most} sequences of "
-                             f"{input_tokens + output_tokens:,} tokens on {rep.tensor_parallel} × {rep.gpu.id}",
-                             achievable=most)
-    batch = min(batch or most, per_replica)
-    one = prefill(rep, input_tokens)
-    step = decode_step(rep, batch, mean_context(input_tokens, output_tokens))
-    # Prompts share passes of up to the engine's prefill chunk (chunked prefill, in-flight batching): each
-    # is charged its compute, and each pass at least one read of the weights.
-    passes = math.ceil(per_replica * input_tokens / rep.engine.prefill_chunk)
-    prefill_seconds = (per_replica * one.allreduce_seconds + passes * one.launch_seconds
-                       + max(per_replica * one.flops_seconds, passes * one.read_seconds))
-    decode_seconds = per_replica * output_tokens / batch * step.seconds
-    notes = (f"batch {batch}: the KV pool holds {rep.kv_tokens:,} tokens = "
-             f"{rep.kv_tokens // (input_tokens + output_tokens):,} sequences of "
-             f"{input_tokens:,} + {output_tokens:,} tokens"
-             + (f", {rep.engine.name}'s max batch {rep.max_batch}" if rep.max_batch is not None else ""),)
-    return BatchJob(requests=per_replica, input_tokens=input_tokens, output_tokens=output_tokens,
-                    replicas=replicas, batch=batch, prefill=one, step=step, prefill_seconds=prefill_seconds,
-                    decode_seconds=decode_seconds, runtime_seconds=prefill_seconds + decode_seconds,
-                    notes=rep.notes + notes, prefill_passes=passes)
-

@@ -38,7 +38,8 @@ from __future__ import annotations
 import dataclasses
 from fractions import Fraction
 
-from .activations import DEFAULT_PREFILL_TOKENS, inference_activation_bytes, training_activations
+from .activations import training_activations
+from .workspace import DEFAULT_PREFILL_TOKENS, inference_activation_bytes
 from .prompt_logits import WHOLE_PROMPT_ENGINE, prompt_logits_note
 from .arith import ceil, check_positive, fmt_bytes_per_param, memo
 from .breakdown import (  # noqa: F401  (re-exported: the memory API)

@@ -4,7 +4,7 @@ encoders refused by name, an unknown model_type read only when its keys suffice,
 
 from __future__ import annotations
 
-from ...catalog import shapes
+from ...catalog import vision
 from ...catalog.shapes import ModelSpec
 from .families import (ENCODERS, FAMILIES, GEMMA3_TEXT_DEFAULTS, LLAMA_DEFAULTS, UNKNOWN_ASSUMED, UNKNOWN_REQUIRED,
                        UNKNOWN_UNREADABLE, llama_style)
@@ -115,15 +115,15 @@ def _vision(keys: Keys, model_type: str, projector: str | None, text: Keys) -> t
     if v is None:   # not an object: the problem is recorded, the model refused
         return 0, ""
     hidden = v.count("hidden_size")
-    count = shapes.vision_encoder_params(
+    count = vision.vision_encoder_params(
         hidden, v.count("intermediate_size"), v.count("num_hidden_layers"), v.count("patch_size"),
         v.count("image_size", bound="sequence"), channels=v.count("num_channels", default=3),
         class_token=clip, patch_bias=not clip, pre_norm=clip,
         pooling_head=not clip and v.flag("vision_use_head", (defaults or {}).get("vision_use_head", True)))
     text_hidden = text.count("hidden_size")
     if projector == "llava":
-        count += shapes.llava_projector_params(hidden, text_hidden, keys.flag("multimodal_projector_bias", True))
+        count += vision.llava_projector_params(hidden, text_hidden, keys.flag("multimodal_projector_bias", True))
     else:
-        count += shapes.gemma3_projector_params(hidden, text_hidden)
+        count += vision.gemma3_projector_params(hidden, text_hidden)
     return count, (f"vision tower ({vision_type}) and projector: {count:,} parameters, counted in the weights; "
                    "FLOPs and activations are the language model's")
