@@ -64,14 +64,17 @@ from fractions import Fraction
 from ..units import bytes_per_element
 from .workspace import inference_activation_bytes
 from .breakdown import ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES
+from ..catalog import GPUSpec
 from ..catalog.engines import Engine, engine as engine_named, engine_max_batch, engine_memory_fraction
 from .links import INTERCONNECT, NODE_GPUS, PCIE4_X16, network_per_gpu
 from .setups import InferenceSetup
 from .weights import kv_heads_per_gpu, kv_layer_tokens, weight_bytes
 from ..options import INFERENCE_PRECISIONS, KV_PRECISIONS
 from ..precision import check_choice
-from ..catalog.shapes import (ModelSpec, attention_head_size, expert_params, is_moe, kv_values_per_token_per_layer,
-                     matmul_params, require_architecture)
+from ..catalog.shapes import (
+    ModelSpec, attention_head_size, expert_params, is_moe, kv_values_per_token_per_layer, matmul_params,
+    require_architecture,
+)
 
 
 class InferenceError(ValueError):
@@ -95,7 +98,7 @@ class Replica:
     """One model copy on `tensor_parallel` GPUs of one type, under one engine. Bytes are per GPU."""
 
     model: ModelSpec
-    gpu: object                     # catalog.GPUSpec
+    gpu: GPUSpec
     tensor_parallel: int
     precision: str
     kv_precision: str
@@ -233,7 +236,7 @@ def kv_bytes_per_token_per_gpu(model: ModelSpec, kv_precision: str, tensor_paral
     return math.ceil(model.layers * per_layer * bytes_per_element(kv_precision))
 
 
-def replica(model: ModelSpec, gpu, *, tensor_parallel: int = 1, precision: str = "bf16",
+def replica(model: ModelSpec, gpu: GPUSpec, *, tensor_parallel: int = 1, precision: str = "bf16",
             engine: str | Engine | None = "vllm", kv_precision: str | None = None,
             node_gpus: int = NODE_GPUS) -> Replica:
     """The memory side of one replica: weights, workspace and KV pool per GPU, under the engine's rule.

@@ -52,7 +52,7 @@ class MeasuredThroughput(Throughput):
     """The `throughput:` the planner uses, taken from pilot logs; `runs` are the logs (not serialised)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
-    runs: tuple = Field((), exclude=True)
+    runs: tuple[PilotRun, ...] = Field((), exclude=True)
 
 
 def sha256_of(path: str) -> str:

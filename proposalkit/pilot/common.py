@@ -56,7 +56,7 @@ class PilotResult:
     warmup_steps: int | None = None
     steps_used: int | None = None
     method: str = ""            # how the steady figure was computed, in words
-    peak_memory: dict = field(default_factory=dict)   # statistic -> bytes
+    peak_memory: dict[str, int] = field(default_factory=dict)   # statistic -> bytes
     notes: list[str] = field(default_factory=list)
 
     def peak(self) -> tuple[str, int] | None:
