@@ -88,7 +88,7 @@ def parse_memory(value: object) -> int:
 
     Read from the built-in catalogs only (ValueError there is a bug of ours); no
     workload field is a memory size today. A reader of user input must turn the
-    ValueError into a Problem, as schema._number does for parse_count.
+    ValueError into a Problem, as input/values._number does for parse_count.
     """
     if isinstance(value, bool):
         raise ValueError("a boolean is not a size")

@@ -4,7 +4,7 @@ A value beyond a bound cannot be meant (a slip of the exponent or the suffix:
 1e300, 2000T), would print as nonsense in a proposal, and can overflow the
 arithmetic. Each bound lies far beyond anything published, so it only catches
 slips; its reason is the message's "expected ..." text, so the user sees why.
-Numbers outside a bound are quoted as the user wrote them (schema.describe),
+Numbers outside a bound are quoted as the user wrote them (values.describe),
 never with 300 digits.
 """
 

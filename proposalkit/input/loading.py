@@ -25,7 +25,8 @@ from .pilots import measured_throughput, read_pilots
 from .bounds import BOUNDS
 from ..files import WORKLOAD_FILE, Refused, read_limited
 from .frameworks import apply_preset, framework_problem
-from .schema import UNION_TAGS, Proposal, Workload, WorkloadFile, describe
+from .schema import UNION_TAGS, Proposal, Workload, WorkloadFile
+from .values import describe
 from .source import Path, Source, field_name
 from .yamlfile import parse_yaml
 from .state_rules import state_rules

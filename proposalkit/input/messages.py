@@ -12,8 +12,9 @@ from ..options import INFERENCE_ATTENTION, LOSSES
 from .frameworks import FRAMEWORKS
 from .schema import (
     ACCESS_TIERS, KINDS, LORA_TARGETS, METHODS, OPTIMIZERS, PRECISIONS, TRACKS, UNION_TAGS,
-    Data, Lora, ModelShape, Offload, Proposal, Storage, Throughput, Workload, WorkloadFields, WorkloadFile, describe,
+    Data, Lora, ModelShape, Offload, Proposal, Storage, Throughput, Workload, WorkloadFields, WorkloadFile,
 )
+from .values import describe
 from .source import Path, Source, field_name
 
 # Names researchers bring from other tools, mapped to ours (checked before

@@ -15,7 +15,7 @@ from ..catalog.shapes import ModelSpec
 from . import hub
 from ..files import CONFIG_FILE, Refused, read_limited
 from .source import Path, Source, field_name
-from .schema import describe
+from .values import describe
 
 
 def read_config(path: str, base_dir: str, origin: Source, at: Path) -> tuple[ModelSpec | None, list[Problem]]:

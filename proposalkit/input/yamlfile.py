@@ -10,7 +10,7 @@ import yaml
 
 from ..errors import InputError, Problem
 from .source import Path, Source, field_name
-from .schema import describe
+from .values import describe
 
 
 # libyaml's parser when PyYAML was built with it (about 10× faster), else the pure-Python one.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from ..bounds import BOUNDS
-from ..schema import describe
+from ..values import describe
 
 REQUIRED = object()   # default= for a key the architecture cannot do without
 
