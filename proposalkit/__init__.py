@@ -59,6 +59,7 @@ def plan_text(plan) -> str:
 
 
 def write_reports(plan, output_dir, formats=("md", "html", "pdf")):
-    """Write the report in each format (md, html, pdf) into output_dir; returns the paths written."""
+    """Write the report in each format (md, html, pdf) into output_dir → WrittenReports (the paths
+    written, the body's length in pages, warnings); prints nothing."""
     from .render.report import write_reports as _write_reports
     return _write_reports(plan, output_dir, list(formats))

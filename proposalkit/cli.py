@@ -145,7 +145,9 @@ def cmd_report(args) -> int:
         print(f"proposalkit report: -o {_safe(args.output)}: cannot write {_safe(where)} ({error.strerror}); "
               "choose a folder you can write to", file=sys.stderr)
         return EXIT_INPUT
-    _emit("".join(f"{_safe(path)}\n" for path in written))
+    for warning in written.warnings:
+        print(f"proposalkit report: warning: {_safe(warning)}", file=sys.stderr)
+    _emit("".join(f"{_safe(path)}\n" for path in written.paths))
     return EXIT_OK
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from proposalkit.cli import main
 from proposalkit.render import format as fmt
 from proposalkit.render import report
 from proposalkit.render import context as ctx
@@ -81,7 +82,7 @@ def pdf_build(tmp_path_factory, golden_plan):
     if not _weasyprint_available():
         pytest.skip("WeasyPrint or Pango cannot be loaded")
     out = tmp_path_factory.mktemp("pdf")
-    paths = report.write_reports(golden_plan, str(out), ["pdf"])
+    paths = report.write_reports(golden_plan, str(out), ["pdf"]).paths
     return out / "report.pdf", paths
 
 
@@ -98,15 +99,15 @@ def test_golden_report_matches_byte_for_byte(name):
 
 
 def test_two_builds_are_byte_identical(tmp_path, golden_plan):
-    a = report.write_reports(golden_plan, str(tmp_path / "a"), ["md", "html"])
-    b = report.write_reports(golden_plan, str(tmp_path / "b"), ["md", "html"])
+    a = report.write_reports(golden_plan, str(tmp_path / "a"), ["md", "html"]).paths
+    b = report.write_reports(golden_plan, str(tmp_path / "b"), ["md", "html"]).paths
     assert [Path(p).relative_to(tmp_path / "a") for p in a] == [Path(p).relative_to(tmp_path / "b") for p in b]
     for pa, pb in zip(a, b):
         assert Path(pa).read_bytes() == Path(pb).read_bytes(), pa
 
 
 def test_markdown_references_the_charts_written_beside_it(tmp_path, golden_plan):
-    paths = report.write_reports(golden_plan, str(tmp_path), ["md"])
+    paths = report.write_reports(golden_plan, str(tmp_path), ["md"]).paths
     assert sorted(Path(p).relative_to(tmp_path).as_posix() for p in paths) == [
         "charts/gpu-hours.svg", "charts/memory.svg", "report.md"]
     md = (tmp_path / "report.md").read_text(encoding="utf-8")
@@ -238,7 +239,7 @@ def test_body_fits_two_pages_for_the_golden_plan(pdf_again):
 # ----------------------------------------------------------------- page-length warning
 
 
-def test_long_body_warns_on_stderr(tmp_path, capsys):
+def test_long_body_is_a_warning_returned_and_printed_by_the_command_line(tmp_path, capsys):
     many = "workloads:\n" + "".join(f"""\
   - name: run-{i}
     description: {"a long description of what this run is for, " * 4}
@@ -250,14 +251,18 @@ def test_long_body_warns_on_stderr(tmp_path, capsys):
     gpus: 1
 """ for i in range(12))
     plan = plan_from(tmp_path, many)
-    report.write_reports(plan, str(tmp_path / "out"), ["md"])
-    err = capsys.readouterr().err
-    assert "warning: the section B body runs to" in err and "pages estimated from the Markdown" in err
+    written = report.write_reports(plan, str(tmp_path / "out"), ["md"])
+    assert capsys.readouterr() == ("", "")      # the library prints nothing
+    assert not written.body_pages_measured and written.body_pages > pdf_mod.BODY_PAGES + pdf_mod.PAGE_TOLERANCE
+    [warning] = written.warnings
+    assert warning.startswith(f"the section B body runs to {written.body_pages:.1f} pages estimated from the Markdown")
+    assert main(["report", str(tmp_path / "w.yaml"), "-o", str(tmp_path / "cli"), "--format", "md"]) == 0
+    assert capsys.readouterr().err == f"proposalkit report: warning: {warning}\n"
 
 
 def test_short_body_does_not_warn(tmp_path, capsys):
     plan = plan_from(tmp_path, SMALL)
-    report.write_reports(plan, str(tmp_path / "out"), ["md", "html"])
+    assert report.write_reports(plan, str(tmp_path / "out"), ["md", "html"]).warnings == ()
     assert capsys.readouterr().err == ""
 
 

@@ -26,8 +26,8 @@ import errno
 import os
 import re
 import shutil
-import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from markupsafe import Markup
@@ -125,11 +125,11 @@ def plan_markdown_table(plan: Plan) -> str:
     return text if text.endswith("\n") else text + "\n"      # a text stream ends its last line
 
 
-def render_reports(context: ReportContext, formats, out: Path) -> tuple[dict[str, bytes], float, str]:
+def render_reports(context: ReportContext, formats, out: Path) -> tuple[dict[str, bytes], float, bool]:
     """Every file of the report set, in memory: path relative to the output folder → bytes.
 
-    Also the body's length in pages and how it was found: measured in the PDF
-    when one is built, else estimated from the Markdown (estimate_body_lines).
+    Also the body's length in pages and whether it was measured: in the PDF
+    when one is built (True), else estimated from the Markdown (estimate_body_lines).
     Nothing is written; PdfUnavailableError (naming `out`) when a PDF is asked
     for and WeasyPrint cannot load.
     """
@@ -147,9 +147,9 @@ def render_reports(context: ReportContext, formats, out: Path) -> tuple[dict[str
     if "pdf" in formats:
         files["report.pdf"], measured = pdf.render_pdf(html)
         if measured is not None:
-            return files, measured, "in the PDF"
+            return files, measured, True
     heights = {c.path: c.height for c in context.charts.values()}
-    return files, pdf.estimate_body_lines(markdown, heights) / pdf.LINES_PER_PAGE, "estimated from the Markdown"
+    return files, pdf.estimate_body_lines(markdown, heights) / pdf.LINES_PER_PAGE, False
 
 
 class OutputFolderError(InputError):
@@ -225,20 +225,37 @@ def swap_in(out: Path, files: dict[str, bytes], shown: str | None = None) -> lis
     return [str(out / name) for name in files]
 
 
-def write_reports(plan: Plan, out_dir: str, formats) -> list[str]:
+@dataclass(frozen=True)
+class WrittenReports:
+    """What `write_reports` wrote, and what it found to warn about (it prints nothing)."""
+
+    paths: tuple[str, ...]
+    """The files written: charts/*.svg and report.md (md), report.html (html), report.pdf (pdf)."""
+    body_pages: float
+    """The length of section B's body (everything before Appendix A), in US Letter pages."""
+    body_pages_measured: bool
+    """True when `body_pages` was measured in the PDF; False when estimated from the Markdown."""
+    warnings: tuple[str, ...] = ()
+    """Things a reader should fix, one sentence each (the command line prints them on stderr)."""
+
+
+def write_reports(plan: Plan, out_dir: str | os.PathLike[str], formats) -> WrittenReports:
     """Write report.md (with charts/*.svg beside it), report.html and report.pdf into `out_dir`.
 
     All or nothing: every file is rendered first, then the set is swapped in
     (swap_in); a failure (PDF unavailable, a template error, a full disk)
-    leaves the previous files as they were. Returns the paths written.
-    Prints a warning on stderr when the body runs past BODY_PAGES pages.
+    leaves the previous files as they were. Returns the paths written and, as
+    a warning, a body running past BODY_PAGES pages.
     """
-    out = Path(out_dir)
+    shown = os.fspath(out_dir)
+    out = Path(shown)
     context = report_context(plan)
-    files, body_pages, how = render_reports(context, formats, out)
-    written = swap_in(out, files, out_dir)
+    files, body_pages, measured = render_reports(context, formats, out)
+    written = swap_in(out, files, shown)
+    warnings = []
     if body_pages > pdf.BODY_PAGES + pdf.PAGE_TOLERANCE:
-        print(f"proposalkit report: warning: the section B body runs to {body_pages:.1f} pages {how}; about "
-              f"{pdf.BODY_PAGES} fit a NAIRR proposal of about 3 pages: shorten descriptions, or move workloads "
-              "to a separate request", file=sys.stderr)
-    return written
+        how = "in the PDF" if measured else "estimated from the Markdown"
+        warnings.append(f"the section B body runs to {body_pages:.1f} pages {how}; about {pdf.BODY_PAGES} fit a "
+                        "NAIRR proposal of about 3 pages: shorten descriptions, or move workloads to a separate "
+                        "request")
+    return WrittenReports(tuple(written), body_pages, measured, tuple(warnings))
