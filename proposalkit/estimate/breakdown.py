@@ -79,43 +79,57 @@ class MemoryBreakdown:
     """
 
     weights: int
+    """Model weights held on this GPU."""
     gradients: int
+    """Gradients held at the peak (0 for inference)."""
     optimizer: int
+    """Optimizer states, and fp32 master weights in mixed precision (0 for inference)."""
     activations: int
+    """Activations saved for the backward pass at the peak (inference: the forward pass's working set)."""
     kv_cache: int
-    allocator_reserve: int       # reserved − allocated: cached blocks and fragmentation
-    cuda_context: int            # device − reserved: CUDA context, cuBLAS/NCCL workspaces
+    """Inference: the KV cache (0 for training)."""
+    allocator_reserve: int
+    """reserved − allocated: cached blocks and fragmentation."""
+    cuda_context: int
+    """device − reserved: CUDA context, cuBLAS/NCCL workspaces."""
     notes: tuple[str, ...] = ()
-    # Outside the figure that must fit (not in `total`): paged optimizer states in CUDA unified
-    # memory, evicted to host memory under pressure (bitsandbytes paged optimizers), and the bytes
-    # offloaded to host memory (ZeRO-Offload, FSDP CPUOffload), per GPU.
+    """How each component was counted, one sentence each."""
     paged_bytes: int = 0
+    """Outside `total`: paged optimizer states in CUDA unified memory, evicted to host memory under
+    pressure (bitsandbytes paged optimizers)."""
     host_bytes: int = 0
-    # Training where gradients are freed between optimizer steps (phases.py): the components are those
-    # of the peak phase, and the gradients that exist only in the other phase are shown here, not dropped.
+    """Outside `total`: bytes offloaded to host memory per GPU (ZeRO-Offload, FSDP CPUOffload)."""
     phases: PeakPhases | None = None
+    """Training where gradients are freed between optimizer steps (phases.py): the components are those
+    of the peak phase, and the gradients that exist only in the other phase are shown here, not dropped."""
 
     @property
     def overhead(self) -> int:
+        """allocator_reserve + cuda_context."""
         return self.allocator_reserve + self.cuda_context
 
     @property
     def allocated_bytes(self) -> int:
+        """Live tensors: what torch.cuda.max_memory_allocated() peaks at."""
         return self.weights + self.gradients + self.optimizer + self.activations + self.kv_cache
 
     @property
     def reserved_bytes(self) -> int:
+        """The caching allocator's pool: torch.cuda.max_memory_reserved()."""
         return self.allocated_bytes + self.allocator_reserve
 
     @property
     def device_bytes(self) -> int:
+        """The whole device as nvidia-smi shows it."""
         return self.reserved_bytes + self.cuda_context
 
     @cached_property  # the planner compares it on every GPU type and count it tries
     def total(self) -> int:
+        """The figure that must fit in the GPU's usable memory: device_bytes."""
         return self.device_bytes
 
     def components(self) -> dict[str, int]:
+        """The six components by name, keyed as in the plan JSON's `memory.components`."""
         return {
             "weights": self.weights,
             "gradients": self.gradients,

@@ -97,18 +97,28 @@ class WorkloadStorage:
     """What one workload stores, in bytes: the planner makes it, the plan carries
     it (WorkloadPlan.storage), render and the plan JSON read it."""
 
-    checkpoint_bytes: int           # one checkpoint a restart reads (full training state; LoRA: adapters)
-    final_weights_bytes: int        # the weights one variant keeps at the end
-    dataset_bytes: int = 0          # tokenized dataset (unique tokens, not epochs)
-    dataset_raw_bytes: int = 0      # raw text, estimated at RAW_TEXT_BYTES_PER_TOKEN
-    retained: int = 1               # checkpoints kept on scratch per run
-    concurrency: int = 1            # runs at once
-    variants: int = 1               # runs in all (each keeps its final weights)
-    checkpoint_arithmetic: str = ""     # how checkpoint_bytes was computed, for the report
-    dataset_arithmetic: str = ""        # how dataset_bytes and dataset_raw_bytes were computed
+    checkpoint_bytes: int
+    """One checkpoint a restart reads (full training state; LoRA: adapters)."""
+    final_weights_bytes: int
+    """The weights one variant keeps at the end."""
+    dataset_bytes: int = 0
+    """Tokenized dataset (unique tokens, not epochs)."""
+    dataset_raw_bytes: int = 0
+    """Raw text, estimated at RAW_TEXT_BYTES_PER_TOKEN."""
+    retained: int = 1
+    """Checkpoints kept on scratch per run."""
+    concurrency: int = 1
+    """Runs at once."""
+    variants: int = 1
+    """Runs in all (each keeps its final weights)."""
+    checkpoint_arithmetic: str = ""
+    """How checkpoint_bytes was computed, for the report."""
+    dataset_arithmetic: str = ""
+    """How dataset_bytes and dataset_raw_bytes were computed."""
 
     @functools.cached_property   # frozen, so computed once (plan JSON, report and totals ask)
     def peak_scratch_bytes(self) -> int:
+        """Scratch at its fullest (peak_scratch_bytes): the checkpoints retained by the runs at once + the dataset."""
         return peak_scratch_bytes(self.checkpoint_bytes, self.retained, self.concurrency, self.dataset_bytes)
 
     @property
@@ -133,8 +143,11 @@ class StorageTotals:
     """Project, scratch and archive space over all workloads, in bytes."""
 
     project_bytes: int
+    """Σ WorkloadStorage.project_bytes."""
     scratch_bytes: int
+    """Σ WorkloadStorage.peak_scratch_bytes (storage_totals: an upper bound)."""
     archive_bytes: int
+    """Σ WorkloadStorage.archive_bytes."""
 
 
 def _count(name: str, value: int | float, minimum: int = 0) -> int:

@@ -25,49 +25,84 @@ from ..catalog.resources import CreditTier, Resource, WalltimeTier
 
 @dataclass(frozen=True)
 class Settings:
-    """What the planner used for a workload, user-given or filled in."""
+    """What the planner used for a workload, user-given or filled in.
+
+    Each field is the workload field of the same name (docs/workload-format.md) after
+    defaults and the framework preset were applied; the defaults filled in are the
+    workload plan's `assumptions`.
+    """
 
     precision: str
+    """Weights' number format, one of options.PRECISIONS (a quantized checkpoint's own when served)."""
     buffer: float
+    """Contingency on top of the GPU-hours, a fraction (0.3: 30%)."""
     variants: int
+    """Runs of the workload (a sweep of 10 is 10); GPU-hours are per run × variants."""
     seq_len: int | None
+    """Training tokens per sequence (None for inference)."""
     micro_batch: int
+    """Training sequences per GPU per forward pass."""
     optimizer: str
+    """Training optimizer, one of options.OPTIMIZERS."""
     tensor_parallel: int
+    """GPUs a layer's matrices are split over (an inference replica's GPU count)."""
     pipeline_parallel: int
+    """Pipeline stages the layers are split into."""
     zero_stage: int | None
-    activation_checkpointing: bool | str | None     # False, True (full), "selective", None: the planner chooses
+    """ZeRO/FSDP sharding stage as given (None: the planner chooses; the choice is WorkloadPlan.zero_stage)."""
+    activation_checkpointing: bool | str | None
+    """As given: False, True (full), "selective", or None (the planner turns it on where needed to fit)."""
     flash_attention: bool
+    """Training with FlashAttention (no s×s attention scores kept)."""
     lora: LoraSpec | None
+    """LoRA rank and target modules (None: no adapters)."""
     context: int | None
+    """Inference: tokens per sequence, input + output."""
     batch: int | None
+    """Inference: concurrent sequences per replica."""
     concurrency: int
+    """Variants run at once: changes calendar time, not GPU-hours."""
     checkpoints_retained: int
+    """Training checkpoints kept on scratch per run."""
     expert_parallel: int = 1
-    loss: str = "standard"          # training: standard | chunked | fused (estimate/loss.py)
-    mixed_precision: bool = True        # fp32 master weights (false: pure 16-bit training)
+    """GPUs a mixture of experts' routed experts are split over."""
+    loss: str = "standard"
+    """Training loss computation: standard, chunked or fused (estimate/loss.py)."""
+    mixed_precision: bool = True
+    """Training keeps fp32 master weights (False: pure 16-bit training)."""
     optimizer_in_backward: bool = False
+    """Each parameter's optimizer step runs in the backward pass, its gradient freed at once."""
     offload_optimizer: bool = False
+    """Optimizer states offloaded to CPU memory (ZeRO-Offload, FSDP CPUOffload)."""
     offload_params: bool = False
-    optimizer_impl: str = "torch"       # estimate/model_states.py OPTIMIZER_IMPLS (set by framework presets)
-    # Which selective-checkpointing policy (estimate/checkpointing.py); a framework preset may set "op".
+    """Parameters offloaded to CPU memory."""
+    optimizer_impl: str = "torch"
+    """The optimizer's implementation (estimate/model_states.py OPTIMIZER_IMPLS; set by framework presets)."""
     selective_policy: str = DEFAULT_SELECTIVE_POLICY
+    """Which selective-checkpointing policy (estimate/checkpointing.py); a framework preset may set "op"."""
     activation_offload: bool = False
+    """Saved activations offloaded to CPU memory."""
     context_parallel: int = 1
-    framework: str | None = None     # the workload's `framework` (its preset is already in the other settings)
-    attention: str = "flash"        # inference: flash | sdpa | eager (estimate/activations.py)
-    # Training without FlashAttention: the softmax in fp32 (eager PyTorch); a Megatron preset may set False
-    # (its fused 16-bit softmax kernel).
+    """GPUs a sequence's tokens are split over (ring attention)."""
+    framework: str | None = None
+    """The workload's `framework` (its preset is already in the other settings)."""
+    attention: str = "flash"
+    """Inference attention kernel: flash, sdpa or eager (estimate/activations.py)."""
     softmax_fp32: bool = True
-    # Tensor parallelism with sequence parallelism (Korthikanti §4.2.2); a deepspeed preset sets False (frameworks.py).
+    """Training without FlashAttention: the softmax in fp32 (eager PyTorch); a Megatron preset may set False
+    (its fused 16-bit softmax kernel)."""
     sequence_parallel: bool = True
-    autocast_fp32_params: bool = False   # HF Trainer AMP: autocast over fp32 parameters (frameworks.py)
-    kernels: str = "eager"     # training: eager | compiled | fused (estimate/memory.py TrainingSetup.kernels)
-    gradient_accumulation_steps: int | None = None   # training: None when the workload does not say (estimate/phases.py)
+    """Tensor parallelism with sequence parallelism (Korthikanti §4.2.2); a deepspeed preset sets False."""
+    autocast_fp32_params: bool = False
+    """HF Trainer AMP: autocast over fp32 parameters (input/frameworks.py)."""
+    kernels: str = "eager"
+    """Training kernels: eager, compiled or fused (estimate/memory.py TrainingSetup.kernels)."""
+    gradient_accumulation_steps: int | None = None
+    """Training: micro-batches per optimizer step; None when the workload does not say (estimate/phases.py)."""
 
 
 class Candidate(NamedTuple):
-    """One GPU type × count the planner considered.
+    """One GPU type × count the planner considered (WorkloadPlan.alternatives).
 
     An immutable record like the frozen dataclasses here, but a NamedTuple: the
     choice makes one per GPU type × count tried, and a tuple is several times
@@ -75,96 +110,171 @@ class Candidate(NamedTuple):
     """
 
     gpu: str
+    """The GPU type's catalog id."""
     count: int
+    """GPUs per run."""
     fits: bool
+    """Whether the workload's memory per GPU fits the GPU's usable memory."""
     per_gpu_bytes: int
+    """Memory per GPU the workload needs on this configuration."""
     usable_bytes: int
+    """The GPU's usable memory."""
     gpu_hours_requested: float | None
+    """What it would request, buffer included (None: not costed)."""
     zero_stage: int | None
+    """The ZeRO stage it was tried with."""
     activation_checkpointing: bool | str | None
+    """The activation checkpointing it was tried with."""
     extrapolated: bool
+    """Its throughput would be extrapolated from a pilot on another GPU type or count."""
     reason: str = ""
-    cost: float | None = None       # what the choice compared: the target resource's unit, else requested GPU-hours
+    """Why it was not chosen, in words."""
+    cost: float | None = None
+    """What the choice compared: the target resource's unit, else requested GPU-hours."""
     cost_unit: str = "GPU-hours"
-    idle_gpus: int = 0              # GPUs of the whole nodes charged that it leaves idle (node-hour resources)
+    """The unit of `cost`."""
+    idle_gpus: int = 0
+    """GPUs of the whole nodes charged that it leaves idle (node-hour resources)."""
 
 
 @dataclass(frozen=True)
 class Throughput:
+    """How fast a training run or batch job goes, and where the figure came from."""
+
     tokens_per_second: float | None
-    source: str                 # "pilot" | "pilot-extrapolated" | "flops" | "service"
+    """All GPUs of a run together (None: a service, sized by its hours)."""
+    source: str
+    """"pilot" (measured), "pilot-extrapolated" (measured on another GPU type or count), "flops" (FLOPs at an
+    MFU) or "service"."""
     derivation: str
+    """The figure's arithmetic, for the report."""
     mfu: float | None = None
+    """Model-FLOPs utilization assumed (source "flops"), recompute of activation checkpointing included."""
     mfu_source: str | None = None
+    """Where the MFU came from."""
     flops_per_token: FlopsPerToken | None = None
-    mfu_base: float | None = None   # MFU without recompute, when `mfu` charges activation checkpointing's recompute
+    """The FLOPs per token the rate divides (source "flops")."""
+    mfu_base: float | None = None
+    """MFU without recompute, when `mfu` charges activation checkpointing's recompute."""
 
 
 @dataclass(frozen=True)
 class InferencePlan:
     """What an inference workload's estimate used and gave (planning/inference.py).
 
-    `mode`: "batch" (requests of input + output tokens), "rate" (a service sized by
-    request_rate and latency targets) or "hours" (a service of `batch` sequences kept up
-    `hours`). Rates are per replica unless named `_all`; `steps` is the arithmetic written
-    out, (label, text), for the report.
+    Rates are per replica unless named `_all`.
     """
 
     mode: str
-    engine: str                         # vllm | sglang | trt-llm | hf
-    engine_source: str                  # the published measurement the engine's factors came from
+    """"batch" (requests of input + output tokens), "rate" (a service sized by request_rate and latency
+    targets) or "hours" (a service of `batch` sequences kept up `hours`)."""
+    engine: str
+    """The serving engine: vllm, sglang, trt-llm or hf."""
+    engine_source: str
+    """The published measurement the engine's factors came from."""
     tensor_parallel: int
+    """GPUs per replica."""
     replicas: int
-    batch: int                          # concurrent sequences per replica
-    max_concurrency: int                # sequences of `context` tokens the KV cache holds, per replica
-    context: int                        # tokens per sequence (input + output)
+    """Copies of the model serving at once."""
+    batch: int
+    """Concurrent sequences per replica."""
+    max_concurrency: int
+    """Sequences of `context` tokens the KV cache holds, per replica."""
+    context: int
+    """Tokens per sequence (input + output)."""
     input_tokens: int | None
+    """Prompt tokens per request."""
     output_tokens: int | None
+    """Generated tokens per request."""
     requests: int | None
-    prefill_tokens_per_second: float | None    # one replica (None: the engine's speed is not modelled)
-    output_tokens_per_second: float | None     # all replicas
+    """Requests of a batch job."""
+    prefill_tokens_per_second: float | None
+    """Prompt tokens one replica reads per second (None: the engine's speed is not modelled)."""
+    output_tokens_per_second: float | None
+    """Tokens generated per second, all replicas."""
     ttft_ms: float | None
+    """Time to first token, milliseconds (at `ttft_percentile` for a service by load)."""
     tpot_ms: float | None
-    request_rate: float | None          # requests per second the replicas sustain together
+    """Time per output token after the first, milliseconds."""
+    request_rate: float | None
+    """Requests per second the replicas sustain together."""
     steps: tuple[tuple[str, str], ...] = ()
-    ttft_percentile: float | None = None    # a service by load: the percentile ttft_ms is (99: p99)
+    """The arithmetic written out, (label, text), for the report."""
+    ttft_percentile: float | None = None
+    """A service by load: the percentile `ttft_ms` is (99: p99)."""
 
 
 @dataclass(frozen=True)
 class WorkloadPlan:
+    """One workload planned: the GPU chosen, memory per GPU, tokens, runtime, GPU-hours and charge."""
+
     name: str
+    """The workload's `name`."""
     kind: str
+    """finetune, pretrain or inference."""
     method: str | None
+    """Training: full, lora or qlora (None for inference)."""
     description: str | None
+    """The workload's `description`."""
     model: ModelSpec
+    """The model's shape and parameter count, with its source."""
     gpu: GPUSpec
+    """The GPU type chosen (or pinned), from the catalog with its datasheet figures."""
     gpu_count: int
+    """GPUs per run."""
     memory: MemoryBreakdown
+    """Bytes per GPU by component; `memory.total` is what must fit."""
     zero_stage: int | None
+    """The ZeRO/FSDP stage used (given, or chosen so the model states fit)."""
     activation_checkpointing: bool | None
+    """Whether activation checkpointing is used (given, or turned on to fit)."""
     settings: Settings
+    """Every setting used, given or filled in."""
     tokens: int
+    """Tokens one run processes (training: given, or samples × sequence length × epochs; a batch job: the
+    tokens generated; a service: 0, costed by hours)."""
     tokens_derivation: str
+    """How `tokens` was computed, in words."""
     throughput: Throughput
+    """Tokens per second and where the figure came from."""
     runtime_hours: float
+    """Wall-clock hours of one run."""
     gpu_hours: float
+    """runtime_hours × gpu_count × variants."""
     gpu_hours_requested: float
+    """gpu_hours × (1 + buffer): what the proposal asks for."""
     trainable_params: int | None
+    """Parameters trained (LoRA: the adapters'; None for inference or a pilot-sized model)."""
     alternatives: tuple[Candidate, ...]
+    """The other GPU types and counts considered, each with why it was not chosen."""
     cross_checks: tuple[CrossCheck, ...]
+    """Published rules of thumb for the memory, computed beside the estimate."""
     assumptions: tuple[str, ...]
+    """Every default filled in and rule applied, one sentence each."""
     warnings: tuple[str, ...]
+    """What a reviewer should look at (a throughput not measured, a pilot far from the estimate, …)."""
     path: str
+    """The workload file it came from (plan(text=...): "<string>", plan(data=...): "<dict>", or `name`)."""
     charge: Charge | None = None
-    storage: WorkloadStorage | None = None     # estimate/storage.py's record, as the planner made it
+    """The charge on the target resource (None: no resource targeted)."""
+    storage: WorkloadStorage | None = None
+    """Checkpoints, datasets and final weights, in bytes."""
     calendar_days: float = 0.0
-    calendar_waves: int = 1                     # ⌈variants ÷ concurrency⌉ runs one after another
+    """Days from first run to last, ⌈variants ÷ concurrency⌉ waves one after another (no queue wait)."""
+    calendar_waves: int = 1
+    """⌈variants ÷ concurrency⌉ runs one after another."""
     walltime_hours: float | None = None
-    walltime_tier: WalltimeTier | None = None   # the catalog's node-range tier that set walltime_hours
+    """The resource's job walltime limit for this GPU count (None: no resource, or no limit)."""
+    walltime_tier: WalltimeTier | None = None
+    """The catalog's node-range tier that set walltime_hours."""
     walltime_segments: int = 1
-    pilots: tuple[Comparison, ...] = ()         # one per pilot log, in the order written
-    pilot_scaling: Scaling | None = None        # two pilots on two GPU counts
-    inference: InferencePlan | None = None     # inference workloads planned by the estimate
+    """Consecutive jobs a run takes under the walltime limit: ⌈runtime_hours ÷ walltime_hours⌉."""
+    pilots: tuple[Comparison, ...] = ()
+    """Each pilot log beside the estimate, in the order written."""
+    pilot_scaling: Scaling | None = None
+    """Two pilots on two GPU counts: the scaling measured between them."""
+    inference: InferencePlan | None = None
+    """What an inference workload's estimate used and gave (None for training)."""
 
 
 @dataclass(frozen=True)
@@ -172,20 +282,35 @@ class Charge:
     """A job (or a set of identical jobs) converted into a resource's unit."""
 
     resource_id: str
-    resource: Resource          # the catalog's row of the partition charged (name, node size, sources)
-    system: str                 # the system it belongs to: its partitions share an allocation
-    rule: str                   # the charging rule in words (catalog/resources.describe_rule)
+    """The resource (partition) charged, its catalog id."""
+    resource: Resource
+    """The catalog's row of the partition charged (name, node size, sources)."""
+    system: str
+    """The system it belongs to: its partitions share an allocation."""
+    rule: str
+    """The charging rule in words (catalog/resources.describe_rule)."""
     unit: str
-    amount: float               # in `unit`, all jobs together
-    arithmetic: str             # the conversion written out for a reviewer
+    """The resource's unit: GPU-hours, SUs, node-hours, …"""
+    amount: float
+    """In `unit`, all jobs together."""
+    arithmetic: str
+    """The conversion written out for a reviewer."""
     gpu_type: str
+    """The GPU type charged, its catalog id."""
     gpus_per_job: int
-    hours_per_job: float        # wall-clock hours the job runs
-    hours_charged_per_job: float  # after the minimum charge time
-    nodes_per_job: float        # whole nodes, or the node fraction where nodes are shared
+    """GPUs one job runs on."""
+    hours_per_job: float
+    """Hours one job holds its GPUs: the run's hours with the buffer added."""
+    hours_charged_per_job: float
+    """Hours charged per job, after the minimum charge time."""
+    nodes_per_job: float
+    """Whole nodes, or the node fraction where nodes are shared."""
     jobs: int
-    gpu_hours: float            # GPUs × hours × jobs, before any rounding or factor
-    idle_gpus: int = 0          # GPUs of the whole nodes charged that the job leaves idle, per job
+    """Identical jobs (the workload's variants)."""
+    gpu_hours: float
+    """GPUs × hours × jobs, before any rounding or factor."""
+    idle_gpus: int = 0
+    """GPUs of the whole nodes charged that the job leaves idle, per job."""
 
 
 @dataclass(frozen=True)
@@ -195,11 +320,16 @@ class CapFinding:
     The plan's warnings print `message`; `check` fails on them (Plan.cap_findings).
     """
 
-    field: str                  # the setting that names the limit: proposal.track | proposal.access_tier
-    what: str                   # gpu_hours | resources | jetstream2_sus | calendar_days | access_credits
-    amount: float | None        # the plan's figure (None: it cannot be computed)
+    field: str
+    """The setting that names the limit: proposal.track or proposal.access_tier."""
+    what: str
+    """gpu_hours, resources, jetstream2_sus, calendar_days or access_credits."""
+    amount: float | None
+    """The plan's figure (None: it cannot be computed)."""
     limit: float | None
+    """The limit exceeded."""
     message: str
+    """The finding in words, as the plan's warnings print it."""
 
 
 @dataclass(frozen=True)
@@ -207,50 +337,80 @@ class AccessCredits:
     """A plan's charges in ACCESS Credits (None when a resource has no rate in the catalog)."""
 
     credits: float | None
-    arithmetic: str                 # per resource: amount × rate = credits
-    missing: tuple[str, ...]        # resources charged without a known rate
-    secondhand: bool                # some rate is not from ACCESS or the provider
-    tier: CreditTier | None         # the smallest ACCESS project type that covers them
+    """The charges in ACCESS Credits (None: some resource has no rate)."""
+    arithmetic: str
+    """Per resource: amount × rate = credits."""
+    missing: tuple[str, ...]
+    """Resources charged without a known rate."""
+    secondhand: bool
+    """Some rate is not from ACCESS or the provider."""
+    tier: CreditTier | None
+    """The smallest ACCESS project type that covers them."""
 
 
 @dataclass(frozen=True)
 class ChargeGroup:
     """The workloads on one resource (partition) and GPU type, their charges summed (a row of the
-    report's units table). resource_id None: workloads with no target resource, in requested GPU-hours."""
+    report's units table)."""
 
     resource_id: str | None
-    resource: Resource | None   # the catalog's row (None: no target resource)
-    rule: str                   # the charging rule in words ("" without a resource)
-    system: str                 # the resource's system ("" without one): its partitions share an allocation
+    """The resource (partition); None: the workloads with no target resource, in requested GPU-hours."""
+    resource: Resource | None
+    """The catalog's row (None: no target resource)."""
+    rule: str
+    """The charging rule in words ("" without a resource)."""
+    system: str
+    """The resource's system ("" without one): its partitions share an allocation."""
     gpu_type: str
+    """The GPU type, its catalog id."""
     unit: str
-    gpu_hours: float            # the charges' GPU-hours (no resource: the requested GPU-hours)
-    amount: float               # in `unit`, per-job rounding and minimums applied
+    """The unit of `amount`."""
+    gpu_hours: float
+    """The charges' GPU-hours (no resource: the requested GPU-hours)."""
+    amount: float
+    """In `unit`, per-job rounding and minimums applied."""
     gpus_per_job: tuple[int, ...]
+    """Per workload: GPUs per job."""
     workloads: tuple[str, ...]
-    walltimes: tuple[tuple[float | None, WalltimeTier | None], ...] = ()   # per workload: limit hours, tier
+    """The workloads' names."""
+    walltimes: tuple[tuple[float | None, WalltimeTier | None], ...] = ()
+    """Per workload: the walltime limit in hours and the tier that set it."""
 
 
 @dataclass(frozen=True)
 class SystemTotal:
     """The groups of one system in one unit, summed: partitions of a system add up, systems do not."""
 
-    system: str                 # "" for the workloads with no target resource (GPU-hours)
+    system: str
+    """The system ("" for the workloads with no target resource, in GPU-hours)."""
     unit: str
+    """The unit of `amount`."""
     gpu_hours: float
+    """The groups' GPU-hours."""
     amount: float
+    """The groups' amounts, in `unit`."""
     groups: tuple[ChargeGroup, ...]
+    """The groups summed."""
 
 
 @dataclass(frozen=True)
 class Plan:
+    """Every workload planned, with the totals, limits and credits checked over them (what proposalkit.plan returns)."""
+
     workloads: tuple[WorkloadPlan, ...]
+    """One plan per workload, in the order of the files and of each file's `workloads`."""
     proposal: Proposal | None
+    """The `proposal` block (title, track, resource, access_tier) of the first file that has one."""
     warnings: tuple[str, ...] = ()
+    """The workloads' warnings, then the limits exceeded (the cap_findings' messages)."""
     track: str = "standard"
-    access: AccessCredits | None = None    # the charges in ACCESS Credits
-    cap_findings: tuple[CapFinding, ...] = ()   # track caps and ACCESS limits exceeded
-    access_tier: CreditTier | None = None  # the ACCESS project type the proposal asks for (proposal.access_tier)
+    """The NAIRR Pilot track whose caps were checked (proposal.track; standard when not given)."""
+    access: AccessCredits | None = None
+    """The charges in ACCESS Credits."""
+    cap_findings: tuple[CapFinding, ...] = ()
+    """Track caps and ACCESS limits exceeded."""
+    access_tier: CreditTier | None = None
+    """The ACCESS project type the proposal asks for (proposal.access_tier)."""
 
     def by_resource(self) -> dict[str, tuple[str, float]]:
         """Resource (partition) id → (unit, amount), summed over workloads."""
@@ -272,13 +432,16 @@ class Plan:
 
     @property
     def gpu_hours(self) -> float:
+        """GPU-hours of every workload, before the buffer."""
         return sum(w.gpu_hours for w in self.workloads)
 
     @property
     def gpu_hours_requested(self) -> float:
+        """GPU-hours requested, buffers included: the plan's total."""
         return sum(w.gpu_hours_requested for w in self.workloads)
 
     def by_gpu_type(self) -> dict[str, float]:
+        """GPU type → requested GPU-hours, summed over workloads."""
         out: dict[str, float] = {}
         for w in self.workloads:
             out[w.gpu.id] = out.get(w.gpu.id, 0.0) + w.gpu_hours_requested
