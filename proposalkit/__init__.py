@@ -10,56 +10,59 @@ stage or lower ones):
     planning/   workload × catalogs → Plan (GPU choice, runtime, GPU-hours, charges)
     render/     Plan → text, JSON, Markdown table, report (Markdown, HTML, PDF)
     review/     diff and check for pull requests
+    api.py, cli.py   the Python API and the command line over them
 
-The public API (importing it loads no Jinja2 or WeasyPrint):
+The Python API (docs/python-api.md): functions in api.py, the records they return
+from the stages, exported here. Importing the package loads none of the stages (nor
+Jinja2 or WeasyPrint): the records are imported on first use.
 
     import proposalkit
-    files = proposalkit.load_files(["workloads/code-models.yaml"])
-    plan = proposalkit.plan(files)
-    print(proposalkit.plan_json(plan))
-    proposalkit.write_reports(plan, "build", ["md", "html"])
+    plan = proposalkit.plan("workloads/code-models.yaml")   # or text=YAML, or data=mapping
+    print(proposalkit.plan_text(plan))
 """
 
 from __future__ import annotations
 
-from .errors import InfeasibleError, InputError, ProposalkitError
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["load_files", "plan", "plan_dict", "plan_json", "plan_text", "write_reports",
-           "InputError", "InfeasibleError", "ProposalkitError"]
+from .api import diff, plan, plan_dict, plan_json, plan_markdown, plan_text, write_reports
+from .errors import InfeasibleError, InputError, Problem, ProposalkitError
 
+if TYPE_CHECKING:
+    from .estimate.breakdown import MemoryBreakdown
+    from .estimate.storage import StorageTotals, WorkloadStorage
+    from .planning.records import (AccessCredits, Candidate, CapFinding, Charge, ChargeGroup, InferencePlan,
+                                   Plan, Settings, SystemTotal, Throughput, WorkloadPlan)
+    from .render.report import WrittenReports
 
-def load_files(paths):
-    """Read and validate workload files → LoadedFile records; InputError lists every problem."""
-    from .input.loading import load_files as _load_files
-    return _load_files(list(paths))
+# Record → the module that defines it, imported when the name is first asked for (PEP 562).
+_RECORDS = {
+    "Plan": "planning.records", "WorkloadPlan": "planning.records", "Settings": "planning.records",
+    "Throughput": "planning.records", "InferencePlan": "planning.records", "Candidate": "planning.records",
+    "Charge": "planning.records", "ChargeGroup": "planning.records", "SystemTotal": "planning.records",
+    "CapFinding": "planning.records", "AccessCredits": "planning.records",
+    "MemoryBreakdown": "estimate.breakdown",
+    "WorkloadStorage": "estimate.storage", "StorageTotals": "estimate.storage",
+    "WrittenReports": "render.report",
+}
 
-
-def plan(files):
-    """LoadedFile records → Plan (GPU choice, memory, tokens, runtime, GPU-hours, charges)."""
-    from .planning.planner import plan_files
-    return plan_files(list(files))
-
-
-def plan_dict(plan):
-    """Plan → the plan JSON's structure (schema_version 1) as Python values."""
-    from .render.output import plan_dict as _plan_dict
-    return _plan_dict(plan)
-
-
-def plan_json(plan) -> str:
-    """Plan → the text `proposalkit plan --format json` prints."""
-    from .render.output import plan_json as _plan_json
-    return _plan_json(plan)
-
-
-def plan_text(plan) -> str:
-    """Plan → the table `proposalkit plan` prints."""
-    from .render.output import plan_text as _plan_text
-    return _plan_text(plan)
+__all__ = [
+    "plan", "plan_dict", "plan_json", "plan_text", "plan_markdown", "write_reports", "diff",
+    *_RECORDS,
+    "ProposalkitError", "InputError", "InfeasibleError", "Problem",
+]
 
 
-def write_reports(plan, output_dir, formats=("md", "html", "pdf")):
-    """Write the report in each format (md, html, pdf) into output_dir → WrittenReports (the paths
-    written, the body's length in pages, warnings); prints nothing."""
-    from .render.report import write_reports as _write_reports
-    return _write_reports(plan, output_dir, list(formats))
+def __getattr__(name: str) -> Any:
+    module = _RECORDS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'proposalkit' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value     # asked once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

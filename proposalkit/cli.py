@@ -129,13 +129,13 @@ def cmd_plan(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .render.report import write_reports
+    from .render.report import FORMATS, write_reports
 
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
-    unknown = [f for f in formats if f not in ("md", "html", "pdf")]
+    unknown = [f for f in formats if f not in FORMATS]
     if unknown or not formats:
         print(f"proposalkit report: --format: unknown format {_safe(', '.join(unknown)) or '(none)'} "
-              "(expected md, html, pdf, comma-separated)", file=sys.stderr)
+              f"(expected {', '.join(FORMATS)}, comma-separated)", file=sys.stderr)
         return EXIT_INPUT
     plan = _plan(args.files)
     try:

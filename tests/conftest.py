@@ -18,3 +18,14 @@ def plan_workloads(tmp_path, capsys):
         assert main(["plan", str(path), "--format", "json"]) == 0
         return {w["name"]: w for w in json.loads(capsys.readouterr().out)["workloads"]}
     return plan
+
+
+def weasyprint_available() -> bool:
+    """Whether WeasyPrint and the Pango library under it load here (a PDF can be built)."""
+    from proposalkit.render import pdf
+
+    try:
+        pdf._import_weasyprint()
+    except (ImportError, OSError):
+        return False
+    return True

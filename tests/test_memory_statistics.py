@@ -30,7 +30,6 @@ from proposalkit.errors import InfeasibleError, InputError
 from proposalkit.estimate.breakdown import ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES
 from proposalkit.estimate.memory import InferenceSetup, MemoryBreakdown, Overhead, inference_memory
 from proposalkit.catalog.shapes import ModelSpec
-from proposalkit.input.loading import load_file
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "workloads" / "code-models.yaml"
@@ -114,9 +113,8 @@ def test_the_fit_uses_the_device_figure_not_the_reserved_one(tmp_path, capsys):
     text = GOLDEN.read_text(encoding="utf-8").replace("batch: 16", "batch: 20\n    framework: hf")
     f = tmp_path / "w.yaml"
     f.write_text(text, encoding="utf-8")
-    files = [load_file(str(f))]
     with pytest.raises(InfeasibleError):
-        proposalkit.plan(files)
+        proposalkit.plan(f)
     # The same breakdown: reserved fits under the usable memory, device does not.
     from proposalkit.catalog import gpus, models
     m = inference_memory(models()["llama-3.1-8b"], InferenceSetup(context=8192, batch=20))
@@ -125,7 +123,7 @@ def test_the_fit_uses_the_device_figure_not_the_reserved_one(tmp_path, capsys):
 
 
 def test_the_report_line_names_the_three_statistics(tmp_path):
-    plan = proposalkit.plan(proposalkit.load_files([str(GOLDEN)]))
+    plan = proposalkit.plan(GOLDEN)
     proposalkit.write_reports(plan, tmp_path, ["md"])
     lines = [x for x in (tmp_path / "report.md").read_text(encoding="utf-8").splitlines() if x.startswith("- **Which memory:**")]
     # 24.69 GiB allocated before the loss was counted at 12 B per logit, not 4 (estimate/loss.py):
@@ -170,7 +168,7 @@ def workload_files(draw) -> str:
 @given(workload_files())
 def test_allocated_reserved_device_over_workloads(text):
     try:
-        plan = proposalkit.plan([load_file("generated.yaml", raw=text.encode())])
+        plan = proposalkit.plan(text=text, name="generated.yaml")
     except (InfeasibleError, InputError):     # InputError: a context beyond the model's window (gpt2: 1,024)
         assume(False)
     [w] = proposalkit.plan_dict(plan)["workloads"]

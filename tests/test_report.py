@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import weasyprint_available
 from proposalkit.cli import main
 from proposalkit.render import format as fmt
 from proposalkit.render import report
@@ -30,14 +31,6 @@ def _golden_module():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _weasyprint_available() -> bool:
-    try:
-        pdf_mod._import_weasyprint()
-    except (ImportError, OSError):
-        return False
-    return True
 
 
 SMALL = """\
@@ -79,7 +72,7 @@ def golden_plan():
 @pytest.fixture(scope="module")
 def pdf_build(tmp_path_factory, golden_plan):
     """report.pdf of the golden plan, built once for the module."""
-    if not _weasyprint_available():
+    if not weasyprint_available():
         pytest.skip("WeasyPrint or Pango cannot be loaded")
     out = tmp_path_factory.mktemp("pdf")
     paths = report.write_reports(golden_plan, str(out), ["pdf"]).paths

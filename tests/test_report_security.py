@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 
+from conftest import weasyprint_available
 from proposalkit.render import charts
 from proposalkit.render import format as fmt
 from proposalkit.render import report
@@ -44,15 +45,7 @@ def hostile_plan(tmp_path_factory):
     return plan_files(load_files([str(path)]))
 
 
-def _weasyprint_available() -> bool:
-    try:
-        pdf_mod._import_weasyprint()
-    except (ImportError, OSError):
-        return False
-    return True
-
-
-needs_weasyprint = pytest.mark.skipif(not _weasyprint_available(), reason="WeasyPrint or Pango cannot be loaded")
+needs_weasyprint = pytest.mark.skipif(not weasyprint_available(), reason="WeasyPrint or Pango cannot be loaded")
 
 
 # ----------------------------------------------------------------- Markdown

@@ -19,6 +19,10 @@ Generated in place, in README.md and docs/*.md, between markers a reader does no
                                                          leading VAR=value runs it with that environment.
   <!-- example: file=PATH --> then a fenced block        the block is the file, as it is
   <!-- output: COMMAND -->  …  <!-- /output -->          the command's standard output, as Markdown
+  ```python block, then <!-- prints --> and a ```text block   the page's python blocks are run in order, in one
+                                                         namespace, from the repository root (all of them,
+                                                         the text block or not); the text block is what the
+                                                         one before it prints (tests/test_api.py runs them)
 
 Everything is deterministic: the same tree gives the same bytes (tests/test_docs.py holds it).
 """
@@ -26,6 +30,7 @@ Everything is deterministic: the same tree gives the same bytes (tests/test_docs
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import glob
 import io
@@ -35,7 +40,6 @@ import re
 import shlex
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -174,7 +178,114 @@ def update(text: str) -> str:
 
     text = GENERATED.sub(generated, text)
     text = EXAMPLE.sub(example, text)
-    return OUTPUT.sub(lambda m: m.group(1) + run(m.group(2)) + m.group(4), text)
+    text = OUTPUT.sub(lambda m: m.group(1) + run(m.group(2)) + m.group(4), text)
+    return _update_python(text)
+
+
+PYTHON = re.compile(r"^```python\n(.*?)^```\n(?:(\n<!-- prints -->\n```text\n)(.*?)(^```$))?", re.S | re.M)
+
+
+def _run_python(text: str):
+    """Run a page's python blocks in order in one namespace, from the repository root: for each, its
+    match and what it printed (stdout)."""
+    namespace: dict = {"__name__": "__docs__"}
+    previous = Path.cwd()
+    try:
+        os.chdir(ROOT)
+        for m in PYTHON.finditer(text):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                exec(compile(m.group(1), f"<python block at offset {m.start()}>", "exec"), namespace)
+            yield m, out.getvalue()
+    finally:
+        os.chdir(previous)
+
+
+def python_examples(text: str) -> list[tuple[str, str | None, str]]:
+    """(code, the output the page shows after it or None, what it prints today) of each python block."""
+    return [(m.group(1), m.group(3), printed) for m, printed in _run_python(text)]
+
+
+def _update_python(text: str) -> str:
+    parts, end = [], 0
+    for m, printed in _run_python(text):
+        if m.group(2) is not None:
+            parts += [text[end:m.start(3)], printed]
+            end = m.end(3)
+    return "".join(parts) + text[end:]
+
+
+def _first_paragraph(docstring: str) -> str:
+    return " ".join(docstring.split("\n\n")[0].split())
+
+
+def record_fields(node) -> list[tuple[str, str, str]]:
+    """(name, annotation, attribute docstring or "") of each field of a record's class (an ast.ClassDef)."""
+    out = []
+    for field, after in zip(node.body, [*node.body[1:], None]):
+        if isinstance(field, ast.AnnAssign):
+            documented = (isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                          and isinstance(after.value.value, str))
+            out.append((field.target.id, ast.unparse(field.annotation), after.value.value if documented else ""))
+    return out
+
+
+def record_class(name: str, module: str):
+    """The ast.ClassDef of record `name` in proposalkit/`module`, and the module's path from the root."""
+    path = ROOT / "proposalkit" / (module.replace(".", "/") + ".py")
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name), path.relative_to(ROOT)
+
+
+def api_signatures() -> str:
+    """The Python API's functions (proposalkit.__all__) with their type hints, one block of text."""
+    import inspect
+
+    import proposalkit
+
+    out = []
+    for name in proposalkit.__all__:
+        function = getattr(proposalkit, name)
+        if not inspect.isfunction(function):
+            continue
+        params, before = [], None       # `before`: the kind of the parameter before
+        for p in inspect.signature(function).parameters.values():
+            if before is p.POSITIONAL_ONLY and p.kind is not p.POSITIONAL_ONLY:
+                params.append("/")
+            if p.kind is p.KEYWORD_ONLY and before is not p.KEYWORD_ONLY:
+                params.append("*")
+            before = p.kind
+            text = p.name + (f": {p.annotation}" if p.annotation is not p.empty else "")
+            params.append(text + (f" = {p.default!r}" if p.default is not p.empty else ""))
+        if before is inspect.Parameter.POSITIONAL_ONLY:
+            params.append("/")
+        returns = inspect.signature(function).return_annotation
+        line = f"{name}({', '.join(params)}) -> {returns}"
+        while len(line) > 100:      # wrapped after the last comma that keeps a line within 100 characters
+            cut = line.rindex(", ", 0, 100) + 1
+            out.append(line[:cut])
+            line = " " * (len(name) + 1) + line[cut + 1:]
+        out.append(line)
+    return "```text\n" + "\n".join(out) + "\n```\n"
+
+
+def record_reference() -> str:
+    """The records the Python API returns (proposalkit._RECORDS): each field's type and attribute
+    docstring, and the public properties and methods with their docstrings' first paragraph."""
+    import proposalkit
+
+    out = []
+    for name, module in proposalkit._RECORDS.items():
+        node, path = record_class(name, module)
+        out.append(f"### {name}\n\n{_first_paragraph(ast.get_docstring(node))} Defined in `{path.as_posix()}`."
+                   "\n\n| field | type | meaning |\n| --- | --- | --- |\n")
+        out += [f"| `{field}` | `{_cell(annotation)}` | {_cell(' '.join(doc.split()))} |\n"
+                for field, annotation, doc in record_fields(node)]
+        members = [f"- `{f.name}`: {_first_paragraph(ast.get_docstring(f))}\n" for f in node.body
+                   if isinstance(f, ast.FunctionDef) and not f.name.startswith("_") and ast.get_docstring(f)]
+        out += ["\n", *members] if members else []
+        out.append("\n")
+    return "".join(out).rstrip("\n") + "\n"
 
 
 def generated_blocks(text: str) -> list[tuple[str, str, str]]:
@@ -283,12 +394,7 @@ def planner_defaults() -> dict[str, object]:
     import proposalkit
     from proposalkit.input.schema import WorkloadFields
 
-    settings = {}
-    with tempfile.TemporaryDirectory() as folder:
-        for kind, text in PROBES.items():
-            path = Path(folder) / f"{kind}.yaml"
-            path.write_text(text, encoding="utf-8")
-            settings[kind] = proposalkit.plan(proposalkit.load_files([str(path)])).workloads[0].settings
+    settings = {kind: proposalkit.plan(text=text).workloads[0].settings for kind, text in PROBES.items()}
     out = {}
     for name, field in WorkloadFields.model_fields.items():
         kind = "inference" if (field.description or "").startswith(("Inference", "Batch inference")) else "training"
@@ -506,7 +612,8 @@ def lora_targets() -> str:
     return "\n".join(rows) + "\n"
 
 
-BLOCKS = {"commands": commands_table, "config-families": config_families, "lora-targets": lora_targets}
+BLOCKS = {"commands": commands_table, "config-families": config_families, "lora-targets": lora_targets,
+          "api": api_signatures, "records": record_reference}
 
 # Pages generated whole: path → function.
 PAGES = {

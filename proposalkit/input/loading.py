@@ -28,6 +28,7 @@ from .frameworks import apply_preset, framework_problem
 from .schema import UNION_TAGS, Proposal, Workload, WorkloadFile
 from .values import describe
 from .source import Path, Source, field_name
+from .from_python import plain_values
 from .yamlfile import parse_yaml
 from .state_rules import state_rules
 
@@ -341,6 +342,23 @@ def load_file(path: str, resource_ids=None, *, raw: bytes | None = None, base_di
     elif len(raw) > WORKLOAD_FILE.bytes:
         raise InputError([Problem(path, None, "", WORKLOAD_FILE.too_large(len(raw)))])
     data, source = parse_yaml(path, raw)
+    return _load_document(data, source, resource_ids, base_dir)
+
+
+def load_data(data: object, path: str = "<dict>", resource_ids=None, *, base_dir: str | None = None) -> LoadedFile:
+    """A workload file's structure as Python values (from_python.py) → LoadedFile, as load_file reads a file.
+
+    `path` names it in messages, which carry no line; `config:` and pilot `log:` paths resolve
+    against `base_dir` (default: the current directory).
+    """
+    value, source = plain_values(path, data)
+    return _load_document(value, source, resource_ids if resource_ids is not None else known_resource_ids(),
+                          base_dir if base_dir is not None else os.getcwd())
+
+
+def _load_document(data: object, source: Source, resource_ids, base_dir: str | None) -> LoadedFile:
+    """The parsed document → LoadedFile; InputError with every problem (load_file, load_data)."""
+    path = source.path
     if not isinstance(data, dict):
         raise InputError([Problem(path, source.line(()), "",
                                   f"expected a mapping with a 'workloads' list at the top level, got {describe(data)}")])

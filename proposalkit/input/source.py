@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 
 Path = tuple[str | int, ...]  # a path into the document: ("workloads", 0, "data", "seq_len")
 
+# Said of a file (yamlfile.py) or a mapping (from_python.py) nested past Python's recursion limit.
+NESTED_TOO_DEEPLY = "values nested too deeply (more than a few hundred levels)"
+
 
 def field_name(path: Path) -> str:
     """("workloads", 0, "data", "seq_len") → "workloads[0].data.seq_len"."""

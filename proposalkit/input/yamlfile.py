@@ -9,7 +9,7 @@ from __future__ import annotations
 import yaml
 
 from ..errors import InputError, Problem
-from .source import Path, Source, field_name
+from .source import NESTED_TOO_DEEPLY, Path, Source, field_name
 from .values import describe
 
 
@@ -190,15 +190,13 @@ def parse_yaml(path: str, raw: bytes) -> tuple[object, Source]:
         if problems:
             raise InputError(problems)
     except RecursionError:
-        raise InputError([Problem(path, None, "", "values nested too deeply (more than a few hundred levels)")]) \
-            from None
+        raise InputError([Problem(path, None, "", NESTED_TOO_DEEPLY)]) from None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark else None
         what = error.problem or "malformed YAML"
         if "nesting depth" in what:     # libyaml's own depth limit (PyYAML ≥ 6.0.3 builds)
-            raise InputError([Problem(path, line, "", "values nested too deeply (more than a few hundred "
-                                                      "levels)")]) from None
+            raise InputError([Problem(path, line, "", NESTED_TOO_DEEPLY)]) from None
         if error.context:
             what = f"{error.context}, {what}"
         raise InputError([Problem(path, line, "", f"malformed YAML: {what}")]) from None

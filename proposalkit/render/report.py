@@ -125,6 +125,9 @@ def plan_markdown_table(plan: Plan) -> str:
     return text if text.endswith("\n") else text + "\n"      # a text stream ends its last line
 
 
+FORMATS = ("md", "html", "pdf")     # the files of a report set, in the order they are written
+
+
 def render_reports(context: ReportContext, formats, out: Path) -> tuple[dict[str, bytes], float, bool]:
     """Every file of the report set, in memory: path relative to the output folder → bytes.
 
