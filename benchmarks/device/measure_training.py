@@ -12,6 +12,9 @@ DIR/measured.json is rewritten after each configuration (a run cut short keeps w
 holds every child's output. A global time budget (--budget-s) skips the configurations that would not finish,
 the last of index.yaml first; each one stops timing once it has MIN_TIMED steps and TIMED_SECONDS of them.
 
+profile_training.py beside it builds, trains and schedules through this script's functions (open_device,
+build_model, build_trainer, run_harness) and profiles where the step time goes.
+
 Needs torch, transformers (5.x), peft, accelerate, numpy and pyyaml: an optional check, never imported by the
 package or its tests (CONTRACT: never torch or transformers in the package).
 """
@@ -289,20 +292,10 @@ def hf_config(shape: Shape):
         use_cache=False)
 
 
-def run_child(c: Config, steps: tuple[int, int, int, float], result_path: str, gpu=None,
-              require_gpu: bool = False) -> None:
-    """Build, train and measure one configuration; write what was measured to result_path (JSON). `gpu`: the
-    memory API (torch.cuda where a GPU is, else False: speed only; a stand-in object tests the memory path)."""
+def open_device(gpu, require_gpu: bool, result: dict):
+    """The memory API (torch.cuda where a GPU is, else False; a stand-in object tests the memory path), the
+    torch device, and the memory record with the CUDA context's bytes; the GPU's properties go into result."""
     import torch
-    import transformers
-    from transformers import AutoModelForCausalLM, Trainer, TrainerCallback, TrainingArguments
-
-    warmup, min_timed, max_timed, timed_s = steps
-    result: dict = {"status": "started"}
-
-    def write():
-        Path(result_path).write_text(json.dumps(result, indent=1, default=str))
-
     if gpu is None:
         gpu = torch.cuda if torch.cuda.is_available() else False
     if require_gpu and not gpu:
@@ -318,9 +311,13 @@ def run_child(c: Config, steps: tuple[int, int, int, float], result_path: str, g
         result["device"] = {"name": props.name, "total_memory_bytes": props.total_memory,
                             "mem_get_info_total_bytes": total, "multiprocessors": props.multi_processor_count,
                             "capability": f"{props.major}.{props.minor}"}
-    result["memory"] = mem
-    write()
+    return gpu, dev, mem
 
+
+def build_model(c: Config, dev):
+    """The model as the workload file states it, random weights on `dev` (index.yaml: the harness settings)."""
+    import torch
+    from transformers import AutoModelForCausalLM
     torch.manual_seed(0)
     weight_dtype = torch.float32 if (c.method == "full" and c.mixed_precision) else torch.bfloat16
     with dev:
@@ -330,11 +327,12 @@ def run_child(c: Config, steps: tuple[int, int, int, float], result_path: str, g
         model = get_peft_model(model, LoraConfig(r=c.lora_rank, lora_alpha=2 * c.lora_rank, lora_dropout=0.0,
                                                  target_modules=c.lora_targets, task_type="CAUSAL_LM"),
                                autocast_adapter_dtype=c.mixed_precision)
-    if gpu:
-        gpu.synchronize()
-        mem["weights_allocated_bytes"] = gpu.memory_allocated()
+    return model
+
+
+def describe_model(model, c: Config) -> dict:
     params = list(model.parameters())
-    result["model"] = {
+    return {
         "params": sum(p.numel() for p in params),
         "trainable_params": sum(p.numel() for p in params if p.requires_grad),
         "trainable_dtypes": sorted({str(p.dtype) for p in params if p.requires_grad}),
@@ -342,7 +340,14 @@ def run_child(c: Config, steps: tuple[int, int, int, float], result_path: str, g
         "attn_implementation": model.config._attn_implementation,
         "shape": asdict(c.shape)}
 
-    n_samples = (warmup + max_timed) * c.micro_batch * c.gradient_accumulation_steps
+
+def build_trainer(c: Config, model, dev, max_steps: int, callbacks: list):
+    """The Hugging Face Trainer over uniformly random tokens (enough for max_steps optimizer steps), with the
+    harness settings of index.yaml."""
+    import torch
+    from transformers import Trainer, TrainingArguments
+
+    n_samples = max_steps * c.micro_batch * c.gradient_accumulation_steps
     tokens = torch.randint(0, c.shape.vocab, (n_samples, c.seq_len), generator=torch.Generator().manual_seed(0))
 
     class RandomTokens(torch.utils.data.Dataset):
@@ -354,12 +359,57 @@ def run_child(c: Config, steps: tuple[int, int, int, float], result_path: str, g
 
     args = TrainingArguments(
         output_dir=tempfile.mkdtemp(prefix="measure-"), per_device_train_batch_size=c.micro_batch,
-        gradient_accumulation_steps=c.gradient_accumulation_steps, max_steps=warmup + max_timed,
+        gradient_accumulation_steps=c.gradient_accumulation_steps, max_steps=max_steps,
         learning_rate=1e-5, lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, bf16=True,
         gradient_checkpointing=c.activation_checkpointing,
         gradient_checkpointing_kwargs={"use_reentrant": False} if c.activation_checkpointing else None,
         logging_strategy="no", save_strategy="no", eval_strategy="no", report_to="none", disable_tqdm=True,
         dataloader_num_workers=0, remove_unused_columns=False, seed=0, use_cpu=dev.type == "cpu")
+    return Trainer(model=model, args=args, train_dataset=RandomTokens(), callbacks=callbacks)
+
+
+def describe_trainer(trainer) -> dict:
+    import torch
+    import transformers
+    args = trainer.args
+    return {"transformers": transformers.__version__, "torch": torch.__version__, "optim": str(args.optim),
+            "bf16": args.bf16, "max_grad_norm": args.max_grad_norm,
+            "gradient_checkpointing": args.gradient_checkpointing}
+
+
+def describe_optimizer(trainer, model, into: dict) -> None:
+    """After training: the optimizer torch ran (accelerate's wrapper holds torch's) and whether checkpointing was on."""
+    opt = getattr(trainer.optimizer, "optimizer", trainer.optimizer)
+    if opt is not None:
+        into["optimizer"] = {"class": f"{type(opt).__module__}.{type(opt).__name__}",
+                             "fused": opt.defaults.get("fused"), "foreach": opt.defaults.get("foreach"),
+                             "state_dtypes": sorted({str(t.dtype) for st in opt.state.values()
+                                                     for t in st.values() if hasattr(t, "dtype")})}
+    into["gradient_checkpointing_on"] = bool(getattr(model, "is_gradient_checkpointing", False))
+
+
+def run_child(c: Config, steps: tuple[int, int, int, float], result_path: str, gpu=None,
+              require_gpu: bool = False) -> None:
+    """Build, train and measure one configuration; write what was measured to result_path (JSON). `gpu`: the
+    memory API (torch.cuda where a GPU is, else False: speed only; a stand-in object tests the memory path)."""
+    import torch
+    from transformers import TrainerCallback
+
+    warmup, min_timed, max_timed, timed_s = steps
+    result: dict = {"status": "started"}
+
+    def write():
+        Path(result_path).write_text(json.dumps(result, indent=1, default=str))
+
+    gpu, dev, mem = open_device(gpu, require_gpu, result)
+    result["memory"] = mem
+    write()
+
+    model = build_model(c, dev)
+    if gpu:
+        gpu.synchronize()
+        mem["weights_allocated_bytes"] = gpu.memory_allocated()
+    result["model"] = describe_model(model, c)
 
     sync = gpu.synchronize if gpu else (lambda: None)
     sampler = Sampler() if gpu else None
@@ -406,10 +456,8 @@ def run_child(c: Config, steps: tuple[int, int, int, float], result_path: str, g
             if len(timed) >= min_timed and sum(r["seconds"] for r in timed) >= timed_s:
                 control.should_training_stop = True
 
-    trainer = Trainer(model=model, args=args, train_dataset=RandomTokens(), callbacks=[Measure()])
-    result["trainer"] = {"transformers": transformers.__version__, "torch": torch.__version__, "optim": str(args.optim),
-                         "bf16": args.bf16, "max_grad_norm": args.max_grad_norm,
-                         "gradient_checkpointing": args.gradient_checkpointing}
+    trainer = build_trainer(c, model, dev, warmup + max_timed, [Measure()])
+    result["trainer"] = describe_trainer(trainer)
     if gpu:
         sync()
         gpu.reset_peak_memory_stats()
@@ -427,13 +475,7 @@ def run_child(c: Config, steps: tuple[int, int, int, float], result_path: str, g
     finally:
         power = sampler.stop() if sampler else None
     result["train_seconds"] = time.perf_counter() - start
-    opt = getattr(trainer.optimizer, "optimizer", trainer.optimizer)     # accelerate's wrapper holds torch's
-    if opt is not None:
-        result["trainer"]["optimizer"] = {"class": f"{type(opt).__module__}.{type(opt).__name__}",
-                                          "fused": opt.defaults.get("fused"), "foreach": opt.defaults.get("foreach"),
-                                          "state_dtypes": sorted({str(t.dtype) for st in opt.state.values()
-                                                                  for t in st.values() if hasattr(t, "dtype")})}
-    result["trainer"]["gradient_checkpointing_on"] = bool(getattr(model, "is_gradient_checkpointing", False))
+    describe_optimizer(trainer, model, result["trainer"])
     if gpu:
         sync()
         free, total = gpu.mem_get_info()
@@ -494,9 +536,10 @@ def summarise_speed(c: Config, per_step: list[dict], warmup: int) -> dict | None
     return out
 
 
-def child_main(c: Config, steps, result_path: str, log_path: str, require_gpu: bool = False) -> None:
+def child_main(work, c: Config, steps, result_path: str, log_path: str, require_gpu: bool = False) -> None:
     """The child process: its own session (the parent can end it with anything it started), its output to
-    log_path, one configuration run; an exception is written to the result, not lost."""
+    log_path, one configuration run by `work` (run_child, or profile_training.py's); an exception is written to
+    the result, not lost."""
     os.setsid()
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(fd, 1)
@@ -504,7 +547,7 @@ def child_main(c: Config, steps, result_path: str, log_path: str, require_gpu: b
     sys.stdout = os.fdopen(1, "w", buffering=1)
     sys.stderr = os.fdopen(2, "w", buffering=1)
     try:
-        run_child(c, steps, result_path, require_gpu=require_gpu)
+        work(c, steps, result_path, require_gpu=require_gpu)
     except BaseException as e:    # noqa: BLE001 - recorded for the parent, then re-raised (exit code non-zero)
         import traceback
         traceback.print_exc()
@@ -562,7 +605,7 @@ def summary_line(run: dict) -> str:
 FORK_FAILURES = ("forked subprocess", "initialization error", "CUDA driver initialization failed", NO_GPU)
 
 
-def run_one(ctx, c: Config, est: float, steps, left: float, tmp: str, require_gpu: bool) -> dict:
+def run_one(ctx, work, c: Config, est: float, steps, left: float, tmp: str, require_gpu: bool) -> dict:
     """One configuration in a child process, killed with its process group past its timeout."""
     run = {"id": c.id, "file": c.file, "file_sha256": c.sha256, "estimated_s": round(est, 1),
            "start_method": ctx.get_start_method(),
@@ -571,7 +614,7 @@ def run_one(ctx, c: Config, est: float, steps, left: float, tmp: str, require_gp
     result_path.unlink(missing_ok=True)
     timeout = min(2 * est + 60, left + 20)
     started = time.perf_counter()
-    p = ctx.Process(target=child_main, args=(c, steps, str(result_path), str(log_path), require_gpu))
+    p = ctx.Process(target=child_main, args=(work, c, steps, str(result_path), str(log_path), require_gpu))
     p.start()
     p.join(timeout)
     timed_out = p.is_alive()
@@ -595,18 +638,9 @@ def run_one(ctx, c: Config, est: float, steps, left: float, tmp: str, require_gp
     return run
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", required=True, help="folder for measured.json and measure.log")
-    ap.add_argument("--tiny", "--dry-run", action="store_true", help="2-layer models, small dimensions (CPU test)")
-    ap.add_argument("--budget-s", type=float, default=330.0, help="stop starting configurations after this")
-    ap.add_argument("--only", nargs="*", help="ids of index.yaml to run (default: all, in its order)")
-    ap.add_argument("--start-method", choices=("fork", "spawn"), default="fork",
-                    help="fork (default: imports shared) or spawn (each child imports torch itself)")
-    args = ap.parse_args(argv)
-    t0 = time.perf_counter()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+def prepare(only: list[str] | None, tiny_mode: bool, start_method: str) -> tuple[list[Config], str]:
+    """Every workload file of index.yaml (or those of `only`) read and checked before any run, torch and
+    transformers imported here with CUDA left alone (each child forks with them loaded); the start method."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")          # nothing is downloaded: models come from configs
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     # torch.cuda.is_available() through NVML, not cudaGetDeviceCount (which runs cuInit and makes CUDA unusable in
@@ -615,30 +649,29 @@ def main(argv=None) -> int:
 
     index = yaml.safe_load(INDEX.read_text())
     catalog = yaml.safe_load(CATALOG.read_text())
-    ids = [r["id"] for r in index["rows"] if not args.only or r["id"] in args.only]
+    ids = [r["id"] for r in index["rows"] if not only or r["id"] in only]
     configs = [read_config(i, INDEX.parent, catalog) for i in ids]      # every file checked before any run
-    if args.tiny:
+    if tiny_mode:
         configs = [tiny(c) for c in configs]
-    steps = (2, 3, 3, 0.0) if args.tiny else (WARMUP_STEPS, MIN_TIMED, MAX_TIMED, TIMED_SECONDS)
 
-    # torch and transformers imported once here, CUDA left alone: each child forks with them loaded.
     import peft  # noqa: F401
     import torch
     import transformers  # noqa: F401
     from transformers import Trainer  # noqa: F401
-    method = "spawn" if torch.cuda.is_initialized() else args.start_method
+    return configs, "spawn" if torch.cuda.is_initialized() else start_method
 
-    doc = {"schema": 1, "script": "benchmarks/device/measure_training.py", "index": str(INDEX.relative_to(ROOT)),
-           "started_unix": time.time(), "budget_s": args.budget_s,
-           "steps": dict(zip(("warmup", "min_timed", "max_timed", "timed_seconds"), steps)),
-           "environment": environment(args.tiny), "finished": False, "runs": []}
-    schedule = [(c, TINY_SECONDS if args.tiny else estimated_seconds(c, steps)) for c in configs]
-    print(f"{len(configs)} configurations, estimated {sum(e for _, e in schedule):.0f} s "
-          f"(budget {args.budget_s:.0f} s; imports {time.perf_counter() - t0:.1f} s)", flush=True)
+
+def run_configs(schedule: list[tuple[Config, float]], steps, work, doc: dict, json_path: Path, log_path: Path,
+                t0: float, budget_s: float, method: str, require_gpu: bool, line) -> None:
+    """Each configuration of the schedule (with its estimated seconds) in its own child running `work`, while
+    the budget lasts; doc["runs"] rewritten to json_path after each, every child's output appended to log_path,
+    `line(run)` printed."""
+    print(f"{len(schedule)} configurations, estimated {sum(e for _, e in schedule):.0f} s "
+          f"(budget {budget_s:.0f} s; imports {time.perf_counter() - t0:.1f} s)", flush=True)
     for c, e in schedule:
         print(f"  {c.id:26s} ~{e:5.1f} s", flush=True)
-    log = (out / "measure.log").open("w")
-    deadline = t0 + args.budget_s
+    log = log_path.open("w")
+    deadline = t0 + budget_s
     with tempfile.TemporaryDirectory(prefix="measure-") as tmp:
         for c, est in schedule:
             left = deadline - time.perf_counter()
@@ -646,30 +679,68 @@ def main(argv=None) -> int:
                 run = {"id": c.id, "file": c.file, "status": "skipped",
                        "error": f"time budget: {left:.0f} s left, about {est:.0f} s needed"}
             else:
-                run = run_one(multiprocessing.get_context(method), c, est, steps, left, tmp, not args.tiny)
+                run = run_one(multiprocessing.get_context(method), work, c, est, steps, left, tmp, require_gpu)
                 if (method == "fork" and run["status"] == "error"
                         and any(f in run.get("error", "") + run["log"][-3000:] for f in FORK_FAILURES)):
                     print(f"{c.id}: CUDA unusable in a forked child; spawning each child from here on", flush=True)
                     method = "spawn"
                     left = deadline - time.perf_counter()
-                    run = run_one(multiprocessing.get_context(method), c, est + 10, steps, left, tmp, not args.tiny)
+                    run = run_one(multiprocessing.get_context(method), work, c, est + 10, steps, left, tmp,
+                                  require_gpu)
                 child_log = run.pop("log")
                 if run["status"] != "ok":
                     run["log_tail"] = child_log[-3000:]
                 log.write(f"===== {c.id} ({run['status']}, {run['wall_s']} s, {method})\n{child_log}\n")
                 log.flush()
             doc["runs"].append(run)
-            write_json(out / "measured.json", doc)
-            print(summary_line(run), flush=True)
+            write_json(json_path, doc)
+            print(line(run), flush=True)
     doc["finished"] = True
     doc["wall_s"] = round(time.perf_counter() - t0, 1)
-    write_json(out / "measured.json", doc)
-    print(f"\n{'id':26s} {'status':8s} {'alloc':>7s} {'reserv':>7s} {'device':>7s} "
-          f"{'tokens/s median [p10-p90]':>26s} {'steps':>5s} {'wall_s':>6s}   (GiB)")
+    write_json(json_path, doc)
+
+
+def harness_arguments(ap: argparse.ArgumentParser, budget_s: float) -> None:
+    """The options every harness script takes (this one and profile_training.py)."""
+    ap.add_argument("--tiny", "--dry-run", action="store_true", help="2-layer models, small dimensions (CPU test)")
+    ap.add_argument("--budget-s", type=float, default=budget_s, help="stop starting configurations after this")
+    ap.add_argument("--only", nargs="*", help="ids of index.yaml to run (default: all, in its order)")
+    ap.add_argument("--start-method", choices=("fork", "spawn"), default="fork",
+                    help="fork (default: imports shared) or spawn (each child imports torch itself)")
+
+
+def run_harness(args, script: str, steps: tuple, step_names: tuple, estimate, work, json_name: str, log_name: str,
+                line, header: str, extra: dict | None = None) -> int:
+    """Read, schedule and run every configuration (prepare, run_configs) into args.out/json_name, then print the
+    table (header, one line(run) each); 0 where every configuration ran."""
+    t0 = time.perf_counter()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    configs, method = prepare(args.only, args.tiny, args.start_method)
+    doc = {"schema": 1, "script": script, "index": str(INDEX.relative_to(ROOT)),
+           "started_unix": time.time(), "budget_s": args.budget_s, "steps": dict(zip(step_names, steps)),
+           **(extra or {}), "environment": environment(args.tiny), "finished": False, "runs": []}
+    schedule = [(c, TINY_SECONDS if args.tiny else estimate(c, steps)) for c in configs]
+    run_configs(schedule, steps, work, doc, out / json_name, out / log_name, t0, args.budget_s, method,
+                not args.tiny, line)
+    print(header)
     for run in doc["runs"]:
-        print(summary_line(run))
-    print(f"total {doc['wall_s']} s; {out / 'measured.json'}")
+        print(line(run))
+    print(f"total {doc['wall_s']} s; {out / json_name}")
     return 0 if all(r["status"] == "ok" for r in doc["runs"]) else 1
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True, help="folder for measured.json and measure.log")
+    harness_arguments(ap, budget_s=330.0)
+    args = ap.parse_args(argv)
+    steps = (2, 3, 3, 0.0) if args.tiny else (WARMUP_STEPS, MIN_TIMED, MAX_TIMED, TIMED_SECONDS)
+    header = (f"\n{'id':26s} {'status':8s} {'alloc':>7s} {'reserv':>7s} {'device':>7s} "
+              f"{'tokens/s median [p10-p90]':>26s} {'steps':>5s} {'wall_s':>6s}   (GiB)")
+    return run_harness(args, "benchmarks/device/measure_training.py", steps,
+                       ("warmup", "min_timed", "max_timed", "timed_seconds"), estimated_seconds, run_child,
+                       "measured.json", "measure.log", summary_line, header)
 
 
 if __name__ == "__main__":
