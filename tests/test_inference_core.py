@@ -48,13 +48,42 @@ def test_tensor_parallel_splits_weights_and_kv_heads():
     assert r.kv_bytes_per_token == KV_8B // 2  # 4 of the 8 kv heads per GPU
 
 
-def test_fp8_weights_keep_embeddings_16bit_and_kv_follows():
+def test_fp8_weights_keep_embeddings_16bit():
     r = rep8b(precision="fp8")
     embeddings = 2 * 128_256 * 4096            # input table + untied LM head (config.json vocab 128,256)
     assert r.weights_bytes == math.ceil((P_8B - embeddings - 32 * 2 * 4096 - 4096) * 1
                                         + (embeddings + 32 * 2 * 4096 + 4096) * 2)
-    assert r.kv_precision == "fp8" and r.kv_bytes_per_token == KV_8B // 2
     assert r.compute_precision == "fp8" and r.peak_flops == 1979e12
+
+
+@pytest.mark.parametrize("engine, kv", [("trt-llm", "fp8"), ("vllm", "bf16"), ("sglang", "bf16"), ("hf", "bf16")])
+def test_kv_cache_beside_fp8_weights_is_what_the_engines_checkpoints_state(engine, kv):
+    # kv_cache_dtype "auto" is the checkpoint's KV quantization, else the model's dtype: NVIDIA Model
+    # Optimizer's FP8 checkpoints (TensorRT-LLM's) state kv_cache_quant_algo FP8; vLLM's and SGLang's
+    # FP8 paths (llm-compressor checkpoints, --quantization fp8) state none (catalog/engines.py kv_source).
+    r = rep8b(precision="fp8", engine=engine)
+    assert r.kv_precision == kv
+    assert r.kv_bytes_per_token == (KV_8B // 2 if kv == "fp8" else KV_8B)
+
+
+def test_one_rule_for_the_kv_cache_with_and_without_a_pilot(tmp_path):
+    # The pilot path (planning/search.memory_of: a batch job by tokens with a measured throughput) asks the
+    # estimate's function too: fp8 weights keep a 16-bit cache under vLLM and an fp8 one under TensorRT-LLM,
+    # as replica() does above, and the plan says why.
+    from proposalkit.estimate.inference import default_kv_precision, kv_note
+    from proposalkit.input.loading import load_files
+    from proposalkit.planning.planner import plan_files
+
+    assert default_kv_precision("fp8", None) == "bf16" and default_kv_precision("fp8", "trt-llm") == "fp8"
+    assert default_kv_precision("int4", "trt-llm") == "bf16" and default_kv_precision("fp16", "vllm") == "fp16"
+    for engine, kv in ((None, KV_8B), ("trt-llm", KV_8B // 2)):
+        path = tmp_path / "w.yaml"
+        path.write_text("workloads:\n- {name: job, kind: inference, model: llama-3.1-8b, precision: fp8, context: "
+                        "4096, batch: 8, tokens: 1B, throughput: {tokens_per_second: 900, gpu: h100-80gb}"
+                        + (f", framework: {engine}" if engine else "") + "}\n")
+        w = plan_files(load_files([str(path)])).workloads[0]
+        assert w.memory.kv_cache == 8 * 4096 * kv
+        assert kv_note("fp8", engine) in w.assumptions
 
 
 def test_vllm_pool_is_the_utilization_share_less_weights_and_workspace():

@@ -72,6 +72,13 @@ class Engine:
     budget_after_context: bool = False   # True: of the memory free once the context exists; False: of the device
     workspace_in_budget: bool = True     # True: the activation workspace comes out of the budget
     budget_source: str = ""              # where the engine's code says so (shown in the plan)
+    # The KV cache's dtype where the workload does not set one. Every engine's default ("auto": vLLM
+    # kv_cache_dtype, SGLang --kv-cache-dtype, TensorRT-LLM KvCacheConfig.dtype) is the checkpoint's own KV
+    # quantization where its quantization config states one, else the model's 16-bit dtype; what fp8 weights
+    # bring therefore depends on the FP8 checkpoints the engine runs: "fp8" where they state an fp8 KV cache,
+    # "16-bit" where they state none (estimate/inference.default_kv_precision applies it).
+    fp8_weights_kv: str = "16-bit"
+    kv_source: str = ""                  # why, with the engine's code or docs
 
 
 TRT_LLM = Engine(
@@ -91,6 +98,11 @@ TRT_LLM = Engine(
     batch_source="TensorRT-LLM LLM API max_batch_size = 2048 (tensorrt_llm/llmapi/llm_args.py @ fcd3f316)",
     calibration="fitted on TensorRT-LLM's published offline throughput (reference/inference.json, "
                 "calibration rows; benchmarks/calibrate_inference.py)",
+    fp8_weights_kv="fp8",
+    kv_source="TensorRT-LLM runs NVIDIA Model Optimizer's pre-quantized FP8 checkpoints (docs/source/features/"
+              "quantization.md @ 09d4c79b: nvidia/Llama-3.1-8B-Instruct-FP8), whose hf_quant_config.json states "
+              "kv_cache_quant_algo FP8 (NVIDIA/TensorRT-Model-Optimizer @ 4c611e47 modelopt/torch/export/"
+              "convert_hf_config.py), and KvCacheConfig.dtype 'auto' takes the checkpoint's KV quantization",
 )
 
 VLLM = Engine(
@@ -124,6 +136,10 @@ VLLM = Engine(
     # v0.21.0)"), which the plan assumes.
     budget_after_context=False, workspace_in_budget=True,
     budget_source="vllm/v1/worker/gpu_worker.py init_device, determine_available_memory @ 35d5cda1",
+    kv_source="vLLM kv_cache_dtype 'auto' is the model's dtype unless the checkpoint's quantization_config is "
+              "ModelOpt's with a kv_cache_quant_algo (vllm @ 959009b4 vllm/utils/torch_utils.py "
+              "resolve_kv_cache_dtype_string, kv_cache_dtype_str_to_dtype): llm-compressor's FP8 checkpoints and "
+              "--quantization fp8 keep a 16-bit KV cache unless --kv-cache-dtype fp8 is passed",
 )
 
 SGLANG = Engine(
@@ -153,6 +169,9 @@ SGLANG = Engine(
     # help): activations and CUDA graphs use the rest.
     budget_after_context=True, workspace_in_budget=False,
     budget_source="sglang model_runner.py init_torch_distributed, profile_max_num_token",
+    kv_source="SGLang --kv-cache-dtype auto is the model's dtype unless the checkpoint's quantization config "
+              "states kv_cache_quant_algo FP8 (sgl-project/sglang @ 0005834c python/sglang/srt/model_executor/"
+              "model_runner.py configure_kv_cache_dtype)",
 )
 
 HF = Engine(
@@ -171,6 +190,8 @@ HF = Engine(
                 "found, and its eager, static-batch decoding is slower than the engines' by an amount "
                 "proposalkit cannot source; its speed is refused (memory is modelled)",
     speed_modelled=False,
+    kv_source="Hugging Face transformers' cache keeps the key and value states as the attention computes them, "
+              "in the activations' 16-bit dtype",
 )
 
 _BY_ID = {e.id: e for e in (VLLM, SGLANG, TRT_LLM, HF)}

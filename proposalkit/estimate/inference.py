@@ -8,8 +8,8 @@ How to call it (all arguments plain values; nothing here reads a workload):
     from proposalkit.estimate.serving import service         # serving.py: a request rate
 
     rep = replica(models()["llama-3.1-8b"], gpus()["h100-80gb"], tensor_parallel=1,
-                  precision="bf16", engine="vllm", kv_precision=None)   # kv_precision None: the weights'
-                                                                        # 16-bit width, or fp8 for fp8 weights
+                  precision="bf16", engine="vllm", kv_precision=None)   # kv_precision None: the engine's
+                                                                        # default beside these weights
     rep.kv_tokens                         # tokens the KV pool holds (per replica)
     rep.max_concurrency(1000, 500)        # sequences of 1000 + 500 tokens at once (KV and engine cap)
     prefill(rep, 1000)                    # Prefill: seconds (the TTFT of a lone request), flops
@@ -221,12 +221,23 @@ class Step:
 # --------------------------------------------------------------------------
 
 
-def default_kv_precision(precision: str) -> str:
-    """The KV cache's width when none is given: fp8 beside fp8 weights (TensorRT-LLM's FP8
-    checkpoints quantize the KV cache too), else the 16-bit activation width (fp32 for fp32)."""
-    if precision == "fp8":
+def default_kv_precision(precision: str, engine: str | Engine | None) -> str:
+    """The KV cache's width when none is given, the one rule (every memory estimate of inference asks it):
+    what the engine's default, kv_cache_dtype "auto", stores beside weights of `precision`: fp8 beside fp8
+    weights where the engine's FP8 checkpoints state an fp8 KV cache (Engine.fp8_weights_kv, with its
+    source), else the 16-bit activation width (fp32 for fp32 weights; int8 and int4 weights compute in 16-bit)."""
+    if precision == "fp8" and engine_named(engine).fp8_weights_kv == "fp8":
         return "fp8"
     return "fp32" if precision == "fp32" else ("fp16" if precision == "fp16" else "bf16")
+
+
+def kv_note(precision: str, engine: str | Engine | None) -> str | None:
+    """The assumption beside fp8 weights, where engines differ: the KV cache's width and why (None for other
+    weights, whose KV cache is 16-bit under every engine)."""
+    if precision != "fp8":
+        return None
+    e = engine_named(engine)
+    return f"KV cache {default_kv_precision(precision, e)} beside {precision} weights under {e.name}: {e.kv_source}"
 
 
 def kv_bytes_per_token_per_gpu(model: ModelSpec, kv_precision: str, tensor_parallel: int) -> int:
@@ -243,7 +254,7 @@ def replica(model: ModelSpec, gpu: GPUSpec, *, tensor_parallel: int = 1, precisi
     `node_gpus`: GPUs per node of the resource it runs on (tensor parallelism beyond crosses the network)."""
     require_architecture(model, "the inference speed model")
     check_choice(precision, INFERENCE_PRECISIONS, "precision")
-    kv_precision = kv_precision or default_kv_precision(precision)
+    kv_precision = kv_precision or default_kv_precision(precision, engine)
     check_choice(kv_precision, KV_PRECISIONS, "kv_precision")
     if tensor_parallel < 1:
         raise ValueError(f"tensor_parallel must be positive, got {tensor_parallel}")

@@ -252,7 +252,7 @@ def choose(lw, s: Settings, target, gpus: dict, e: Engine, notes: list[str] | No
                         # What it would take: the declared batch of a service by hours, else one sequence.
                         mem = inference_memory(model, InferenceSetup(
                             context=s.context, batch=s.batch if mode(w) == "hours" else 1, precision=s.precision,
-                            kv_precision=default_kv_precision(s.precision), tensor_parallel=t,
+                            kv_precision=default_kv_precision(s.precision, e), tensor_parallel=t,
                             attention=s.attention, engine=e.id),
                             DEFAULT_OVERHEAD)
                         candidates.append(Candidate(gpu.id, t, False, mem.total, gpu.usable_memory_bytes, None, None,

@@ -14,6 +14,7 @@ from .. import catalog
 from ..errors import InfeasibleError, InputError, Problem
 from ..estimate import storage as storage_model
 from ..estimate.cross_checks import cross_checks
+from ..estimate.inference import kv_note
 from ..estimate.links import NODE_GPUS
 from ..catalog.modules import FAMILY_MODULES, LoraSpec, default_targets
 from ..estimate.lora import lora_trainable_params
@@ -102,6 +103,8 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
     if w.flash_attention is None and w.kind != "inference":
         notes.append("FlashAttention on (current training recipes; Dao et al. 2022): no s² attention activations")
     precision = _precision(w, model, notes)
+    if w.kind == "inference" and (kv := kv_note(precision, w.framework)):
+        notes.append(kv)
     impl, impl_note = frameworks.optimizer_impl(w, precision)
     policy, policy_note = frameworks.selective_policy(w)
     softmax32, softmax_note = frameworks.softmax_fp32(w)

@@ -16,6 +16,7 @@ from ..estimate.flops import (
     DEFAULT_MFU, DEFAULT_MFU_SOURCE, QLORA_SPEED_FACTOR, QLORA_SPEED_SOURCE,
     flops_throughput, recompute_mfu, runtime_hours, scale_pilot, training_flops_per_token,
 )
+from ..estimate.inference import default_kv_precision
 from ..estimate.memory import (
     DEFAULT_OVERHEAD, InferenceSetup, MemoryBreakdown, TrainingSetup, inference_memory, training_memory,
 )
@@ -41,9 +42,8 @@ def memory_of(model: ModelSpec, w, s: Settings, count: int, zero_stage: int | No
               checkpointing: bool | None) -> MemoryBreakdown:
     """Bytes per GPU of the workload on `count` GPUs at this ZeRO stage and checkpointing."""
     if w.kind == "inference":
-        # Quantized weights still keep a 16-bit KV cache (vLLM's default kv_cache_dtype "auto").
-        kv = s.precision if s.precision in ("fp32", "fp16") else "bf16"
-        setup = InferenceSetup(context=s.context, batch=s.batch, precision=s.precision, kv_precision=kv,
+        setup = InferenceSetup(context=s.context, batch=s.batch, precision=s.precision,
+                               kv_precision=default_kv_precision(s.precision, s.framework),
                                tensor_parallel=count, attention=s.attention, engine=s.framework)
         return inference_memory(model, setup, DEFAULT_OVERHEAD)
     method = w.method or "full"
