@@ -370,23 +370,37 @@ def prefill(rep: Replica, input_tokens: int, batch: int = 1) -> Prefill:
 def decode_step(rep: Replica, batch: int, context: int) -> Step:
     """One decode iteration: `batch` sequences holding `context` tokens each generate one token.
     Per GPU, each operator on its own roofline (see Step)."""
+    return decode_steps(rep, context)(batch)
+
+
+def decode_steps(rep: Replica, context: int):
+    """decode_step at `context` as a function of the batch, what does not depend on the batch worked out
+    once (a service's search tries many batches on one replica). The same numbers as decode_step."""
     _check_speed(rep)
-    if batch < 1:
-        raise ValueError(f"batch must be positive, got {batch}")
     m, t = rep.model, rep.tensor_parallel
-    kv_bytes = batch * rep.kv_bytes_per_sequence(context)
-    linear_flops = 2 * matmul_params(m) * batch / t
-    attention_flops = batch * 4 * kv_layer_tokens(m, context) * attention_width(m) / t
-    weights = weights_read(rep, batch)
-    linear_memory = weights / rep.achieved_bandwidth
-    linear_compute = linear_flops / rep.achieved_flops
-    linear = max(linear_memory, linear_compute)
-    attention = max(kv_bytes / rep.achieved_bandwidth, attention_flops / rep.achieved_flops)
-    return Step(batch=batch, context=context, bytes_read=weights + kv_bytes,
-                flops=linear_flops + attention_flops, linear_seconds=linear, attention_seconds=attention,
-                seconds=linear + attention + rep.allreduce_seconds(batch),
-                bound="memory" if linear_memory >= linear_compute else "compute",
-                weights_bytes_read=weights, kv_bytes_read=kv_bytes)
+    per_sequence = rep.kv_bytes_per_sequence(context)
+    twice_matmul = 2 * matmul_params(m)
+    keys = 4 * kv_layer_tokens(m, context)         # 4·a·d FLOPs per cached key (QKᵀ and AV), × width below
+    width = attention_width(m)
+    bandwidth, flops = rep.achieved_bandwidth, rep.achieved_flops
+
+    def at(batch: int) -> Step:
+        if batch < 1:
+            raise ValueError(f"batch must be positive, got {batch}")
+        kv_bytes = batch * per_sequence
+        linear_flops = twice_matmul * batch / t
+        attention_flops = batch * keys * width / t
+        weights = weights_read(rep, batch)
+        linear_memory = weights / bandwidth
+        linear_compute = linear_flops / flops
+        linear = max(linear_memory, linear_compute)
+        attention = max(kv_bytes / bandwidth, attention_flops / flops)
+        return Step(batch=batch, context=context, bytes_read=weights + kv_bytes,
+                    flops=linear_flops + attention_flops, linear_seconds=linear, attention_seconds=attention,
+                    seconds=linear + attention + rep.allreduce_seconds(batch),
+                    bound="memory" if linear_memory >= linear_compute else "compute",
+                    weights_bytes_read=weights, kv_bytes_read=kv_bytes)
+    return at
 
 
 def experts_touched(model: ModelSpec, tokens: int) -> float:

@@ -81,6 +81,8 @@ def lundberg_theta(rate: float, prefill_s: float) -> float:
         high *= 2
     for _ in range(200):
         mid = (low + high) / 2
+        if (mid == low and low > 0) or mid == high:
+            break       # one double wide: each further step tests an end again and keeps it (same low)
         if rho * math.expm1(mid) < mid:
             low = mid
         else:
