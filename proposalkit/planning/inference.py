@@ -27,13 +27,13 @@ from ..estimate.inference import (
     InferenceError, Replica, decode_step, default_kv_precision, mean_context, prefill, replica,
 )
 from ..estimate.batch import batch_job
-from ..estimate.serving import DEFAULT_TTFT_PERCENTILE, service, ttft_floor
+from ..estimate.serving import DEFAULT_TTFT_PERCENTILE, replicas_needed, service, ttft_floor
 from ..estimate.memory import InferenceSetup, inference_memory
 from ..estimate.reservation import engine_memory
 from ..estimate.breakdown import DEFAULT_OVERHEAD
 from ..units import SECONDS_PER_HOUR
 from ..catalog import resources
-from . import search
+from . import charges, search
 from .derivation import (
     batch_prefill_text, duration_text, kv_line, ms_text, pool_text, prefill_line, step_line, ttft_line,
 )
@@ -85,7 +85,7 @@ class _Option:
     gpus: int
     hours: float
     batch: int
-    plan: InferencePlan
+    plan: InferencePlan | None      # None: a rate service's, written for the chosen replica only (_rate_plan)
     tokens_per_second: float | None
 
 
@@ -123,6 +123,16 @@ def _batch(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
 
 
 def _rate(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
+    """A service sized by load, costed: its replicas and concurrency (serving.replicas_needed, the numbers
+    service() finds). Its plan (None here) is written for the chosen replica only (_rate_plan, in choose)."""
+    q = w.ttft_percentile if w.ttft_percentile is not None else DEFAULT_TTFT_PERCENTILE
+    replicas, concurrency = replicas_needed(rep, w.request_rate, w.input_tokens, w.output_tokens, ttft_ms=w.ttft_ms,
+                                            tpot_ms=w.tpot_ms, batch=w.batch, ttft_percentile=q)
+    return _Option(replicas * rep.tensor_parallel, w.hours, concurrency, None, None)
+
+
+def _rate_plan(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
+    """The chosen replica of a service sized by load, with its plan: service() and the arithmetic written out."""
     I, O = w.input_tokens, w.output_tokens
     q = w.ttft_percentile if w.ttft_percentile is not None else DEFAULT_TTFT_PERCENTILE
     svc = service(rep, w.request_rate, I, O, ttft_ms=w.ttft_ms, tpot_ms=w.tpot_ms, batch=w.batch, ttft_percentile=q)
@@ -238,15 +248,28 @@ def choose(lw, s: Settings, target, gpus: dict, e: Engine, notes: list[str] | No
     failed: dict[tuple[str, int], str] = {}
     limits: list[tuple[float, str, str, int, int]] = []  # (achievable ms, field, gpu, tp, nodes) of latency misses
     best, best_at = None, None
+    # A replica within one node is the same whatever the node's size (placements): sized once.
+    sized: dict[tuple[str, int, int | None], _Option | InferenceError] = {}
     for gpu in search.candidate_gpus(w, target, gpus):
+        costs: dict[int, float] = {}       # the least cost found at each GPU count of this type
         for t in search._candidate_counts(w, s, gpu, target, model):
+            if mode(w) == "rate" and _dearer(w, s, gpu.id, t, target, costs):
+                continue
             served = False
             for node, where in placements(target, gpu.id, t):
                 try:
                     rep = replica(model, gpu, tensor_parallel=t, precision=s.precision, engine=e, node_gpus=node)
                     if mode(w) == "rate":
                         limits += _latency_limits(w, rep)
-                    option = form(model, w, s, rep, s.variants)
+                    key = (gpu.id, t, node if rep.nodes > 1 else None)
+                    if key not in sized:
+                        try:
+                            sized[key] = form(model, w, s, rep, s.variants)
+                        except InferenceError as error:
+                            sized[key] = error
+                    option = sized[key]
+                    if isinstance(option, InferenceError):
+                        raise option
                 except InferenceError as error:
                     if (gpu.id, t) not in failed:
                         # What it would take: the declared batch of a service by hours, else one sequence.
@@ -271,6 +294,7 @@ def choose(lw, s: Settings, target, gpus: dict, e: Engine, notes: list[str] | No
                                  False, cost=cost, cost_unit=charge.unit if charge is not None else "GPU-hours",
                                  idle_gpus=charge.idle_gpus if charge is not None else 0)
                 candidates.append(cand)
+                costs[count] = min(cost, costs.get(count, cost))
                 key = (round(cost, 6), count, t, gpu.usable_memory_bytes)
                 if best is None or key < best[0]:
                     tp = _throughput(w, option, rep)
@@ -279,9 +303,34 @@ def choose(lw, s: Settings, target, gpus: dict, e: Engine, notes: list[str] | No
                 break       # a service's hours are fixed: more GPUs never cost it less (search.choose)
     if best is None and limits and mode(w) == "rate":
         _impossible(lw, limits)
+    if best is not None and best[-1] is None:
+        best = best[:-1] + (_rate_plan(model, w, s, best_at[0], s.variants).plan,)
     if best_at is not None and notes is not None and (note := node_note(*best_at)):
         notes.append(note)
     return candidates, best, failed
+
+
+def _dearer(w, s: Settings, gpu: str, t: int, target, costs: dict[int, float]) -> bool:
+    """Whether a rate service on tensor-parallel `t` of `gpu` costs more than two counts of that type found
+    (`costs`: the least cost at each count), with no need to size it. It runs on replicas × t ≥ t GPUs, and
+    a charge only grows with the GPU count (GPU-hours; a partition's charges.charge: GPUs or whole nodes ×
+    hours × factor, at least its minimum), so it costs at least t GPUs' charge on its cheapest partition.
+    Above both, it is neither the choice nor its type's alternative (search.alternatives shows each type's
+    cheapest but the chosen count): leaving it out changes nothing, unless it might leave GPUs of a node
+    charged whole idle, which alternatives lists whatever the cost."""
+    if len(costs) < 2:
+        return False
+    second = sorted(costs.values())[1]
+    least = []
+    for _, where in placements(target, gpu, t):
+        if where is None or gpu not in where.gpus:
+            least.append(w.hours * t * s.variants * (1 + s.buffer))
+            continue
+        rows = [r for r in resources.resolve(where.id) if gpu in r.gpus]
+        if any(r.charge.per != "gpu-hour" and r.charge.whole_nodes and t % r.gpus_per_node for r in rows):
+            return False
+        least += [charges.charge(r, gpu, t, w.hours * (1 + s.buffer), s.variants).amount for r in rows]
+    return bool(least) and min(least) > second * (1 + 1e-9) + 1e-5
 
 
 def _latency_limits(w, rep: Replica) -> list[tuple[float, str, str, int, int]]:
