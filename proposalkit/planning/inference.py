@@ -85,7 +85,7 @@ class _Option:
     gpus: int
     hours: float
     batch: int
-    plan: InferencePlan | None      # None: a rate service's, written for the chosen replica only (_rate_plan)
+    plan: InferencePlan | None      # None while costed (_FORMS); written for the chosen replica only (_PLANS)
     tokens_per_second: float | None
 
 
@@ -104,6 +104,13 @@ def _memory(model, s: Settings, rep: Replica, batch: int, context: int):
 
 
 def _batch(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
+    """A batch job, costed: its runtime on this replica (the plan is written by _batch_plan, for the chosen)."""
+    job = batch_job(rep, w.requests, w.input_tokens, w.output_tokens, batch=w.batch)
+    return _Option(rep.tensor_parallel, job.runtime_seconds / SECONDS_PER_HOUR, job.batch, None,
+                   job.output_tokens_per_second)
+
+
+def _batch_plan(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
     I, O = w.input_tokens, w.output_tokens
     job = batch_job(rep, w.requests, I, O, batch=w.batch)
     most = rep.max_concurrency(I, O)
@@ -124,7 +131,7 @@ def _batch(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
 
 def _rate(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
     """A service sized by load, costed: its replicas and concurrency (serving.replicas_needed, the numbers
-    service() finds). Its plan (None here) is written for the chosen replica only (_rate_plan, in choose)."""
+    service() finds; the plan is written by _rate_plan, for the chosen)."""
     q = w.ttft_percentile if w.ttft_percentile is not None else DEFAULT_TTFT_PERCENTILE
     replicas, concurrency = replicas_needed(rep, w.request_rate, w.input_tokens, w.output_tokens, ttft_ms=w.ttft_ms,
                                             tpot_ms=w.tpot_ms, batch=w.batch, ttft_percentile=q)
@@ -168,12 +175,28 @@ def _rate_plan(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
 
 
 def _hours(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
-    context, batch = s.context, s.batch
+    """A service by hours and batch, costed: its hours, where the KV pool holds the batch (the plan is
+    written by _hours_plan, for the chosen; the prefill and step it prints are tried here for their errors)."""
+    _hours_pool(rep, s.context, s.batch)
+    if rep.engine.speed_modelled:
+        decode_step(rep, s.batch, s.context)
+        prefill(rep, s.context)
+    return _Option(rep.tensor_parallel, w.hours, s.batch, None, None)
+
+
+def _hours_pool(rep: Replica, context: int, batch: int) -> int:
+    """The sequences of `context` tokens the replica holds; an InferenceError where fewer than `batch`."""
     most = rep.max_concurrency(context, 0)
     if most < batch:
         raise InferenceError(f"{rep.engine.name}'s KV pool on {rep.tensor_parallel}× {rep.gpu.id} holds "
                              f"{rep.kv_tokens:,} tokens = {most:,} sequences of {context:,} tokens, fewer than "
                              f"batch {batch:,}", achievable=most)
+    return most
+
+
+def _hours_plan(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
+    context, batch = s.context, s.batch
+    most = _hours_pool(rep, context, batch)
     steps = [kv_line(rep, context, None, most)]
     if not rep.engine.speed_modelled:
         # Costed by the hours as declared, which need no speed; the memory check above stands.
@@ -197,7 +220,9 @@ def _hours(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
     return _Option(rep.tensor_parallel, w.hours, batch, plan, None)
 
 
+# Each form costed for every replica tried; its plan, with the arithmetic written out, for the chosen one.
 _FORMS = {"batch": _batch, "rate": _rate, "hours": _hours}
+_PLANS = {"batch": _batch_plan, "rate": _rate_plan, "hours": _hours_plan}
 
 
 def placements(target, gpu: str, count: int) -> list[tuple[int, object]]:
@@ -303,8 +328,8 @@ def choose(lw, s: Settings, target, gpus: dict, e: Engine, notes: list[str] | No
                 break       # a service's hours are fixed: more GPUs never cost it less (search.choose)
     if best is None and limits and mode(w) == "rate":
         _impossible(lw, limits)
-    if best is not None and best[-1] is None:
-        best = best[:-1] + (_rate_plan(model, w, s, best_at[0], s.variants).plan,)
+    if best is not None:
+        best = best[:-1] + (_PLANS[mode(w)](model, w, s, best_at[0], s.variants).plan,)
     if best_at is not None and notes is not None and (note := node_note(*best_at)):
         notes.append(note)
     return candidates, best, failed
