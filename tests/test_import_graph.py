@@ -29,12 +29,12 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent / "proposalkit"
 # The stages, lowest first: (name, module prefixes). Every module of the package is in exactly one
 # (its longest matching prefix wins). The lowest stage holds what every stage may name: the
 # catalogs (GPUs, models and their shapes, engines, resources), units, bytes per value, the option
-# lists a workload may name, bounded file reading, the user errors and text escaping. The pilot-log
-# readers sit with input/ (a workload cites its pilot logs); the package's public API
+# lists a workload may name, bounded file reading, the user errors, text escaping and the note
+# record. The pilot-log readers sit with input/ (a workload cites its pilot logs); the package's public API
 # (proposalkit/__init__.py) and the CLI are the top.
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("catalog/units", ("proposalkit.catalog", "proposalkit.units", "proposalkit.precision", "proposalkit.options",
-                       "proposalkit.files", "proposalkit.errors", "proposalkit.text")),
+                       "proposalkit.files", "proposalkit.errors", "proposalkit.text", "proposalkit.notes")),
     ("input", ("proposalkit.input", "proposalkit.pilot")),
     ("estimate", ("proposalkit.estimate",)),
     ("planning", ("proposalkit.planning",)),
@@ -42,9 +42,10 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("review", ("proposalkit.review",)),
     ("cli", ("proposalkit.cli", "proposalkit.__main__", "proposalkit")),
 )
-# What render/ may import besides itself: the plan's records and the text helpers below them.
+# What render/ may import besides itself: the plan's records (its notes among them) and the text helpers
+# below them.
 RENDER_READS: tuple[str, ...] = ("proposalkit.planning.records", "proposalkit.planning.pilots",
-                                 "proposalkit.units", "proposalkit.text", "proposalkit.errors")
+                                 "proposalkit.notes", "proposalkit.units", "proposalkit.text", "proposalkit.errors")
 MAX_LINES = 500
 
 

@@ -25,6 +25,7 @@ from ..input import frameworks
 from ..input.loading import LoadedFile, LoadedWorkload
 from ..catalog import resources
 from . import charges, comparison, infeasible, inference, pilots, search
+from .citations import as_notes, plan_references
 from .records import Candidate, Plan, Settings, WorkloadPlan
 
 DEFAULT_BUFFER = 0.30       # NAIRR community guide, GPU estimate page: "Add 30% buffer"
@@ -324,7 +325,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
         trainable_params=trainable, alternatives=alternatives,
         cross_checks=tuple(cross_checks(model, kind=w.kind, method=w.method or "full", precision=s.precision,
                                         context=s.context if w.kind == "inference" else None)),
-        assumptions=tuple(notes + list(mem.notes)), warnings=tuple(warnings), path=lw.path,
+        assumptions=as_notes(notes + list(mem.notes)), warnings=tuple(warnings), path=lw.path,
         charge=charge, storage=_storage(w, model, s, tokens, trainable, chosen.zero_stage),
         calendar_days=charges.calendar_days(hours, s.variants, s.concurrency),
         calendar_waves=charges.calendar_waves(s.variants, s.concurrency),
@@ -431,4 +432,5 @@ def assemble(plans: list[WorkloadPlan], proposal) -> Plan:
     findings += charges.access_findings(access, tier_id)
     warnings += [f.message for f in findings]
     return Plan(tuple(plans), proposal, tuple(warnings), track, access, tuple(findings),
-                access_tier=resources.credit_tier(tier_id) if tier_id is not None else None)
+                access_tier=resources.credit_tier(tier_id) if tier_id is not None else None,
+                references=plan_references(plans, [f.message for f in findings]))

@@ -2,7 +2,7 @@
 
 Frozen dataclasses (Candidate is a NamedTuple, for speed) made by
 ``planner.plan_files``; every default the planner filled in and every rule it
-applied is in them, as an assumption or a derivation string.
+applied is in them, as an assumption (a notes.Note record) or a derivation string.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from ..estimate.memory import MemoryBreakdown
 from ..catalog.shapes import ModelSpec
 from ..estimate.storage import StorageTotals, WorkloadStorage, storage_totals
 from ..input.schema import Proposal
+from ..notes import Note, Reference
 from .pilots import Comparison, Scaling
 from ..catalog.resources import CreditTier, Resource, WalltimeTier
 
@@ -249,8 +250,9 @@ class WorkloadPlan:
     """The other GPU types and counts considered, each with why it was not chosen."""
     cross_checks: tuple[CrossCheck, ...]
     """Published rules of thumb for the memory, computed beside the estimate."""
-    assumptions: tuple[str, ...]
-    """Every default filled in and rule applied, one sentence each."""
+    assumptions: tuple[Note, ...]
+    """Every default filled in and rule applied, one record each (notes.Note: kind, values, source ids;
+    render/notes.note_text words it)."""
     warnings: tuple[str, ...]
     """What a reviewer should look at (a throughput not measured, a pilot far from the estimate, …)."""
     path: str
@@ -411,6 +413,8 @@ class Plan:
     """Track caps and ACCESS limits exceeded."""
     access_tier: CreditTier | None = None
     """The ACCESS project type the proposal asks for (proposal.access_tier)."""
+    references: tuple[Reference, ...] = ()
+    """The works the records cite, each once, in the catalog's order (planning/citations.py): Appendix B."""
 
     def by_resource(self) -> dict[str, tuple[str, float]]:
         """Resource (partition) id → (unit, amount), summed over workloads."""

@@ -314,7 +314,7 @@ def report_context(plan: Plan) -> ReportContext:
         storage=storage,
         calendar_days=plan.calendar_days,
         warnings=tuple(plan.warnings),
-        references=references(plan, views),
+        references=references(plan),
         charts=_charts(views),
         access=_access_view(plan),
         pilots=pilots_view(plan),

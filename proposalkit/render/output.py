@@ -14,6 +14,7 @@ from ..planning.records import Candidate, Plan, WorkloadPlan
 from ..units import GiB
 from ..text import json_control_escape
 from .format import control_escape
+from .notes import note_texts
 
 SCHEMA_VERSION = 1
 
@@ -75,7 +76,7 @@ def workload_dict(w: WorkloadPlan) -> dict:
         "alternatives": [_candidate(c) for c in w.alternatives],
         "cross_checks": [{"name": c.name, "bytes": c.bytes, "formula": c.formula, "source": c.source}
                          for c in w.cross_checks],
-        "assumptions": list(w.assumptions),
+        "assumptions": list(note_texts(w.assumptions)),
         "warnings": list(w.warnings),
         "calendar_days": _round(w.calendar_days),
         "walltime": {"limit_hours": w.walltime_hours, "segments": w.walltime_segments},

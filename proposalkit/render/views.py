@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..planning.records import Candidate, WorkloadPlan, WorkloadStorage
 from ..units import SECONDS_PER_HOUR
 from .format import fmt_count, fmt_days, fmt_gib, fmt_hours, fmt_hours_precise, fmt_pct, fmt_rate, fmt_size
+from .notes import note_texts
 from .pilots import SHORT_HASH
 
 
@@ -352,7 +353,7 @@ def workload_view(w: WorkloadPlan, appendix: str = "Appendix A") -> WorkloadView
         gpu_hours=w.gpu_hours, buffer=w.settings.buffer, gpu_hours_requested=w.gpu_hours_requested,
         steps=tuple(steps), details=tuple(details), settings=_settings(w),
         alternatives=w.alternatives,
-        cross_checks=checks, assumptions=tuple(w.assumptions), warnings=tuple(w.warnings),
+        cross_checks=checks, assumptions=note_texts(w.assumptions), warnings=tuple(w.warnings),
         charge_amount=charge.amount if charge is not None else None,
         charge_unit=charge.unit if charge is not None else None,
         charge_resource=charge.resource_id if charge is not None else None,

@@ -1,0 +1,162 @@
+"""The works the estimate stands on: one home for every citation the report can list.
+
+Notes and derivations cite a work by its id (proposalkit/notes.py); the plan lists the works its
+records cite, once each, in this order (Appendix B). The GPU, resource and model sources are their
+catalogs' own rows.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..notes import Reference
+
+
+# id → (in-text citation, full citation), by in-text citation.
+_WORKS: tuple[tuple[str, str, str], ...] = (
+    ("asmussen-albrecher-2010", "Asmussen & Albrecher 2010",
+     ("S. Asmussen, H. Albrecher. Ruin Probabilities, 2nd ed. World Scientific, 2010. (Lundberg's "
+      "inequality, ch. I and IV; the M/G/1 waiting time as the ruin probability of a compound Poisson "
+      "process: the tail of a service's wait for the prefills ahead.)")),
+    ("bigscience-2022", "BigScience Workshop 2022",
+     ("BigScience Workshop. BLOOM: A 176B-Parameter Open-Access Multilingual Language Model. "
+      "arXiv:2211.05100, 2022 (156 TFLOP/s per A100, hardware FLOPs with recompute, as GENCI reports it).")),
+    ("chowdhery-2022", "Chowdhery et al. 2022",
+     ("A. Chowdhery, S. Narang, J. Devlin, et al. PaLM: Scaling Language Modeling with Pathways. "
+      "arXiv:2204.02311, 2022; JMLR 24(240), 2023. (Appendix B: model FLOPs per token, MFU.)")),
+    ("crommelin-1932", "Crommelin 1932",
+     ("C. D. Crommelin. Delay probability formulae when the holding times are constant. Post Office "
+      "Electrical Engineers' Journal 25:41–50, 1932. (The M/D/c waiting-time distribution.)")),
+    ("dao-2022", "Dao et al. 2022",
+     ("T. Dao, D. Y. Fu, S. Ermon, A. Rudra, C. Ré. FlashAttention: Fast and Memory-Efficient Exact "
+      "Attention with IO-Awareness. NeurIPS 2022; arXiv:2205.14135.")),
+    ("dettmers-2022", "Dettmers et al. 2022",
+     ("T. Dettmers, M. Lewis, S. Shleifer, L. Zettlemoyer. 8-bit Optimizers via Block-wise Quantization. "
+      "ICLR 2022; arXiv:2110.02861.")),
+    ("dettmers-2023", "Dettmers et al. 2023",
+     ("T. Dettmers, A. Pagnoni, A. Holtzman, L. Zettlemoyer. QLoRA: Efficient Finetuning of Quantized LLMs."
+      " NeurIPS 2023; arXiv:2305.14314.")),
+    ("dubey-2024", "Dubey et al. 2024",
+     "A. Dubey, A. Jauhri, A. Pandey, et al. The Llama 3 Herd of Models. arXiv:2407.21783, 2024."),
+    ("erlang-1909", "Erlang 1909",
+     ("A. K. Erlang. The theory of probabilities and telephone conversations. Nyt Tidsskrift for Matematik "
+      "B 20:33–39, 1909. (The waiting time of one server with constant holding times: a service's wait for "
+      "the prefills ahead, M/D/1.)")),
+    ("franx-2001", "Franx 2001",
+     ("G. J. Franx. A simple solution for the M/D/c waiting time distribution. Operations Research Letters "
+      "29(5):221–229, 2001; doi:10.1016/S0167-6377(01)00108-0. (The sum P(W ≤ t) for c = 1 evaluated here.)")),
+    ("frantar-2023", "Frantar et al. 2023",
+     ("E. Frantar, S. Ashkboos, T. Hoefler, D. Alistarh. GPTQ: Accurate Post-Training Quantization for "
+      "Generative Pre-trained Transformers. ICLR 2023; arXiv:2210.17323.")),
+    ("guo-2024", "Guo et al. 2024",
+     ("C. Guo, R. Zhang, J. Xu, J. Leng, et al. GMLake: Efficient and Transparent GPU Memory "
+      "Defragmentation for Large-scale DNN Training with Virtual Memory Stitching. ASPLOS 2024; "
+      "arXiv:2401.08156.")),
+    ("hoffmann-2022", "Hoffmann et al. 2022",
+     ("J. Hoffmann, S. Borgeaud, A. Mensch, et al. Training Compute-Optimal Large Language Models. NeurIPS "
+      "2022; arXiv:2203.15556.")),
+    ("hu-2021", "Hu et al. 2021",
+     ("E. J. Hu, Y. Shen, P. Wallis, Z. Allen-Zhu, Y. Li, S. Wang, L. Wang, W. Chen. LoRA: Low-Rank "
+      "Adaptation of Large Language Models. ICLR 2022; arXiv:2106.09685, 2021.")),
+    ("kaplan-2020", "Kaplan et al. 2020",
+     ("J. Kaplan, S. McCandlish, T. Henighan, T. B. Brown, B. Chess, R. Child, S. Gray, A. Radford, J. Wu, "
+      "D. Amodei. Scaling Laws for Neural Language Models. arXiv:2001.08361, 2020.")),
+    ("korthikanti-2022", "Korthikanti et al. 2022",
+     ("V. Korthikanti, J. Casper, S. Lym, L. McAfee, M. Andersch, M. Shoeybi, B. Catanzaro. Reducing "
+      "Activation Recomputation in Large Transformer Models. MLSys 2023; arXiv:2205.05198, 2022.")),
+    ("kwon-2023", "Kwon et al. 2023",
+     ("W. Kwon, Z. Li, S. Zhuang, Y. Sheng, L. Zheng, C. H. Yu, J. E. Gonzalez, H. Zhang, I. Stoica. "
+      "Efficient Memory Management for Large Language Model Serving with PagedAttention (vLLM). SOSP 2023; "
+      "arXiv:2309.06180.")),
+    ("lin-2024", "Lin et al. 2024",
+     ("J. Lin, J. Tang, H. Tang, S. Yang, W.-M. Chen, W.-C. Wang, G. Xiao, X. Dang, C. Gan, S. Han. AWQ: "
+      "Activation-aware Weight Quantization for LLM Compression and Acceleration. MLSys 2024; "
+      "arXiv:2306.00978.")),
+    ("llm-foundry", "llm-foundry",
+     ("mosaicml/llm-foundry, scripts/train/benchmarking/README.md at commit 8c8dd48f: MFU and HFU of MPT "
+      "training with and without activation checkpointing.")),
+    ("little-1961", "Little 1961",
+     ("J. D. C. Little. A Proof for the Queuing Formula: L = λW. Operations Research 9(3):383–387, 1961. "
+      "(Requests in flight = arrival rate × time in the system.)")),
+    ("micikevicius-2018", "Micikevicius et al. 2018",
+     ("P. Micikevicius, S. Narang, J. Alben, G. Diamos, E. Elsen, D. Garcia, B. Ginsburg, M. Houston, O. "
+      "Kuchaiev, G. Venkatesh, H. Wu. Mixed Precision Training. ICLR 2018; arXiv:1710.03740.")),
+    ("nairr-guide", "NAIRR community guide",
+     ('NAIRR Pilot community documentation (nairr.readthedocs.io): "GPU Estimate" and "Generalized Resource'
+      ' Estimation".')),
+    ("narayanan-2021", "Narayanan et al. 2021",
+     ("D. Narayanan, M. Shoeybi, J. Casper, et al. Efficient Large-Scale Language Model Training on GPU "
+      "Clusters Using Megatron-LM. SC21; arXiv:2104.04473, 2021.")),
+    ("rajbhandari-2020", "Rajbhandari et al. 2020",
+     ("S. Rajbhandari, J. Rasley, O. Ruwase, Y. He. ZeRO: Memory Optimizations Toward Training Trillion "
+      "Parameter Models. SC20, 2020; arXiv:1910.02054.")),
+    ("takacs-1962", "Takács 1962",
+     ("L. Takács. Introduction to the Theory of Queues. Oxford University Press, 1962. (The number in an "
+      "M/G/∞ system is Poisson with mean λ·E[W]: a service's requests in flight about Little's mean.)")),
+    ("torchtune", "torchtune",
+     ("pytorch/torchtune, README at commit 30b8519e: memory and throughput table (Llama 3.1 8B LoRA and "
+      "QLoRA on one RTX 4090).")),
+    ("torchtitan", "torchtitan",
+     ("pytorch/torchtitan, torchtitan/models/llama/parallelize_llama.py at commit 82010c79: op-level "
+      "selective activation checkpointing (every second matmul recomputed).")),
+    ("trt-llm-perf", "TensorRT-LLM performance overview",
+     ("NVIDIA/TensorRT-LLM, docs/source/performance/perf-overview.md at commit 00f37686aa85: 'Throughput "
+      "Measurements', trtllm-bench offline throughput of Llama 3.1 8B, Llama 3.3 70B and Llama 3.1 405B "
+      "(FP8) on H100 and H200 (the inference engines' achieved fractions are fitted on the H100 rows; "
+      "docs/validation.md).")),
+    ("touvron-2023", "Touvron et al. 2023",
+     ("H. Touvron, L. Martin, K. Stone, et al. Llama 2: Open Foundation and Fine-Tuned Chat Models. "
+      "arXiv:2307.09288, 2023.")),
+)
+REFERENCES: dict[str, Reference] = {id_: Reference(id_, key, text) for id_, key, text in _WORKS}
+
+
+def cited(ids) -> tuple[Reference, ...]:
+    """The works of `ids` (any order, repeats allowed), each once, in the catalog's order; an unknown id
+    is a KeyError (a note citing a work the catalog does not hold is a bug, not a blank line)."""
+    wanted = set(ids)
+    unknown = wanted - REFERENCES.keys()
+    if unknown:
+        raise KeyError(f"no reference with id {', '.join(sorted(unknown))} in catalog/references.py")
+    return tuple(r for id_, r in REFERENCES.items() if id_ in wanted)
+
+
+# Transitional: the in-text citations of sentences not yet made records (notes.TEXT notes and the
+# plan's derivation strings), found by pattern until each emitter names its sources. Shrinks to
+# nothing as the emitters move to records.
+_LEGACY_PATTERNS: tuple[tuple[str, re.Pattern], ...] = (
+    ("asmussen-albrecher-2010", re.compile(r"Lundberg's inequality")),
+    ("bigscience-2022", re.compile(r"BLOOM")),
+    ("chowdhery-2022", re.compile(r"Chowdhery et al\.? 2022|PaLM")),
+    ("crommelin-1932", re.compile(r"Crommelin 1932")),
+    ("dao-2022", re.compile(r"Dao et al\.? 2022|FlashAttention")),
+    ("dettmers-2022", re.compile(r"Dettmers et al\.? 2022")),
+    ("dettmers-2023", re.compile(r"Dettmers et al\.? 2023|QLoRA|NF4")),
+    ("dubey-2024", re.compile(r"Dubey et al\.? 2024")),
+    ("erlang-1909", re.compile(r"Erlang 1909")),
+    ("franx-2001", re.compile(r"Franx 2001")),
+    ("frantar-2023", re.compile(r"Frantar et al\.? 2023|GPTQ")),
+    ("guo-2024", re.compile(r"Guo et al\.?,? (ASPLOS )?2024|GMLake")),
+    ("hoffmann-2022", re.compile(r"Hoffmann et al\.? 2022|Chinchilla")),
+    ("hu-2021", re.compile(r"Hu et al\.? 2021|LoRA")),
+    ("kaplan-2020", re.compile(r"Kaplan et al\.? 2020")),
+    ("korthikanti-2022", re.compile(r"Korthikanti et al\.? 2022")),
+    ("kwon-2023", re.compile(r"Kwon et al\.? 2023|vLLM")),
+    ("lin-2024", re.compile(r"Lin et al\.? 2024|AWQ")),
+    ("llm-foundry", re.compile(r"llm-foundry")),
+    ("little-1961", re.compile(r"Little 1961|Little's law")),
+    ("micikevicius-2018", re.compile(r"Micikevicius et al\.? 2018|fp32 master")),
+    ("nairr-guide", re.compile(r"NAIRR community guide")),
+    ("narayanan-2021", re.compile(r"Narayanan et al\.? 2021")),
+    ("rajbhandari-2020", re.compile(r"Rajbhandari et al\.? 2020|ZeRO")),
+    ("takacs-1962", re.compile(r"M/G/∞")),
+    ("torchtune", re.compile(r"torchtune")),
+    ("torchtitan", re.compile(r"torchtitan")),
+    ("trt-llm-perf", re.compile(r"TensorRT-LLM performance overview")),
+    ("touvron-2023", re.compile(r"Touvron et al\.? 2023")),
+)
+
+
+def legacy_sources(text: str) -> tuple[str, ...]:
+    """The ids of the works a sentence not yet made a record cites by name (transitional)."""
+    return tuple(id_ for id_, pattern in _LEGACY_PATTERNS if pattern.search(text))

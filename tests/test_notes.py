@@ -1,0 +1,71 @@
+"""Explanations as records: a Note's kind, values and sources; the reference catalog; Appendix B
+built from the ids the plan's records cite, each once, nothing uncited."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from proposalkit.catalog.references import REFERENCES, cited
+from proposalkit.input.loading import load_files
+from proposalkit.notes import TEXT, Note, note, of_kind, text_note
+from proposalkit.planning.citations import workload_sources
+from proposalkit.planning.planner import plan_files
+from proposalkit.render import context as ctx
+from proposalkit.render.notes import WORDS, note_record, note_text
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "workloads.yaml"
+
+
+@pytest.fixture(scope="module")
+def golden_plan():
+    return plan_files(load_files([str(GOLDEN)]))
+
+
+def test_a_note_keeps_its_values_in_order_and_by_name():
+    n = note("buffer", sources=("nairr-guide",), fraction=0.3)
+    assert n.kind == "buffer" and n["fraction"] == 0.3 and n.get("missing", 7) == 7
+    assert n.values == (("fraction", 0.3),) and n.sources == ("nairr-guide",)
+    with pytest.raises(KeyError):
+        n["missing"]
+    assert hash(n) == hash(note("buffer", sources=("nairr-guide",), fraction=0.3))    # frozen, comparable
+
+
+def test_notes_are_selected_by_kind_not_by_text():
+    notes = [note("a", x=1), text_note("a: looks like kind a"), "a: a plain sentence", note("b")]
+    assert of_kind(notes, "a") == [note("a", x=1)]
+    assert [n.kind for n in of_kind(notes, "a", "b")] == ["a", "b"]
+
+
+def test_a_text_note_prints_its_sentence_and_every_kind_has_words():
+    assert note_text(text_note("as it was written")) == "as it was written"
+    assert TEXT in WORDS
+    with pytest.raises(KeyError):
+        note_text(Note("no-such-kind"))
+
+
+def test_note_record_is_plain_json():
+    record = note_record(Note(TEXT, (("text", "rank 16"), ("targets", ("q_proj", "v_proj"))), ("hu-2021",)))
+    assert record == {"kind": TEXT, "values": {"text": "rank 16", "targets": ["q_proj", "v_proj"]},
+                      "sources": ["hu-2021"], "text": "rank 16"}
+
+
+def test_cited_lists_each_work_once_in_catalog_order_and_refuses_unknown_ids():
+    got = cited(["rajbhandari-2020", "dao-2022", "rajbhandari-2020"])
+    assert [r.id for r in got] == ["dao-2022", "rajbhandari-2020"]
+    assert got[0].key == "Dao et al. 2022" and "FlashAttention" in got[0].text
+    with pytest.raises(KeyError, match="no-such-paper"):
+        cited(["no-such-paper"])
+    keys = [r.key for r in REFERENCES.values()]
+    assert len(set(keys)) == len(keys) == len(REFERENCES)
+
+
+def test_appendix_b_is_the_works_the_records_cite_each_once(golden_plan):
+    ids = {id_ for w in golden_plan.workloads for id_ in workload_sources(w)}
+    assert [r.id for r in golden_plan.references] == [id_ for id_ in REFERENCES if id_ in ids]
+    keys = [r.key for r in ctx.report_context(golden_plan).references]
+    assert len(keys) == len(set(keys))
+    papers = [REFERENCES[id_].key for id_ in REFERENCES if id_ in ids]
+    assert keys[:len(papers)] == papers          # the works first, then GPUs, resources, models
+    assert "Dettmers et al. 2023" not in keys    # nothing uncited: no QLoRA in this plan
