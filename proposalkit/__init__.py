@@ -31,6 +31,7 @@ from .errors import InfeasibleError, InputError, Problem, ProposalkitError
 if TYPE_CHECKING:
     from .estimate.breakdown import MemoryBreakdown
     from .estimate.storage import StorageTotals, WorkloadStorage
+    from .notes import Note, Reference
     from .planning.records import (AccessCredits, Candidate, CapFinding, Charge, ChargeGroup, InferencePlan,
                                    Plan, Settings, SystemTotal, Throughput, WorkloadPlan)
     from .render.report import WrittenReports
@@ -43,6 +44,7 @@ _RECORDS = {
     "CapFinding": "planning.records", "AccessCredits": "planning.records",
     "MemoryBreakdown": "estimate.breakdown",
     "WorkloadStorage": "estimate.storage", "StorageTotals": "estimate.storage",
+    "Note": "notes", "Reference": "notes",
     "WrittenReports": "render.report",
 }
 

@@ -24,8 +24,11 @@ class Note:
     units: bytes, tokens, seconds, fractions) and ids, `sources` the reference ids it cites."""
 
     kind: str
+    """What it states: a fixed id (render/notes.py WORDS words each), e.g. "buffer-default"."""
     values: tuple[tuple[str, Value], ...] = ()
+    """Its numbers (base units) and ids, by name, in order; note["name"] reads one."""
     sources: tuple[str, ...] = ()
+    """The ids of the works it cites (catalog/references.py); Appendix B lists them."""
 
     def __getitem__(self, name: str) -> Value:
         for key, value in self.values:
@@ -63,5 +66,8 @@ class Reference:
     """A work the plan cites: its id (what notes name), its in-text citation and the full citation."""
 
     id: str
-    key: str        # the in-text citation, e.g. "Rajbhandari et al. 2020"
-    text: str       # the full citation
+    """What notes cite it by, e.g. "rajbhandari-2020"."""
+    key: str
+    """The in-text citation, e.g. "Rajbhandari et al. 2020"."""
+    text: str
+    """The full citation."""
