@@ -44,16 +44,16 @@ def _states(precision: str, impl: str, stage: int, d: int) -> Fraction:
     ("fp32", 16, lambda d: 8 + Fraction(8, d)),
 ])
 def test_published_megatron_bytes_per_parameter(precision, non_distributed, distributed):
-    assert _states(precision, "megatron", 0, 8) == non_distributed
+    assert _states(precision, "fp32-main-gradients", 0, 8) == non_distributed
     for d in (2, 8, 64):
-        assert _states(precision, "megatron", 1, d) == distributed(d)
+        assert _states(precision, "fp32-main-gradients", 1, d) == distributed(d)
 
 
 def test_deepspeed_bf16_optimizer_keeps_an_fp32_gradient_buffer_of_the_whole_replica():
     for d in (1, 8, 64):
-        assert _states("bf16", "deepspeed-bf16", 0, d) == 8 + Fraction(12, d)
+        assert _states("bf16", "fp32-gradient-buffer", 0, d) == 8 + Fraction(12, d)
     with pytest.raises(ValueError, match="BF16_Optimizer runs at ZeRO stage 0 or 1"):
-        _states("bf16", "deepspeed-bf16", 2, 8)
+        _states("bf16", "fp32-gradient-buffer", 2, 8)
 
 
 def _plan(tmp_path, capsys, extra: str) -> dict:
@@ -88,7 +88,7 @@ def test_fsdp_under_pipeline_parallelism_keeps_the_stage_gathered(tmp_path, caps
 
 
 def test_framework_optimizers_keep_fp32_main_parameters_whatever_master_weights_says():
-    for impl, expected in (("megatron", 18), ("deepspeed-bf16", 20)):
+    for impl, expected in (("fp32-main-gradients", 18), ("fp32-gradient-buffer", 20)):
         setup = TrainingSetup(method="full", seq_len=1, precision="bf16", optimizer_impl=impl, master_weights=False)
         m = training_memory(PARAMS_ONLY, setup, NONE)
         assert Fraction(m.weights + m.gradients + m.optimizer, P) == expected

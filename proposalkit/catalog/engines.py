@@ -79,6 +79,11 @@ class Engine:
     # "16-bit" where they state none (estimate/inference.default_kv_precision applies it).
     fp8_weights_kv: str = "16-bit"
     kv_source: str = ""                  # why, with the engine's code or docs
+    memory_setting: str = ""             # the engine's name for memory_fraction (its argument)
+    # Each prompt prefilled in one forward pass, with the LM head over every prompt position unless the model's
+    # forward takes logits_to_keep (Hugging Face generate(), estimate/prompt_logits.py); False: chunked prefill
+    # and logits at the sampled positions only (the serving engines).
+    whole_prompt_prefill: bool = False
 
 
 TRT_LLM = Engine(
@@ -136,6 +141,7 @@ VLLM = Engine(
     # v0.21.0)"), which the plan assumes.
     budget_after_context=False, workspace_in_budget=True,
     budget_source="vllm/v1/worker/gpu_worker.py init_device, determine_available_memory @ 35d5cda1",
+    memory_setting="gpu_memory_utilization",
     kv_source="vLLM kv_cache_dtype 'auto' is the model's dtype unless the checkpoint's quantization_config is "
               "ModelOpt's with a kv_cache_quant_algo (vllm @ 959009b4 vllm/utils/torch_utils.py "
               "resolve_kv_cache_dtype_string, kv_cache_dtype_str_to_dtype): llm-compressor's FP8 checkpoints and "
@@ -190,6 +196,7 @@ HF = Engine(
                 "found, and its eager, static-batch decoding is slower than the engines' by an amount "
                 "proposalkit cannot source; its speed is refused (memory is modelled)",
     speed_modelled=False,
+    whole_prompt_prefill=True,
     kv_source="Hugging Face transformers' cache keeps the key and value states as the attention computes them, "
               "in the activations' 16-bit dtype",
 )

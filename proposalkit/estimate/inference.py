@@ -248,9 +248,10 @@ def kv_bytes_per_token_per_gpu(model: ModelSpec, kv_precision: str, tensor_paral
 
 
 def replica(model: ModelSpec, gpu: GPUSpec, *, tensor_parallel: int = 1, precision: str = "bf16",
-            engine: str | Engine | None = "vllm", kv_precision: str | None = None,
+            engine: str | Engine | None = None, kv_precision: str | None = None,
             node_gpus: int = NODE_GPUS) -> Replica:
-    """The memory side of one replica: weights, workspace and KV pool per GPU, under the engine's rule.
+    """The memory side of one replica: weights, workspace and KV pool per GPU, under the engine's rule
+    (engine None: the default engine, catalog/engines.engine).
     `node_gpus`: GPUs per node of the resource it runs on (tensor parallelism beyond crosses the network)."""
     require_architecture(model, "the inference speed model")
     check_choice(precision, INFERENCE_PRECISIONS, "precision")

@@ -36,11 +36,10 @@ Sources, cited where used:
 from __future__ import annotations
 
 import dataclasses
-from fractions import Fraction
 
 from .activations import training_activations
 from .workspace import DEFAULT_PREFILL_TOKENS, inference_activation_bytes
-from .prompt_logits import WHOLE_PROMPT_ENGINE, prompt_logits_note
+from .prompt_logits import prompt_logits_note
 from .arith import ceil, check_positive, fmt_bytes_per_param, memo
 from .breakdown import (  # noqa: F401  (re-exported: the memory API)
     ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES, DEFAULT_OVERHEAD, MemoryBreakdown, Overhead, PeakPhases, overhead_bytes,
@@ -54,6 +53,7 @@ from .phases import (
 from .model_states import (  # noqa: F401  (re-exported: the memory API)
     OPTIMIZER_IMPLS, model_states, worst_stage_fraction, zero3_gathered_bytes,
 )
+from ..catalog.engines import engine as engine_named
 from ..options import (
     ADAPTER_PRECISIONS, INFERENCE_PRECISIONS, KV_PRECISIONS, LOSSES, OPTIMIZERS, TRAINING_METHODS, TRAINING_PRECISIONS,
 )
@@ -65,9 +65,6 @@ from .weights import (  # noqa: F401  (re-exported: the memory API)
 )
 from ..units import bytes_per_element
 
-# vLLM preallocates gpu_memory_utilization = 0.9 of the device by default
-# (vLLM engine arguments), i.e. it leaves 10% of the GPU outside its pool.
-VLLM_GPU_MEMORY_UTILIZATION = Fraction(9, 10)
 
 
 # --------------------------------------------------------------------------
@@ -107,7 +104,7 @@ def _validate_training(model: ModelSpec, setup: TrainingSetup) -> None:
     if setup.offload_params and setup.zero_stage != 3:
         raise ValueError(f"offload.params: the parameters are offloaded only with full sharding (zero_stage 3), "
                          f"got zero_stage {setup.zero_stage}")
-    if setup.optimizer_impl == "deepspeed-bf16" and setup.zero_stage >= 2:
+    if setup.optimizer_impl == "fp32-gradient-buffer" and setup.zero_stage >= 2:
         # stage 1 only with DeepSpeed's data_types.grad_accum_dtype fp32 (runtime/engine.py); frameworks.py applies it at 0
         raise ValueError("optimizer_impl: DeepSpeed's BF16_Optimizer runs at ZeRO stage 0 or 1 "
                          f"(got zero_stage {setup.zero_stage})")
@@ -250,6 +247,7 @@ def inference_memory(model: ModelSpec, setup: InferenceSetup, overhead: Overhead
     if setup.prefill_tokens is not None:
         check_positive(setup.prefill_tokens, "prefill_tokens")
     t = setup.tensor_parallel
+    engine = engine_named(setup.engine)
     notes: list[str] = []
 
     weights = weight_bytes(model, setup.precision) / t
@@ -302,7 +300,7 @@ def inference_memory(model: ModelSpec, setup: InferenceSetup, overhead: Overhead
                 "their fp32 softmax and its 16-bit copy (transformers eager_attention_forward) + fp32 logits of "
                 "the sampled positions"
             )
-        elif setup.engine == WHOLE_PROMPT_ENGINE:
+        elif engine.whole_prompt_prefill:
             notes.append(
                 f"activations: one layer's transient tensors for {setup.batch * setup.context:,} tokens (generate() "
                 "prefills each prompt in one forward pass) + fp32 logits of the sampled positions"
@@ -315,15 +313,17 @@ def inference_memory(model: ModelSpec, setup: InferenceSetup, overhead: Overhead
                 "positions"
                 + (f"; {setup.attention} attention keeps no s×s scores" if setup.attention != "flash" else "")
             )
-        if setup.attention == "eager" or setup.engine == WHOLE_PROMPT_ENGINE:
+        if setup.attention == "eager" or engine.whole_prompt_prefill:
             e = 4 if setup.precision == "fp32" else 2
             notes.append(prompt_logits_note(model, setup.batch, setup.context, e))
     else:
         notes.append(f"activations not estimated: model {model.id!r} gives only a parameter count")
-    if setup.engine in (None, "vllm"):   # the other engines' reservations are stated by their own rules
+    if engine.fraction_of == "device" and engine.workspace_in_budget:
+        # A budget of the device that holds all the engine allocates leaves the rest outside (vLLM's rule; the
+        # other engines' reservations are stated by their own rules, estimate/reservation.py).
         notes.append(
-            f"serving engines reserve part of the GPU: vLLM's default gpu_memory_utilization = "
-            f"{float(VLLM_GPU_MEMORY_UTILIZATION):g} leaves 10% outside its pool"
+            f"serving engines reserve part of the GPU: {engine.name}'s default {engine.memory_setting} = "
+            f"{engine.memory_fraction:g} leaves {1 - engine.memory_fraction:.0%} outside its pool"
         )
     parts = [ceil(weights), 0, 0, activations, ceil(kv_cache)]
     notes.append(overhead_note(overhead))

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from .arith import exact, fmt_bytes_per_param
-from .phases import FSDP_FRAMEWORKS
 from ..catalog.modules import default_lora
 from .lora import lora_matrices, lora_trainable_params
 from ..precision import (
@@ -45,22 +44,23 @@ from .setups import TrainingSetup
 from .weights import weight_bytes
 from ..units import bytes_per_element
 
-# Optimizer implementations a framework may run (TrainingSetup.optimizer_impl), beside the default
-# "torch" (torch.optim or bitsandbytes on the model's own parameters and gradients):
-#   "deepspeed-bf16": DeepSpeed BF16_Optimizer (microsoft/DeepSpeed @ 06e39a56,
+# Optimizer implementations a framework may run (TrainingSetup.optimizer_impl, named for what they hold; the
+# framework preset sets it, input/frameworks.py), beside the default "torch" (torch.optim or bitsandbytes on the
+# model's own parameters and gradients):
+#   "fp32-gradient-buffer": DeepSpeed BF16_Optimizer (microsoft/DeepSpeed @ 06e39a56,
 #       deepspeed/runtime/bf16_optimizer.py): bf16 parameters and their bf16 .grad, plus one flat
 #       fp32 gradient buffer of the whole replica (fp32_groups_gradients_flat = zeros_like(the
 #       flat bf16 params, float32), accumulated into after each backward and not partitioned),
 #       and the fp32 master partition and Adam states split over the data-parallel ranks
 #       (fp32_groups_flat_partition: its own ZeRO-1). The bf16 .grad is cleared only at the
 #       start of the next backward (clear_lp_grads), so both gradient copies coexist.
-#   "megatron": Megatron-LM's fp32 main gradients (NVIDIA/Megatron-LM docs/distrib_optimizer.md:
+#   "fp32-main-gradients": Megatron-LM's fp32 main gradients (NVIDIA/Megatron-LM docs/distrib_optimizer.md:
 #       bytes per parameter "bf16 param, fp32 grads: 18 non-distributed, 6 + 12/d distributed";
 #       "fp16 param, fp16 grads: 20, 4 + 16/d"): with bf16 weights the gradients accumulate in
 #       an fp32 main_grad buffer instead of a bf16 .grad; with fp16 weights fp32 main gradients
 #       are kept beside the fp16 ones and sharded with the optimizer. The distributed optimizer
 #       is zero_stage 1.
-OPTIMIZER_IMPLS = ("torch", "deepspeed-bf16", "megatron")
+OPTIMIZER_IMPLS = ("torch", "fp32-gradient-buffer", "fp32-main-gradients")
 
 
 # torch.autocast with fp32 parameters (Hugging Face Trainer's bf16/fp16 AMP) holds the same 16 bytes split
@@ -152,12 +152,12 @@ def _per_param(setup: TrainingSetup, mixed: bool, pure: bool) -> tuple:
     wb = bytes_per_element(setup.precision)
     grad = wb
     master = FP32_BYTES if mixed else 0
-    if setup.optimizer_impl == "megatron" and setup.precision != "fp32":
+    if setup.optimizer_impl == "fp32-main-gradients" and setup.precision != "fp32":
         if setup.precision == "bf16":
             grad = FP32_BYTES            # main_grad replaces the bf16 .grad
         else:
             master += FP32_BYTES         # fp16: fp32 main grads beside the fp16 ones, sharded with the optimizer
-    elif setup.optimizer_impl == "deepspeed-bf16":
+    elif setup.optimizer_impl == "fp32-gradient-buffer":
         grad = wb + FP32_BYTES           # bf16 .grad + the fp32 accumulation buffer
     moment = bytes_per_element(setup.precision) if pure and setup.optimizer not in PAGED_OPTIMIZERS else FP32_BYTES
     return wb, grad, master, optimizer_state_bytes(setup.optimizer, moment_bytes=moment)
@@ -216,14 +216,14 @@ def zero3_gathered_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[Fracti
     unit_params = max(layer, embedding, head) / Fraction(setup.tensor_parallel)
     gathered_weights = 2 * unit_bytes
     gathered_grads = unit_params * wb if setup.method == "full" else 0
-    if gathered_grads and setup.framework in FSDP_FRAMEWORKS:
+    if gathered_grads and setup.data_parallel_impl == "fsdp2":
         # FSDP2's foreach_reduce allocates the reduce-scatter input, the unit's numel in the reduce dtype, and
         # copies the unsharded gradients into it before it frees them (pytorch/pytorch @ 415cc262
         # torch/distributed/_composable/fsdp/_fsdp_collectives.py: reduce_scatter_input = torch.empty(...,
         # dtype=reduce_dtype); foreach_reduce_scatter_copy_in; "Only after the copy-in finishes can we free the
         # gradients"). torchtitan reduces in fp32 (config_manager.py mixed_precision_reduce float32); torchtune
         # gives FSDP2 no mixed-precision policy, so the gradients' own dtype.
-        reduce = FP32_BYTES if setup.framework == "torchtitan" and setup.master_weights else wb
+        reduce = FP32_BYTES if setup.fsdp_fp32_params and setup.master_weights else wb
         gathered_grads += unit_params * reduce
     return gathered_weights, gathered_grads
 
@@ -322,7 +322,7 @@ def fmt_gib(value) -> str:
 def _full(model: ModelSpec, setup: TrainingSetup, mixed: bool, pure: bool, fsdp_pp: bool) -> tuple:
     stage = setup.zero_stage
     wb, grad, master, moments = _per_param(setup, mixed, pure)
-    opt_sharded = stage >= 1 or setup.optimizer_impl == "deepspeed-bf16"
+    opt_sharded = stage >= 1 or setup.optimizer_impl == "fp32-gradient-buffer"
     if fsdp_pp:
         # torchtitan (pytorch/torchtitan @ 9dec370, parallelize_llama.py apply_fsdp): with pipeline
         # parallelism reshard_after_forward is False, so a stage's parameters stay gathered across
@@ -344,14 +344,14 @@ def _full(model: ModelSpec, setup: TrainingSetup, mixed: bool, pure: bool, fsdp_
                 "gradient shards ÷ the data-parallel GPUs")
         return weights, gradients, optimizer_master, optimizer_moments, note
     weights = _params_per_gpu(model, setup, stage >= 3) * wb
-    grad_sharded = stage >= 2 and setup.optimizer_impl != "deepspeed-bf16"
+    grad_sharded = stage >= 2 and setup.optimizer_impl != "fp32-gradient-buffer"
     gradients = _params_per_gpu(model, setup, grad_sharded) * grad
     per_opt = _params_per_gpu(model, setup, opt_sharded)
     total = wb + grad + master + moments
     note = (
         f"model states: {fmt_bytes_per_param(wb)} (weights) + {fmt_bytes_per_param(grad)} (gradients"
-        + {"megatron": ", Megatron fp32 main gradients" if setup.precision == "bf16" else "",
-           "deepspeed-bf16": ", DeepSpeed BF16_Optimizer: bf16 gradients + an fp32 accumulation buffer of the "
+        + {"fp32-main-gradients": ", Megatron fp32 main gradients" if setup.precision == "bf16" else "",
+           "fp32-gradient-buffer": ", DeepSpeed BF16_Optimizer: bf16 gradients + an fp32 accumulation buffer of the "
                              "whole replica"}.get(setup.optimizer_impl, "")
         + f") + {fmt_bytes_per_param(master + moments)} ({setup.optimizer} states"
         + (", fp32 master copy included" if mixed else "")

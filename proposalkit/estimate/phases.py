@@ -40,52 +40,17 @@ from .setups import TrainingSetup
 from ..catalog.shapes import ModelSpec
 from ..units import bytes_per_element
 
-# Frameworks whose gradient memory outlives zero_grad, with where they keep it.
-PERSISTENT_GRADIENT_FRAMEWORKS = {
-    # microsoft/DeepSpeed @ 38327e07: bf16_optimizer.py allocates fp32_groups_gradients_flat once
-    # (torch.zeros_like) and clear_hp_grads() only zeroes it; zero/stage_1_and_2.py backward() allocates
-    # the reduce bucket (ipg_buffer, reduce_bucket_size 5e8 values, two with overlap_comm) before the
-    # loss's backward and keeps the gradient partitions (averaged_gradients) until step(); zero/stage3.py
-    # allocates grad_partitions_flat_buffer and the IPG bucket once, at initialisation.
-    "deepspeed": "DeepSpeed keeps gradient buffers across steps (BF16_Optimizer's fp32 gradients; ZeRO's reduce "
-                 "bucket allocated before the loss's backward and its gradient partitions; DeepSpeed @ 38327e07)",
-    # NVIDIA/Megatron-LM @ d98e8a64 megatron/core/distributed/param_and_grad_buffer.py: grad_data =
-    # torch.zeros(...) once; zero_grad_buffer() -> reset() -> grad_data.zero_().
-    "megatron": "Megatron-LM's contiguous main-gradient buffer is allocated once and zeroed, not freed "
-                "(param_and_grad_buffer.py @ d98e8a64)",
-}
-# Frameworks whose data parallelism is FSDP2 (fully_shard): the sharded gradients are ordinary .grad
-# tensors, freed by zero_grad each step (torchtune @ 015b39c7 recipes/full_finetune_distributed.py:
-# zero_grad(set_to_none=True) after the step; torchtitan @ e9f53473 torchtitan/train.py: train_step opens
-# with self.optimizers.zero_grad(), PyTorch's default set_to_none).
-FSDP_FRAMEWORKS = ("torchtune", "torchtitan")
-
-
-# Frameworks whose AdamW step runs torch's foreach implementation. torch.optim.AdamW with neither foreach nor
-# fused given defaults to foreach on CUDA (pytorch/pytorch @ dc80ccde torch/optim/adam.py adam():
-# _default_to_fused_or_foreach(params, differentiable, use_fused=False); AdamW runs the same code), and
-# _multi_tensor_adam allocates `exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)`, a new tensor the
-# size and dtype of every second moment of the parameter group, before _foreach_addcdiv_ applies the update
-# (the same line is where Hugging Face Trainer runs report CUDA out of memory in _multi_tensor_adamw). The
-# fused kernel (fused=True) and bitsandbytes' 8-bit and paged optimizers update in place; DeepSpeed's and
-# Megatron-LM's FusedAdam too; torchtune's configs pass fused: True or foreach: False, axolotl defaults to
-# adamw_torch_fused (its config schema's optimizer default, OptimizerNames.ADAMW_TORCH_FUSED).
-# A workload that names no framework is not counted: its default states (2 + 2 + 12 B/param, an fp32 master copy
-# of 16-bit weights) are a mixed-precision optimizer's (DeepSpeed's, Megatron-LM's, Apex's FusedAdam), not
-# torch.optim.AdamW's, which keeps its moments in the parameters' dtype and no master copy.
-FOREACH_ADAMW_FRAMEWORKS = {
-    # huggingface/transformers @ fd798335 src/transformers/training_args.py: default_optim = "adamw_torch"
-    # (torch.optim.AdamW, no foreach/fused argument); later versions pick adamw_torch_fused with torch >= 2.8.
-    "hf-trainer": "TrainingArguments optim default adamw_torch, torch.optim.AdamW with foreach (transformers @ "
-                  "fd798335 training_args.py; adamw_torch_fused, which holds no temporary, only from torch 2.8)",
-    "llama-factory": "the Hugging Face Trainer's default optim adamw_torch, torch.optim.AdamW with foreach "
-                     "(transformers @ fd798335 training_args.py)",
-    # pytorch/torchtitan @ 5cffd5ac torchtitan/optimizer.py build_optimizers: {"fused": fused, "foreach": not
-    # fused} with fused = job_config.optimizer.fused, a store_true flag (off unless given) until torchtitan's
-    # optimizer.implementation option, "fused" by default (config_manager.py @ 391ddd3d).
-    "torchtitan": "torchtitan's AdamW with foreach = not --optimizer.fused, off unless given (torchtitan @ 5cffd5ac "
-                  "optimizer.py; its later optimizer.implementation defaults to fused, which holds no temporary)",
-}
+# What the framework running the step does (TrainingSetup's behaviour flags, which input/frameworks.py sets
+# with their sources): frees_gradients_between_steps (false: its gradient buffers outlive zero_grad),
+# data_parallel_impl "fsdp2" (FSDP2's sharded gradients are plain .grad tensors, freed by zero_grad each step:
+# torchtune @ 015b39c7 recipes/full_finetune_distributed.py, torchtitan @ e9f53473 torchtitan/train.py), and
+# optimizer_step_temporary "foreach": torch.optim.AdamW with neither foreach nor fused given defaults to foreach
+# on CUDA (pytorch/pytorch @ dc80ccde torch/optim/adam.py adam(): _default_to_fused_or_foreach(params,
+# differentiable, use_fused=False); AdamW runs the same code), and _multi_tensor_adam allocates
+# `exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)`, a new tensor the size and dtype of every second
+# moment of the parameter group, before _foreach_addcdiv_ applies the update. The fused kernel (fused=True) and
+# bitsandbytes' 8-bit and paged optimizers update in place.
+FOREACH_ADAMW = "torch.optim.AdamW with foreach"     # what the step note says where no source is given
 
 
 def step_temporary_bytes(setup: TrainingSetup, moments) -> Fraction | int:
@@ -93,7 +58,7 @@ def step_temporary_bytes(setup: TrainingSetup, moments) -> Fraction | int:
     parameter the size of its second moment (half of `moments`, the two Adam moments on the GPU). 0 where the
     step updates in place (fused, 8-bit, paged, a framework's own optimizer), runs on the CPU (offload) or one
     parameter at a time (optimizer in backward)."""
-    if (setup.optimizer != "adamw" or setup.framework not in FOREACH_ADAMW_FRAMEWORKS
+    if (setup.optimizer != "adamw" or setup.optimizer_step_temporary != "foreach"
             or setup.optimizer_impl != "torch" or setup.optimizer_in_backward or setup.offload_optimizer):
         return 0
     return exact(moments, 2)
@@ -109,7 +74,7 @@ def tied_embedding_temporary(model: ModelSpec, setup: TrainingSetup) -> tuple[Fr
     (0, 0) where the weight is not shared, the optimizer steps in the backward, or a framework's own gradient
     buffers take the gradients (DeepSpeed, Megatron-LM), or pipeline stages hold the two uses apart."""
     if (not model.has_architecture or not model.tied_embeddings or setup.method != "full"
-            or setup.optimizer_in_backward or setup.framework in PERSISTENT_GRADIENT_FRAMEWORKS
+            or setup.optimizer_in_backward or not setup.frees_gradients_between_steps
             or setup.pipeline_parallel > 1 or setup.offload_optimizer or setup.offload_params):
         return 0, 0
     residual = FP32_BYTES if setup.autocast_fp32_params or setup.precision == "fp32" else bytes_per_element(setup.precision)
@@ -129,7 +94,7 @@ def tied_note(tied: int, at_end: int) -> str:
 
 def step_note(setup: TrainingSetup, temporary: int, at_step: int, counted: bool) -> str:
     gib = 2**30
-    return (f"optimizer step: {FOREACH_ADAMW_FRAMEWORKS[setup.framework]} allocates the square root of every "
+    return (f"optimizer step: {setup.source_of('optimizer_step_temporary', FOREACH_ADAMW)} allocates the square root of every "
             f"second moment ({temporary / gib:.2f} GiB) while weights, gradients and optimizer states are live, "
             f"after the backward has freed the activations: {at_step / gib:.2f} GiB allocated"
             + ("; the largest moment of the step, counted (the temporary within the optimizer component)"
@@ -143,8 +108,8 @@ def gradients_persist(model: ModelSpec, setup: TrainingSetup) -> str | None:
         return "gradient_accumulation_steps unset"
     if steps > 1:
         return f"gradient accumulation over {steps} micro-batches keeps the gradients from one to the next"
-    if setup.framework in PERSISTENT_GRADIENT_FRAMEWORKS:
-        return PERSISTENT_GRADIENT_FRAMEWORKS[setup.framework]
+    if not setup.frees_gradients_between_steps:
+        return setup.source_of("frees_gradients_between_steps", "the framework keeps its gradient buffers across steps")
     if setup.optimizer_impl != "torch":
         return "the framework's optimizer keeps its own gradient buffer"
     if setup.method != "full":
@@ -155,12 +120,12 @@ def gradients_persist(model: ModelSpec, setup: TrainingSetup) -> str | None:
         return "the pipeline schedule accumulates gradients over its micro-batches"
     if setup.offload_optimizer or setup.offload_params:
         return "the gradients stream to the offloaded optimizer through GPU buffers (conservative)"
-    if setup.data_parallel > 1 and not (setup.framework in FSDP_FRAMEWORKS and setup.zero_stage >= 2):
+    if setup.data_parallel > 1 and not (setup.data_parallel_impl == "fsdp2" and setup.zero_stage >= 2):
         # torch/csrc/distributed/c10d/reducer.cpp (pytorch/pytorch @ ad78a7b3) initialize_buckets: each
         # bucket's flat `gradients` tensor is allocated once and lives as long as the DDP module.
         return ("data parallelism keeps gradient buckets across steps (PyTorch DDP's reducer buckets, or a ZeRO "
                 "implementation the workload does not name)")
-    if setup.tensor_parallel > 1 and setup.framework not in FSDP_FRAMEWORKS:
+    if setup.tensor_parallel > 1 and setup.data_parallel_impl != "fsdp2":
         return "tensor parallelism outside torchtune/torchtitan may keep a gradient buffer (conservative)"
     if not model.has_architecture:
         return "the model gives only a parameter count"

@@ -35,9 +35,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..catalog.shapes import ModelSpec
 
-# The engine that computes the LM head over every prompt position (catalog/engines.py HF).
-WHOLE_PROMPT_ENGINE = "hf"
-
 # config.json model_types whose *ForCausalLM.forward takes logits_to_keep at huggingface/transformers v4.57.1
 # (src/transformers/models/<type>/modeling_<type>.py), the decoder families proposalkit reads; gemma3_text is
 # Gemma3ForCausalLM's own config type (models/gemma3).

@@ -43,8 +43,8 @@ class TrainingSetup:
     offload_optimizer: bool = False
     offload_params: bool = False
     # Which optimizer implementation holds the states (model_states.OPTIMIZER_IMPLS): "torch", or a
-    # framework's own ("deepspeed-bf16": BF16_Optimizer's fp32 gradient buffer; "megatron": fp32
-    # main gradients). A framework preset sets it.
+    # framework's own ("fp32-gradient-buffer": DeepSpeed BF16_Optimizer's; "fp32-main-gradients":
+    # Megatron-LM's). A framework preset sets it.
     optimizer_impl: str = "torch"
     # activation_checkpointing may also be "selective", kept by `selective_policy` (estimate/checkpointing.py:
     # "attention", Megatron-LM's; "op", torchtitan's); a framework preset sets the policy.
@@ -61,10 +61,22 @@ class TrainingSetup:
     # Megatron-LM's Transformer Engine kernels), "eager" (eager PyTorch's extra saved tensors) or
     # "compiled" (torch.compile of each layer: fused layers, an eager final norm, a compiled chunked loss).
     kernels: str = "fused"
-    # Micro-batches accumulated per optimizer step (None: not stated) and the framework that runs the step
-    # (None: not stated): together they say whether gradients persist beside the loss peak (phases.py).
+    # Micro-batches accumulated per optimizer step (None: not stated): with the behaviour flags below, whether
+    # gradients persist beside the loss peak (phases.py).
     gradient_accumulation_steps: int | None = None
-    framework: str | None = None
+    # What the framework running the step does, resolved from the workload's `framework` when it is loaded
+    # (input/frameworks.py behaviour; proposalkit/knobs.py gives each flag's meaning and default). The estimate
+    # reads these, never a framework's name.
+    optimizer_step_temporary: str = "none"      # "foreach": torch's foreach AdamW allocates √v at the step (phases.py)
+    frees_gradients_between_steps: bool = True  # False: the framework keeps gradient buffers across steps
+    data_parallel_impl: str = "ddp"             # "fsdp2": FSDP2's sharded .grad, freed each step (phases, model_states)
+    fsdp_fp32_params: bool = False              # FSDP2 MixedPrecisionPolicy over fp32 params: fp32 gradient reduce
+    # Where the framework does what a flag says: (flag, source) pairs, quoted by the notes.
+    flag_sources: tuple[tuple[str, str], ...] = ()
+
+    def source_of(self, flag: str, otherwise: str) -> str:
+        """Where the framework does what `flag` says (flag_sources), else `otherwise`."""
+        return next((text for name, text in self.flag_sources if name == flag), otherwise)
 
 
 @dataclass(frozen=True)

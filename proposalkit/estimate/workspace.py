@@ -15,7 +15,8 @@ from ..catalog.shapes import (
 )
 from ..options import INFERENCE_ATTENTION
 from ..precision import FP32_BYTES, check_choice
-from .prompt_logits import WHOLE_PROMPT_ENGINE, keeps_prompt_logits, prompt_logits_bytes
+from ..catalog.engines import engine as engine_named
+from .prompt_logits import keeps_prompt_logits, prompt_logits_bytes
 from .setups import InferenceSetup
 
 # Logits of the sampled positions at inference are fp32 (vLLM's sampler
@@ -40,8 +41,8 @@ def inference_activation_bytes(model: ModelSpec, setup: InferenceSetup) -> int:
     projection_widths) and the MLP inner tensors (3 or 2 · e·n·f per routed
     expert at the expert width, plus the shared experts; a dense layer's f
     when wider), those split by t; plus the fp32 logits of the sampled
-    positions (4·batch·v). e = 2 bytes (4 for fp32). Under transformers (engine hf,
-    or eager attention, which only transformers runs) each prompt is one forward
+    positions (4·batch·v). e = 2 bytes (4 for fp32). Under transformers (an engine of
+    whole-prompt prefill, or eager attention, which only transformers runs) each prompt is one forward
     pass (n = batch·context) and, for a model without logits_to_keep, its
     logits at every position are live (prompt_logits.py).
     """
@@ -53,7 +54,7 @@ def inference_activation_bytes(model: ModelSpec, setup: InferenceSetup) -> int:
     eager = setup.attention == "eager"
     # Eager attention runs in Hugging Face transformers, whose generate() prefills each prompt in one
     # forward pass: no chunking.
-    whole = eager or setup.engine == WHOLE_PROMPT_ENGINE
+    whole = eager or engine_named(setup.engine).whole_prompt_prefill
     n = setup.batch * setup.context if whole else min(setup.batch * setup.context, chunk)
     h = model.hidden
     attention = sum(projection_widths(model))

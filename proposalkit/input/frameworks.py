@@ -7,9 +7,14 @@ as an assumption with its source, also where it equals the planner's own default
 the framework was taken into account, and a later change of the planner's default does not move it).
 
 One table: PRESETS. Each entry is a field, its value, the source (repository @ commit, file, the
-setting) and, where the recipe differs by method, the methods it applies to. The optimizer
-implementation (DeepSpeed's BF16_Optimizer, Megatron's fp32 main gradients) is not a workload field:
-optimizer_impl() gives it to the planner.
+setting) and, where the recipe differs by method, the methods it applies to.
+
+What the framework does that no workload field says (how its optimizer holds gradients, what its step
+allocates, its kernels, ...) becomes behaviour flags, knobs only a preset sets (proposalkit/knobs.py):
+FLAGS for those a framework always sets, and a function for each that depends on the workload
+(optimizer_impl, selective_policy, softmax_fp32, sequence_parallel, kernels). behaviour() resolves them
+once, when the file is loaded (input/loading.py LoadedWorkload.behaviour): the estimates read the flags,
+never a framework's name.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..catalog.engines import ENGINES, engine as engine_named
+from ..knobs import default, knob
 
 # Training frameworks a workload may name (CONTRACT.md, `framework`).
 TRAINING_FRAMEWORKS = ("hf-trainer", "torchtune", "torchtitan", "deepspeed", "megatron", "axolotl", "llama-factory")
@@ -164,12 +170,12 @@ NOTES: dict[str, tuple[str, ...]] = {
 # Optimizer implementations a framework runs in place of torch.optim (estimate/model_states.py
 # OPTIMIZER_IMPLS), with the condition and the source; not a workload field.
 OPTIMIZER_IMPL_SOURCES = {
-    "deepspeed-bf16": "DeepSpeed's BF16_Optimizer with bf16 at ZeRO stage 0 (deepspeed/runtime/bf16_optimizer.py): "
+    "fp32-gradient-buffer": "DeepSpeed's BF16_Optimizer with bf16 at ZeRO stage 0 (deepspeed/runtime/bf16_optimizer.py): "
                       "an fp32 gradient accumulation buffer of the whole replica beside the bf16 gradients; at "
                       "stages 1-3 DeepSpeed's ZeRO optimizers with bf16 gradients (microsoft/DeepSpeed @ "
                       "4be8df721 runtime/engine.py get_data_types: grad_accum_dtype is bf16 under ZeRO unless "
                       "data_types.grad_accum_dtype is set; _do_optimizer_sanity_check)",
-    "megatron": f"Megatron-LM's fp32 main gradients ({MEGATRON} megatron/training/arguments.py: "
+    "fp32-main-gradients": f"Megatron-LM's fp32 main gradients ({MEGATRON} megatron/training/arguments.py: "
                 "accumulate_allreduce_grads_in_fp32 for bf16; docs/distrib_optimizer.md)",
 }
 
@@ -205,19 +211,6 @@ def sequence_parallel(workload) -> tuple[bool | None, str | None]:
     return None, None
 
 
-# Frameworks whose full fine-tune runs 16-bit compute as torch.autocast over fp32 parameters: the Hugging
-# Face Trainer (TrainingArguments fp16/bf16: torch.amp autocast, the model's parameters left in fp32) and
-# LLaMA-Factory, which trains through it with its trainable parameters upcast to fp32
-# (cast_trainable_params_to_fp32, above).
-AUTOCAST_FRAMEWORKS = ("hf-trainer", "llama-factory")
-
-
-def autocast_fp32_params(workload) -> bool:
-    """Whether the framework runs its 16-bit compute under autocast with fp32 parameters (the planner applies
-    it to full fine-tunes with mixed_precision true; LoRA's frozen base weights are 16-bit)."""
-    return workload.kind != "inference" and workload.framework in AUTOCAST_FRAMEWORKS
-
-
 # Megatron-LM's layers run Transformer Engine's and its own fused kernels: a fused RMSNorm with the QKV
 # linear that saves the 16-bit input and rstd (TELayerNormColumnParallelLinear), and the fused SwiGLU that
 # saves only its input and recomputes silu in the backward (d98e8a64d megatron/core/fusions/
@@ -240,8 +233,8 @@ def kernels(workload) -> tuple[str, str]:
         return "compiled", ("torch.compile (compile: true): each layer keeps what fused kernels keep; the final "
                             "norm stays eager; a chunked loss is compiled (16-bit logits and per-row statistics)")
     if workload.compile is None:
-        return "eager", ("compile: false (planner default: eager PyTorch, as the Hugging Face Trainer and most "
-                         "trainers run unless told; set compile: true where the run uses torch.compile)")
+        return "eager", (f"compile: {_show(default('compile'))} (planner default: {knob('compile').source}; set "
+                         "compile: true where the run uses torch.compile)")
     return "eager", ""
 
 
@@ -256,12 +249,117 @@ def optimizer_impl(workload, precision: str) -> tuple[str, str | None]:
     # data_types.grad_accum_dtype fp32, which the workload format does not express). With zero_stage unset the
     # planner's search applies it at stage 0 only (planning/search.py memory_of).
     if name == "deepspeed" and precision == "bf16" and workload.zero_stage in (None, 0):
-        impl = "deepspeed-bf16"
+        impl = "fp32-gradient-buffer"
     elif name == "megatron" and precision in ("bf16", "fp16"):
-        impl = "megatron"
+        impl = "fp32-main-gradients"
     else:
         return "torch", None
     return impl, f"optimizer: {OPTIMIZER_IMPL_SOURCES[impl]} ({name} preset)"
+
+
+# What each framework always does that the estimates count, as behaviour flags (proposalkit/knobs.py): the flag,
+# its value and where the framework does so. Training only. They add no assumption line of their own: an
+# estimate that a flag changes quotes its source (estimate/phases.py).
+FLAGS: dict[str, tuple[PresetDefault, ...]] = {
+    "hf-trainer": (
+        # huggingface/transformers @ fd798335 src/transformers/training_args.py: default_optim = "adamw_torch"
+        # (torch.optim.AdamW, no foreach/fused argument); later versions pick adamw_torch_fused with torch >= 2.8.
+        PresetDefault("optimizer_step_temporary", "foreach",
+                      "TrainingArguments optim default adamw_torch, torch.optim.AdamW with foreach (transformers @ "
+                      "fd798335 training_args.py; adamw_torch_fused, which holds no temporary, only from torch 2.8)"),
+        # TrainingArguments fp16/bf16: torch.amp autocast, the model's parameters left in fp32 (applied to full
+        # fine-tunes with mixed_precision true; LoRA's frozen base weights are 16-bit).
+        PresetDefault("autocast_fp32_params", True, f"{TRANSFORMERS}: bf16/fp16 run as torch.amp autocast over the "
+                                                    "model's fp32 parameters"),
+    ),
+    "llama-factory": (
+        PresetDefault("optimizer_step_temporary", "foreach",
+                      "the Hugging Face Trainer's default optim adamw_torch, torch.optim.AdamW with foreach "
+                      "(transformers @ fd798335 training_args.py)"),
+        # It trains through the Trainer with its trainable parameters upcast to fp32 (cast_trainable_params_to_fp32).
+        PresetDefault("autocast_fp32_params", True, f"{LLAMA_FACTORY} src/llamafactory/model/adapter.py: trainable "
+                                                    "parameters upcast to fp32, trained through transformers' "
+                                                    "Trainer (autocast)"),
+    ),
+    "torchtitan": (
+        # pytorch/torchtitan @ 5cffd5ac torchtitan/optimizer.py build_optimizers: {"fused": fused, "foreach": not
+        # fused} with fused = job_config.optimizer.fused, a store_true flag (off unless given) until torchtitan's
+        # optimizer.implementation option, "fused" by default (config_manager.py @ 391ddd3d).
+        PresetDefault("optimizer_step_temporary", "foreach",
+                      "torchtitan's AdamW with foreach = not --optimizer.fused, off unless given (torchtitan @ "
+                      "5cffd5ac optimizer.py; its later optimizer.implementation defaults to fused, which holds no "
+                      "temporary)"),
+        # torchtitan @ e9f53473 torchtitan/train.py: train_step opens with self.optimizers.zero_grad(), PyTorch's
+        # default set_to_none.
+        PresetDefault("data_parallel_impl", "fsdp2", f"{TORCHTITAN} parallelize_llama.py apply_fsdp: FSDP2 "
+                                                     "fully_shard"),
+        PresetDefault("fsdp_fp32_params", True,
+                      f"{TORCHTITAN} torchtitan/config_manager.py: FSDP2 MixedPrecisionPolicy with "
+                      "mixed_precision_param bfloat16 over fp32 sharded parameters, mixed_precision_reduce float32"),
+    ),
+    "torchtune": (
+        # torchtune @ 015b39c7 recipes/full_finetune_distributed.py: zero_grad(set_to_none=True) after the step.
+        PresetDefault("data_parallel_impl", "fsdp2", f"{TORCHTUNE} recipes/full_finetune_distributed.py: FSDP2 "
+                                                     "fully_shard, no mixed-precision policy"),
+    ),
+    "deepspeed": (
+        # microsoft/DeepSpeed @ 38327e07: bf16_optimizer.py allocates fp32_groups_gradients_flat once
+        # (torch.zeros_like) and clear_hp_grads() only zeroes it; zero/stage_1_and_2.py backward() allocates
+        # the reduce bucket (ipg_buffer, reduce_bucket_size 5e8 values, two with overlap_comm) before the
+        # loss's backward and keeps the gradient partitions (averaged_gradients) until step(); zero/stage3.py
+        # allocates grad_partitions_flat_buffer and the IPG bucket once, at initialisation.
+        PresetDefault("frees_gradients_between_steps", False,
+                      "DeepSpeed keeps gradient buffers across steps (BF16_Optimizer's fp32 gradients; ZeRO's reduce "
+                      "bucket allocated before the loss's backward and its gradient partitions; DeepSpeed @ "
+                      "38327e07)"),
+        # DeepSpeed's offload_optimizer is a zero_optimization setting (input/state_rules.py).
+        PresetDefault("offload_under_zero", True, f"{DEEPSPEED} runtime/engine.py _do_optimizer_sanity_check: "
+                                                  "BF16_Optimizer without ZeRO keeps its states on the GPU"),
+    ),
+    "megatron": (
+        # NVIDIA/Megatron-LM @ d98e8a64 megatron/core/distributed/param_and_grad_buffer.py: grad_data =
+        # torch.zeros(...) once; zero_grad_buffer() -> reset() -> grad_data.zero_().
+        PresetDefault("frees_gradients_between_steps", False,
+                      "Megatron-LM's contiguous main-gradient buffer is allocated once and zeroed, not freed "
+                      "(param_and_grad_buffer.py @ d98e8a64)"),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """The behaviour flags a workload's framework sets (knob name, value), where the framework does so (knob
+    name, source) and the assumptions stating those the plan prints. Empty without a framework."""
+
+    flags: tuple[tuple[str, object], ...] = ()
+    sources: tuple[tuple[str, str], ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def behaviour(workload) -> Behaviour:
+    """The workload's framework as behaviour flags, resolved once (a training workload's; inference engines are
+    catalog rows, catalog/engines.py). The assumptions come in the order the plan prints them."""
+    if workload.kind == "inference":
+        return Behaviour()
+    precision = workload.precision or default("precision")     # training loads any checkpoint at this precision
+    flags: dict[str, object] = {}
+    sources: dict[str, str] = {}
+    notes: list[str] = []
+    impl, impl_note = optimizer_impl(workload, precision)
+    policy, policy_note = selective_policy(workload)
+    softmax32, softmax_note = softmax_fp32(workload)
+    sp, sp_note = sequence_parallel(workload)
+    how, kernels_note = kernels(workload)
+    for name, value, note in (("optimizer_impl", impl, impl_note), ("selective_policy", policy, policy_note),
+                              ("softmax_fp32", softmax32, softmax_note), ("sequence_parallel", sp, sp_note),
+                              ("kernels", how, kernels_note)):
+        if value is not None and value != default(name):
+            flags[name] = value
+        if note:
+            notes.append(note)
+    for flag in FLAGS.get(workload.framework, ()):
+        flags[flag.field], sources[flag.field] = flag.value, flag.source
+    return Behaviour(tuple(flags.items()), tuple(sources.items()), tuple(notes))
 
 
 def _show(value: object) -> str:

@@ -7,6 +7,7 @@ reading model_config.py.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
@@ -24,7 +25,7 @@ from .model_config import read_config, read_hub_config
 from .pilots import measured_throughput, read_pilots
 from .bounds import BOUNDS
 from ..files import WORKLOAD_FILE, Refused, read_limited
-from .frameworks import apply_preset, framework_problem
+from .frameworks import Behaviour, apply_preset, behaviour, framework_problem
 from .schema import UNION_TAGS, Proposal, Workload, WorkloadFile
 from .values import describe
 from .source import Path, Source, field_name
@@ -44,6 +45,11 @@ class LoadedWorkload:
     index: int
     preset_notes: tuple[str, ...] = ()      # the framework preset's defaults, as assumptions (frameworks.py)
     lines: tuple[tuple[str, int | None], ...] = ()     # (field, line) of the fields the workload sets
+
+    @functools.cached_property
+    def behaviour(self) -> Behaviour:
+        """The workload's framework as behaviour flags (frameworks.py), resolved once."""
+        return behaviour(self.spec)
 
     def field_line(self, name: str) -> int | None:
         """The line of a field of this workload (its own, or its default's), else the workload's."""

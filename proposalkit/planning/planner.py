@@ -74,7 +74,7 @@ def _attention(w, notes: list[str]) -> str:
     return "flash"
 
 
-def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
+def _settings(w, model: ModelSpec, notes: list[str], behaviour: frameworks.Behaviour) -> Settings:
     seq_len = w.seq_len or (w.data.seq_len if w.data else None)
     if seq_len is None and w.kind != "inference":
         seq_len = min(model.max_context or DEFAULT_SEQ_LEN, DEFAULT_SEQ_LEN)
@@ -106,12 +106,7 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
     precision = _precision(w, model, notes)
     if w.kind == "inference" and (kv := kv_note(precision, w.framework)):
         notes.append(kv)
-    impl, impl_note = frameworks.optimizer_impl(w, precision)
-    policy, policy_note = frameworks.selective_policy(w)
-    softmax32, softmax_note = frameworks.softmax_fp32(w)
-    sp, sp_note = frameworks.sequence_parallel(w)
-    kernels, kernels_note = frameworks.kernels(w) if w.kind != "inference" else ("fused", None)
-    notes += [note for note in (impl_note, policy_note, softmax_note, sp_note, kernels_note) if note]
+    notes += behaviour.notes
     return Settings(
         precision=precision,
         buffer=buffer,
@@ -139,13 +134,9 @@ def _settings(w, model: ModelSpec, notes: list[str]) -> Settings:
         activation_offload=bool(w.activation_offload),
         context_parallel=w.context_parallel or 1,
         framework=w.framework,
-        optimizer_impl=impl,
-        **({"selective_policy": policy} if policy else {}),
-        **({"softmax_fp32": softmax32} if softmax32 is not None else {}),
-        **({"sequence_parallel": sp} if sp is not None else {}),
-        autocast_fp32_params=frameworks.autocast_fp32_params(w),
-        kernels=kernels,
         gradient_accumulation_steps=w.gradient_accumulation_steps,
+        **dict(behaviour.flags),
+        flag_sources=behaviour.sources,
     )
 
 
@@ -186,7 +177,7 @@ def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | Non
         # fp32 parameters (autocast over them, Hugging Face Trainer; FSDP2's fp32 sharded parameters, torchtitan:
         # config_manager.py mixed_precision_param bf16 is the compute cast only), with no separate master copy;
         # pure 16-bit training (mixed_precision false) saves 16-bit moments and no master.
-        fp32_params = s.mixed_precision and (s.autocast_fp32_params or w.framework == "torchtitan")
+        fp32_params = s.mixed_precision and (s.autocast_fp32_params or s.fsdp_fp32_params)
         # The Trainer under ZeRO may run DeepSpeed, whose checkpoint holds 16-bit weights + fp32 master + moments
         # (14 B/param), or FSDP with fp32 parameters (12): the larger checkpoint, fp32 final weights.
         deepspeed_possible = s.autocast_fp32_params and bool(zero_stage)
@@ -224,7 +215,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
         raise InputError([Problem(lw.path, lw.line, f"workloads[{lw.index}].tensor_parallel",
                                   f"an inference replica runs on tensor_parallel GPUs (got {w.tensor_parallel}, and "
                                   f"gpus: {w.gpus}; expected the same number, or only one of them)")])
-    s = _settings(w, model, notes)
+    s = _settings(w, model, notes, lw.behaviour)
     if w.kind != "inference" and s.seq_len % s.context_parallel:
         raise InputError([Problem(lw.path, lw.line, f"workloads[{lw.index}].context_parallel",
                                   f"does not divide the sequence length (got {s.context_parallel} for the default "

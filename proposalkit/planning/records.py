@@ -78,7 +78,8 @@ class Settings:
     offload_params: bool = False
     """Parameters offloaded to CPU memory."""
     optimizer_impl: str = "torch"
-    """The optimizer's implementation (estimate/model_states.py OPTIMIZER_IMPLS; set by framework presets)."""
+    """Who holds the optimizer's states and gradients (estimate/model_states.py OPTIMIZER_IMPLS; set by framework
+    presets)."""
     selective_policy: str = DEFAULT_SELECTIVE_POLICY
     """Which selective-checkpointing policy (estimate/checkpointing.py); a framework preset may set "op"."""
     activation_offload: bool = False
@@ -100,6 +101,18 @@ class Settings:
     """Training kernels: eager, compiled or fused (estimate/memory.py TrainingSetup.kernels)."""
     gradient_accumulation_steps: int | None = None
     """Training: micro-batches per optimizer step; None when the workload does not say (estimate/phases.py)."""
+    optimizer_step_temporary: str = "none"
+    """What the optimizer step allocates beside the model states: "foreach" (torch's foreach AdamW) or "none"."""
+    frees_gradients_between_steps: bool = True
+    """The gradients are freed after each optimizer step (False: the framework keeps its gradient buffers)."""
+    data_parallel_impl: str = "ddp"
+    """How data parallelism holds gradients: "ddp" (buckets kept across steps) or "fsdp2" (fully_shard)."""
+    fsdp_fp32_params: bool = False
+    """FSDP2's mixed-precision policy over fp32 sharded parameters (fp32 gradient reduce, fp32 checkpoints)."""
+    offload_under_zero: bool = False
+    """Optimizer offload runs only under ZeRO stages 1-3 (DeepSpeed's offload_optimizer)."""
+    flag_sources: tuple[tuple[str, str], ...] = ()
+    """(flag, source): where the workload's framework does what each behaviour flag it set says."""
 
 
 class Candidate(NamedTuple):

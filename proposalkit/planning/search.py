@@ -68,13 +68,16 @@ def memory_of(model: ModelSpec, w, s: Settings, count: int, zero_stage: int | No
                           softmax_fp32=s.softmax_fp32, sequence_parallel=s.sequence_parallel,
                           autocast_fp32_params=s.autocast_fp32_params and method == "full" and s.mixed_precision,
                           kernels=s.kernels, gradient_accumulation_steps=s.gradient_accumulation_steps,
-                          framework=s.framework)
+                          optimizer_step_temporary=s.optimizer_step_temporary,
+                          frees_gradients_between_steps=s.frees_gradients_between_steps,
+                          data_parallel_impl=s.data_parallel_impl, fsdp_fp32_params=s.fsdp_fp32_params,
+                          flag_sources=s.flag_sources)
     return training_memory(model, setup, DEFAULT_OVERHEAD)
 
 
 def _impl_at(impl: str, zero_stage: int | None) -> str:
     """DeepSpeed runs BF16_Optimizer without ZeRO only; at stages 1-3 its ZeRO optimizers (input/frameworks.py)."""
-    return "torch" if impl == "deepspeed-bf16" and zero_stage else impl
+    return "torch" if impl == "fp32-gradient-buffer" and zero_stage else impl
 
 
 def pilot_sized(model: ModelSpec, w) -> bool:
@@ -109,7 +112,7 @@ def fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict)
     stages = [s.zero_stage] if s.zero_stage is not None else ([0, 1, 2, 3] if dp > 1 else [0])
     if s.zero_stage is None and s.offload_params:
         stages = [3]            # parameters are offloaded only under full sharding
-    elif s.zero_stage is None and s.offload_optimizer and s.framework == "deepspeed":
+    elif s.zero_stage is None and s.offload_optimizer and s.offload_under_zero:
         stages = [1, 2, 3] if dp > 1 else [1]   # ZeRO-Offload runs under ZeRO stages 1-3 (input/state_rules.py)
     ckpts = [s.activation_checkpointing] if s.activation_checkpointing is not None else [False, True]
     if s.activation_offload and s.activation_checkpointing is None:
