@@ -14,8 +14,10 @@ Who reads the table:
   (estimate/setups.py) hold the knobs under the same names; tests/test_knobs.py fails where a record
   lacks a knob, has one the table does not, or defaults it differently.
 
-Adding a knob: a row here, the field in the records that carry it (the test names them), and the code
-that uses it.
+Adding a knob: a row here; its field in each record that carries it, declared with its type and
+`default(name)` (the schema's with its value type and `_knob(name)`; tests/test_knobs.py names each
+record that lacks it); and the code that uses it. The planner fills Settings from the table and
+passes the training knobs to TrainingSetup by name, so no mapping is written per knob.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ class Knob:
 
 
 _T, _I, _TI = ("training",), ("inference",), ("training", "inference")
+_BUFFER = 0.30              # a default its description quotes
+_TTFT_PERCENTILE = 99.0     # likewise
 
 _ROWS = (
     # ------------------------------------------------------------ every workload
@@ -74,8 +78,8 @@ _ROWS = (
          "config.json torch_dtype bfloat16); a quantized checkpoint is served at its own",
          "Weight precision. An inference workload on a quantized checkpoint (config.json quantization_config) is "
          "planned at the checkpoint's own unless this is set.", BOTH, setups=_TI),
-    Knob("buffer", "float", 0.30, "NAIRR community guide, GPU estimate page: \"Add 30% buffer\"",
-         "Contingency added to GPU-hours (default 0.30).", BOTH),
+    Knob("buffer", "float", _BUFFER, "NAIRR community guide, GPU estimate page: \"Add 30% buffer\"",
+         f"Contingency added to GPU-hours (default {_BUFFER:.2f}).", BOTH),
     Knob("variants", "int", 1, "one run",
          "Runs of this workload, each a whole job (seeds, sweep points, ablations): GPU-hours, the charge and the "
          "final weights kept are multiplied by it.", BOTH),
@@ -160,10 +164,9 @@ _ROWS = (
          "cpu: parameter and gradient shards in host memory, gathered to the GPU a unit at a time (DeepSpeed "
          "offload_param, FSDP CPUOffload); needs zero_stage 3. FSDP's CPU offload also runs the optimizer on the "
          "CPU: write optimizer: cpu as well.", field="offload.params", setups=_T),
-    Knob("lora", "LoraSpec", LoraSpec(),
-         "rank 16 as torchtune's llama3_1/405B_qlora recipe (lora_rank: 16; PEFT's LoraConfig default r = 8 is "
-         "smaller), on the attention projections q, k, v, o as Hu et al. 2021 adapted attention; method lora or "
-         "qlora only",
+    Knob("lora", "LoraSpec", None,
+         f"none: method full trains every weight; lora and qlora take LoraSpec's defaults (catalog/modules.py: rank "
+         f"{LoraSpec.rank} on the attention projections, each with its source)",
          "LoRA and QLoRA: adapter rank and target modules.", setups=_T),
     Knob("checkpoints_retained", "int", 3,
          "the planner's: the latest few on scratch, the rest archived (Hugging Face TrainingArguments keeps every "
@@ -228,9 +231,13 @@ _ROWS = (
     Knob("batch", "int", 1, "one sequence; a batch job's and a service by load's batch is what the engine runs",
          "Inference: sequences at once. A service kept up hours: the sequences of context tokens held; a batch "
          "job or a service by load: a cap per replica.", INFERENCE, setups=_I),
-    Knob("ttft_percentile", "float", 99, "p99, the tail latency services are commonly held to",
+    Knob("ttft_percentile", "float", _TTFT_PERCENTILE,
+         "the tail a user of the service waits at worst in 100 requests (vLLM's serving benchmark, "
+         "benchmarks/benchmark_serving.py, prints mean, median and P99 TTFT); an average would let 1 request in 2 "
+         "miss a target the plan says is met",
          "Inference service: the percentile of the time to first token that ttft_ms bounds and the plan reports "
-         "(default 99: p99), prompts arriving as a Poisson stream.", INFERENCE, settings=False),
+         f"(default {_TTFT_PERCENTILE:g}: p{_TTFT_PERCENTILE:g}), prompts arriving as a Poisson stream.", INFERENCE,
+         settings=False),
 )
 
 KNOBS: dict[str, Knob] = {k.name: k for k in _ROWS}

@@ -162,15 +162,15 @@ def test_pure_bf16_training_has_no_master_copy():
     # torchtune trains in bf16 throughout: "2 bytes per model and optimizer parameter"
     # (docs/source/tutorials/memory_optimizations.rst): 2 + 2 + 2·2 = 8 bytes/param
     p = 7_000_000_000
-    m = training_memory(SEVEN_B, TrainingSetup(method="full", seq_len=1, master_weights=False))
+    m = training_memory(SEVEN_B, TrainingSetup(method="full", seq_len=1, mixed_precision=False))
     assert (m.weights, m.gradients, m.optimizer) == (2 * p, 2 * p, 4 * p)
     assert any("pure 16-bit" in note for note in m.notes)
     # LoRA adapters in bf16 with bf16 AdamW moments: 2 + 2 + 4 bytes per adapter parameter
     lora = LoraSpec(rank=8, targets=("q_proj", "v_proj"), adapter_precision="bf16")
-    m = training_memory(LLAMA2_7B, TrainingSetup(method="lora", seq_len=1, lora=lora, master_weights=False))
+    m = training_memory(LLAMA2_7B, TrainingSetup(method="lora", seq_len=1, lora=lora, mixed_precision=False))
     assert (m.gradients, m.optimizer) == (4_194_304 * 2, 4_194_304 * 4)
     # fp32 training ignores the switch
-    fp32 = training_memory(SEVEN_B, TrainingSetup(method="full", seq_len=1, precision="fp32", master_weights=False))
+    fp32 = training_memory(SEVEN_B, TrainingSetup(method="full", seq_len=1, precision="fp32", mixed_precision=False))
     assert fp32.optimizer == 8 * p
 
 
@@ -282,7 +282,7 @@ def test_llama_block_generalisation_term_by_term():
 
 
 def test_checkpointing_and_flash_attention_reduce_activations():
-    base = TrainingSetup(method="full", seq_len=4096, micro_batch=2, flash_attention=False)
+    base = TrainingSetup(method="full", seq_len=4096, micro_batch=2, flash_attention=False, kernels="fused")
     plain, _ = training_activation_bytes(LLAMA2_7B, base)
     flash, _ = training_activation_bytes(LLAMA2_7B, TrainingSetup(**{**base.__dict__, "flash_attention": True}))
     ckpt, _ = training_activation_bytes(LLAMA2_7B, TrainingSetup(**{**base.__dict__, "flash_attention": True,

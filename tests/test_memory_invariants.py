@@ -58,7 +58,7 @@ def training_setups(draw) -> TrainingSetup:
         activation_checkpointing=draw(st.booleans()),
         flash_attention=draw(st.booleans()),
         sequence_parallel=draw(st.booleans()),
-        master_weights=draw(st.booleans()),
+        mixed_precision=draw(st.booleans()),
         lora=LoraSpec(rank=draw(st.sampled_from([1, 8, 64])),
                       targets=draw(st.sampled_from([("q_proj", "v_proj"), ("all-linear",)])))
         if method != "full" else None,

@@ -87,8 +87,8 @@ def test_fsdp_under_pipeline_parallelism_keeps_the_stage_gathered(tmp_path, caps
     assert c["optimizer"] == 12 * stage // 4               # fp32 master, m, v sharded over 4
 
 
-def test_framework_optimizers_keep_fp32_main_parameters_whatever_master_weights_says():
+def test_framework_optimizers_keep_fp32_main_parameters_whatever_mixed_precision_says():
     for impl, expected in (("fp32-main-gradients", 18), ("fp32-gradient-buffer", 20)):
-        setup = TrainingSetup(method="full", seq_len=1, precision="bf16", optimizer_impl=impl, master_weights=False)
+        setup = TrainingSetup(method="full", seq_len=1, precision="bf16", optimizer_impl=impl, mixed_precision=False)
         m = training_memory(PARAMS_ONLY, setup, NONE)
         assert Fraction(m.weights + m.gradients + m.optimizer, P) == expected

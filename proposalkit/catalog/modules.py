@@ -56,6 +56,9 @@ class LoraSpec:
     the QLoRA reference code (artidoro/qlora, qlora.py) casts them to bf16.
     """
 
+    # The planner's defaults for method lora and qlora (proposalkit/knobs.py, lora). Rank 16, as torchtune's
+    # llama3_1/405B_qlora recipe (lora_rank: 16; PEFT's LoraConfig default, r = 8, is smaller); the attention
+    # projections, where Hu et al. 2021 put the adapters.
     rank: int = 16
     targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
     adapter_precision: str = DEFAULT_ADAPTER_PRECISION

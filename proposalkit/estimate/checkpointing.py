@@ -38,9 +38,10 @@ from fractions import Fraction
 
 from ..precision import FP32_BYTES
 from ..catalog.shapes import ModelSpec, is_moe, moe_layer_count, projection_widths, shared_expert_ffn_hidden
+from ..knobs import default
 
 SELECTIVE_POLICIES = ("attention", "op")
-DEFAULT_SELECTIVE_POLICY = "attention"
+DEFAULT_SELECTIVE_POLICY = default("selective_policy")     # Megatron-LM's (proposalkit/knobs.py)
 # torchtune OffloadActivations(max_fwd_stash_size: int = 5, min_offload_size: int = 1024) (@ e511d5a2).
 OFFLOAD_STASH_TENSORS = 5
 

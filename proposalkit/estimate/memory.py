@@ -122,7 +122,7 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
       (fp32 master 4, m 4, v 4) = 16; adamw-8bit: optimizer 4 + 2·(1 + 4/256);
       SGD with momentum: optimizer 4 + 4. fp32 training: weights 4 + gradients 4
       + optimizer 8 (AdamW), 2·(1 + 4/256) (8-bit) or 4 (SGD); no master copy.
-      Pure 16-bit (master_weights=False, torchtune): 2 + 2 + 4 (AdamW moments
+      Pure 16-bit (mixed_precision=False, torchtune): 2 + 2 + 4 (AdamW moments
       in bf16) = 8.
       Tensor × pipeline parallelism divide the parameters first (P/(t·p)); ZeRO
       then divides over N data-parallel GPUs: stage 1 the optimizer states,

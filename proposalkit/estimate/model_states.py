@@ -223,7 +223,7 @@ def zero3_gathered_bytes(model: ModelSpec, setup: TrainingSetup) -> tuple[Fracti
         # dtype=reduce_dtype); foreach_reduce_scatter_copy_in; "Only after the copy-in finishes can we free the
         # gradients"). torchtitan reduces in fp32 (config_manager.py mixed_precision_reduce float32); torchtune
         # gives FSDP2 no mixed-precision policy, so the gradients' own dtype.
-        reduce = FP32_BYTES if setup.fsdp_fp32_params and setup.master_weights else wb
+        reduce = FP32_BYTES if setup.fsdp_fp32_params and setup.mixed_precision else wb
         gathered_grads += unit_params * reduce
     return gathered_weights, gathered_grads
 
@@ -232,8 +232,8 @@ def model_states(model: ModelSpec, setup: TrainingSetup) -> ModelStates:
     """Weights, gradients and optimizer states per GPU (device, paged, host), with their notes."""
     n, stage = setup.data_parallel, setup.zero_stage
     # DeepSpeed's BF16_Optimizer and Megatron's Float16 optimizers always keep fp32 main parameters for
-    # 16-bit weights (OPTIMIZER_IMPLS): mixed precision whatever master_weights says.
-    mixed = setup.precision != "fp32" and (setup.master_weights or setup.optimizer_impl != "torch")
+    # 16-bit weights (OPTIMIZER_IMPLS): mixed precision whatever mixed_precision says.
+    mixed = setup.precision != "fp32" and (setup.mixed_precision or setup.optimizer_impl != "torch")
     pure = setup.precision != "fp32" and not mixed
     paged_states = setup.optimizer in PAGED_OPTIMIZERS
     fsdp_pp = stage == 3 and setup.pipeline_parallel > 1 and n > 1

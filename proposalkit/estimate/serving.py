@@ -13,6 +13,7 @@ from .inference import (InferenceError, Prefill, Replica, Step, concurrency_limi
                         mean_context, prefill)
 from .queueing import Wait, prefill_wait, wait_at_most
 from ..catalog.shapes import matmul_params
+from ..knobs import default
 
 
 @dataclass(frozen=True)
@@ -40,11 +41,9 @@ class Service:
     prefill_chunk: int = 0          # prompt tokens one pass carries (the engine's chunk)
 
 
-# The TTFT a latency target is held to, unless the workload names another (ttft_percentile): the 99th
-# percentile, the tail a user of the service waits at worst in 100 requests (vLLM's serving benchmark,
-# benchmarks/benchmark_serving.py, prints mean, median and P99 TTFT). An average would let 1 request in
-# 2 miss a target that the plan says is met: an under-estimate of the replicas needed.
-DEFAULT_TTFT_PERCENTILE = 99.0
+# The TTFT a latency target is held to, unless the workload names another: the 99th percentile
+# (proposalkit/knobs.py ttft_percentile, with its source).
+DEFAULT_TTFT_PERCENTILE = default("ttft_percentile")
 
 
 def pool_full_probability(in_flight: float, most: int) -> float:

@@ -16,6 +16,7 @@ from ..catalog.modules import LORA_TARGETS, LoraSpec
 from ..options import (  # one home, below the schema and the estimates
     INFERENCE_ATTENTION, LOSSES, OPTIMIZERS, PRECISIONS, TRAINING_METHODS as METHODS,
 )
+from ..knobs import KNOBS, default
 from .frameworks import FRAMEWORKS
 from .values import (
     Batch, Bool, Buffer, Checkpointing, CheckpointsRetained, Concurrency, ContextParallel, CountOrZero, Dimension,
@@ -31,6 +32,12 @@ ACCESS_TIERS = ("explore", "discover", "accelerate")    # resources.yaml access_
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _knob(name: str, value: object = None):
+    """The field of a planning knob (proposalkit/knobs.py): described by the table's meaning; unset (None:
+    the planner's default applies) unless a section states the default itself."""
+    return Field(value, description=KNOBS[name].meaning)
 
 
 class Proposal(_Strict):
@@ -164,21 +171,14 @@ class Lora(_Strict):
 class Offload(_Strict):
     """What leaves the GPU for host memory (ZeRO-Offload / ZeRO-Infinity, FSDP CPUOffload)."""
 
-    optimizer: Literal["cpu"] | None = Field(
-        None, description="cpu: optimizer states, fp32 master weights and gradients in host memory, the step on "
-                          "the CPU (DeepSpeed offload_optimizer).")
-    params: Literal["cpu"] | None = Field(
-        None, description="cpu: parameter and gradient shards in host memory, gathered to the GPU a unit at a "
-                          "time (DeepSpeed offload_param, FSDP CPUOffload); needs zero_stage 3. FSDP's CPU offload "
-                          "also runs the optimizer on the CPU: write optimizer: cpu as well.")
+    optimizer: Literal["cpu"] | None = _knob("offload_optimizer")
+    params: Literal["cpu"] | None = _knob("offload_params")
 
 
 class Storage(_Strict):
     """Checkpointing policy (storage section of the report)."""
 
-    checkpoints_retained: CheckpointsRetained = Field(
-        3, description="Checkpoints kept on scratch per run: peak scratch = checkpoint size × this × concurrency "
-                       "(+ the dataset).")
+    checkpoints_retained: CheckpointsRetained = _knob("checkpoints_retained", default("checkpoints_retained"))
 
 
 KIND_TEXT = ("finetune (from a pretrained model), pretrain (from scratch) or inference (a batch job or a "
@@ -204,83 +204,36 @@ class WorkloadFields(_Strict):
     pilot: PilotRef | None = Field(
         None, description="Pilot-run log(s): {log, gpu, gpus}, or a list of them; the measured throughput replaces "
                           "the estimate and the measured peak memory is compared with it.")
-    variants: Variants | None = Field(
-        None, description="Runs of this workload, each a whole job (seeds, sweep points, ablations): GPU-hours, the "
-                          "charge and the final weights kept are multiplied by it.")
+    variants: Variants | None = _knob("variants")
     gpu: Text | None = Field(None, description="Pin a GPU type (catalog id: proposalkit catalog gpus); else the "
                                                "planner chooses.")
     gpus: GpuCount | None = Field(None, description="Pin the GPU count of one run; else the planner chooses.")
-    precision: Literal[PRECISIONS] | None = Field(
-        None, description="Weight precision. An inference workload on a quantized checkpoint (config.json "
-                          "quantization_config) is planned at the checkpoint's own unless this is set.")
-    buffer: Buffer | None = Field(None, description="Contingency added to GPU-hours (default 0.30).")
-    seq_len: Sequence | None = Field(
-        None, description="Training: tokens per sequence. Default: data.seq_len, else the model's maximum context "
-                          "up to the planner's cap.")
-    micro_batch: MicroBatch | None = Field(None, description="Training: sequences per GPU per step.")
-    gradient_accumulation_steps: GradientAccumulation | None = Field(
-        None, description="Training: micro-batches whose gradients are accumulated before each optimizer step (the "
-                          "name HF Trainer, torchtune and DeepSpeed use). Memory only: with 1, gradients freed "
-                          "between steps do not coexist with the loss peak (single GPU, FSDP); unset: gradients "
-                          "are counted beside it.")
-    zero_stage: ZeroStage | None = Field(
-        None, description="Training: ZeRO stage over the data-parallel GPUs, 0 (none), 1 (optimizer states "
-                          "sharded), 2 (+ gradients) or 3 (+ weights; FSDP full shard). Unset: the smallest that "
-                          "fits, chosen by the planner.")
-    tensor_parallel: TensorParallel | None = Field(
-        None, description="GPUs each layer's matrices are split over (Megatron-LM tensor parallelism); for "
-                          "inference, the GPUs of one replica. With gpus pinned, tensor_parallel × "
-                          "pipeline_parallel must divide it.")
-    pipeline_parallel: PipelineParallel | None = Field(
-        None, description="Training: pipeline stages the layers are split into (the fullest stage is counted).")
-    expert_parallel: ExpertParallel | None = Field(
-        None, description="GPUs over which a mixture of experts' routed experts are split (training).")
-    context_parallel: ContextParallel | None = Field(
-        None, description="Training: GPUs over which each sequence is split (torchtitan context parallelism, ring "
-                          "attention); a model copy spans tensor × pipeline × context parallel GPUs.")
-    activation_checkpointing: Checkpointing | None = Field(
-        None, description="true (full: each layer's input kept, the layer recomputed), false, or selective "
-                          "(Megatron-LM's attention-core recomputation; torchtitan's op-level policy with its "
-                          "preset). Unset: off, turned on by the planner where nothing fits without it (its "
-                          "recompute charged).")
-    activation_offload: Bool | None = Field(
-        None, description="Training: saved activations copied to CPU memory in the forward and brought back in the "
-                          "backward (torchtune enable_activation_offloading).")
-    flash_attention: Bool | None = Field(
-        None, description="Training: FlashAttention, which keeps no s² attention scores. On an inference workload "
-                          "false means attention: eager.")
-    compile: Bool | None = Field(
-        None, description="Training: the model runs under torch.compile (torchtune/torchtitan compile, HF Trainer "
-                          "torch_compile): its layers keep what fused kernels keep and a chunked loss is compiled. "
-                          "Default: false (eager PyTorch, which also keeps fp32 norm copies, a gated MLP's activation "
-                          "output and GQA's K/V head copies); a framework preset sets its default.")
-    attention: Literal[INFERENCE_ATTENTION] | None = Field(
-        None, description="Inference: the attention kernel, flash (FlashAttention), sdpa (PyTorch's fused kernels) "
-                          "or eager (matmul + softmax: a layer's s×s scores are held at the prefill). Default: flash; "
-                          "flash_attention: false means eager.")
-    loss: Literal[LOSSES] | None = Field(
-        None, description="Training loss on the logits: standard (cross_entropy on fp32-upcast logits, as "
-                          "Hugging Face transformers and torchtitan), chunked (torchtune CEWithChunkedOutputLoss), "
-                          "fused (fused linear + cross-entropy: Liger, Cut Cross-Entropy). Default: standard.")
-    optimizer: Literal[OPTIMIZERS] | None = Field(
-        None, description="adamw, adamw-8bit, paged-adamw, paged-adamw-8bit (bitsandbytes paged: states evictable "
-                          "to host memory), sgd.")
-    mixed_precision: Bool | None = Field(
-        None, description="true (default): fp32 master weights beside 16-bit compute (AMP, FSDP mixed precision, "
-                          "DeepSpeed, Megatron); false: pure 16-bit training (torchtune), adapters in 16-bit.")
-    optimizer_in_backward: Bool | None = Field(
-        None, description="Optimizer step fused into the backward pass (torchtune optimizer_in_bwd): no full "
-                          "gradient buffer.")
+    precision: Literal[PRECISIONS] | None = _knob("precision")
+    buffer: Buffer | None = _knob("buffer")
+    seq_len: Sequence | None = _knob("seq_len")
+    micro_batch: MicroBatch | None = _knob("micro_batch")
+    gradient_accumulation_steps: GradientAccumulation | None = _knob("gradient_accumulation_steps")
+    zero_stage: ZeroStage | None = _knob("zero_stage")
+    tensor_parallel: TensorParallel | None = _knob("tensor_parallel")
+    pipeline_parallel: PipelineParallel | None = _knob("pipeline_parallel")
+    expert_parallel: ExpertParallel | None = _knob("expert_parallel")
+    context_parallel: ContextParallel | None = _knob("context_parallel")
+    activation_checkpointing: Checkpointing | None = _knob("activation_checkpointing")
+    activation_offload: Bool | None = _knob("activation_offload")
+    flash_attention: Bool | None = _knob("flash_attention")
+    compile: Bool | None = _knob("compile")
+    attention: Literal[INFERENCE_ATTENTION] | None = _knob("attention")
+    loss: Literal[LOSSES] | None = _knob("loss")
+    optimizer: Literal[OPTIMIZERS] | None = _knob("optimizer")
+    mixed_precision: Bool | None = _knob("mixed_precision")
+    optimizer_in_backward: Bool | None = _knob("optimizer_in_backward")
     offload: Offload | None = Field(None, description="Training: what leaves the GPU for host memory.")
-    lora: Lora | None = Field(None, description="LoRA and QLoRA: adapter rank and target modules.")
+    lora: Lora | None = _knob("lora")
     mfu: Mfu | None = Field(
         None, description="Model-FLOPs utilization when no pilot is given, taken as measured with this workload's "
                           "checkpointing. Default: the planner's, from published runs (the plan states it).")
-    context: Sequence | None = Field(
-        None, description="Inference, a service kept up hours: tokens per sequence (prompt and output).")
-    batch: Batch | None = Field(
-        None, description="Inference: sequences at once. A service kept up hours: the sequences of context tokens "
-                          "held; a batch job or a service by load: a cap per replica.")
+    context: Sequence | None = _knob("context")
+    batch: Batch | None = _knob("batch")
     hours: ServiceHours | None = Field(
         None, description="Inference service: wall-clock hours kept up (GPU-hours = its GPUs × hours).")
     requests: Requests | None = Field(
@@ -291,21 +244,11 @@ class WorkloadFields(_Strict):
         None, description="Inference service: requests per second to sustain (with hours kept up).")
     ttft_ms: TtftMs | None = Field(None, description="Inference service: time to first token target, milliseconds.")
     tpot_ms: TpotMs | None = Field(None, description="Inference service: time per output token target, milliseconds.")
-    ttft_percentile: TtftPercentile | None = Field(
-        None, description="Inference service: the percentile of the time to first token that ttft_ms bounds and the "
-                          "plan reports (default 99: p99), prompts arriving as a Poisson stream.")
+    ttft_percentile: TtftPercentile | None = _knob("ttft_percentile")
     resource: Text | None = Field(None, description="Target resource for this workload (overrides proposal.resource).")
-    concurrency: Concurrency | None = Field(
-        None, description="Runs (variants) of this workload at once: calendar time is ⌈variants ÷ concurrency⌉ "
-                          "runs one after another, and peak scratch holds the checkpoints of this many runs. "
-                          "GPU-hours do not change.")
+    concurrency: Concurrency | None = _knob("concurrency")
     storage: Storage | None = Field(None, description="Checkpoints kept on scratch (the storage estimate).")
-    framework: Literal[FRAMEWORKS] | None = Field(
-        None, description="The software that will run it: for training hf-trainer, torchtune, torchtitan, deepspeed, "
-                          "megatron, axolotl, llama-factory (sets the defaults its standard recipe uses, each stated "
-                          "as an assumption with its source; the workload's own fields override them); for inference "
-                          "the engine vllm, sglang, trt-llm or hf (its memory rule, batch limit and calibrated "
-                          "speed).")
+    framework: Literal[FRAMEWORKS] | None = _knob("framework")
 
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"

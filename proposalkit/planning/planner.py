@@ -19,7 +19,7 @@ from ..estimate.links import NODE_GPUS
 from ..catalog.modules import FAMILY_MODULES, LoraSpec, default_targets
 from ..estimate.lora import lora_trainable_params
 from ..estimate.loss import LOSS_SOURCES
-from ..options import DEFAULT_LOSS
+from ..knobs import KNOBS, Knob, default, knob
 from ..catalog.shapes import ModelSpec, is_mla
 from ..input import frameworks
 from ..input.loading import LoadedFile, LoadedWorkload
@@ -28,11 +28,6 @@ from . import charges, comparison, infeasible, inference, pilots, search
 from .citations import as_notes, plan_references
 from .records import Candidate, Plan, Settings, WorkloadPlan
 
-DEFAULT_BUFFER = 0.30       # NAIRR community guide, GPU estimate page: "Add 30% buffer"
-# Training sequence length when the workload gives none: the model's context,
-# capped, since long-context models (Llama 3.1: 131,072) are not fine-tuned at
-# full length by default (torchtune and Hugging Face TRL recipes pack to 2,048-4,096).
-DEFAULT_SEQ_LEN = 4096
 # A workload's own `mfu` above this draws a warning: the highest model-FLOPs utilization
 # published for dense transformer training that we know of (the warning's text and its
 # threshold are this one number). Korthikanti et al. 2022 Table 3: 41.5% (22B), 51.4% (175B),
@@ -48,7 +43,7 @@ def _precision(w, model: ModelSpec, notes: list[str]) -> str:
     at its own, and training loads it into 16-bit weights (QLoRA quantizes its base itself); else bf16."""
     fmt = model.weight_format
     if fmt is None:
-        return w.precision or "bf16"
+        return w.precision or default("precision")
     method = fmt.what.split(":")[0]
     if w.precision is not None:
         notes.append(f"precision {w.precision} as the workload says, not the checkpoint's ({method})")
@@ -57,87 +52,76 @@ def _precision(w, model: ModelSpec, notes: list[str]) -> str:
         notes.append(f"precision {fmt.precision}: the checkpoint's quantization_config; set precision to plan "
                      "other weights")
         return fmt.precision
-    notes.append(f"precision bf16: training loads the quantized checkpoint ({method}) into 16-bit weights"
+    notes.append(f"precision {default('precision')}: training loads the quantized checkpoint ({method}) into 16-bit weights"
                  + ("; QLoRA quantizes the base itself (NF4)" if w.method == "qlora" else ""))
-    return "bf16"
+    return default("precision")
 
 
 def _attention(w, notes: list[str]) -> str:
     """Inference attention kernel: as given; flash_attention: false is eager; else flash (serving engines)."""
     if w.kind != "inference":
-        return "flash"
+        return default("attention")
     if w.attention is not None:
         return w.attention
     if w.flash_attention is False:
         notes.append("attention: eager (flash_attention: false): a layer's s×s scores are held at the prefill")
         return "eager"
-    return "flash"
+    return default("attention")
+
+
+def _given(w, k: Knob):
+    """The workload's value of knob `k` (its field, dotted under a section), None where it is unset."""
+    value = w
+    for part in k.workload_field.split("."):
+        value = getattr(value, part) if value is not None else None
+    return value
 
 
 def _settings(w, model: ModelSpec, notes: list[str], behaviour: frameworks.Behaviour) -> Settings:
+    """Every knob of the workload: as given (its field, or `defaults:` or its framework's preset, merged into
+    the workload when it was loaded), else computed where the planner does (below), else the table's default
+    (proposalkit/knobs.py); the framework's behaviour flags as resolved at load. Each default filled in that
+    changes a figure is stated in `notes`."""
+    given = {k.name: _given(w, k) for k in KNOBS.values() if k.settings and k.workload_field}
+    values = {name: default(name) if value is None else value for name, value in given.items()}
     seq_len = w.seq_len or (w.data.seq_len if w.data else None)
     if seq_len is None and w.kind != "inference":
-        seq_len = min(model.max_context or DEFAULT_SEQ_LEN, DEFAULT_SEQ_LEN)
+        cap = default("seq_len")
+        seq_len = min(model.max_context or cap, cap)
         notes.append(f"sequence length {seq_len:,} tokens (not given: the model's maximum context, "
-                     f"capped at {DEFAULT_SEQ_LEN:,}; set seq_len or data.seq_len)")
+                     f"capped at {cap:,}; set seq_len or data.seq_len)")
     lora = None
     if w.method in ("lora", "qlora"):
-        given = w.lora
-        rank = given.rank if given else LoraSpec.rank   # the default rank has one home: catalog/modules.py
-        targets = tuple(given.targets) if given and given.targets else default_targets(model)
+        given_lora = w.lora
+        rank = given_lora.rank if given_lora else LoraSpec.rank   # the default rank has one home: catalog/modules.py
+        targets = tuple(given_lora.targets) if given_lora and given_lora.targets else default_targets(model)
         lora = LoraSpec(rank=rank, targets=targets)
-        if (given is None or not given.targets) and (is_mla(model) or model.family in FAMILY_MODULES):
+        if (given_lora is None or not given_lora.targets) and (is_mla(model) or model.family in FAMILY_MODULES):
             why = "multi-head latent attention" if is_mla(model) else f"{model.family}'s module names"
             notes.append(f"LoRA rank {rank} on the attention projections {', '.join(targets)} ({why}; planner "
                          "default; set lora: {rank, targets})")
-        elif given is None:
-            notes.append("LoRA rank 16 on the attention projections q, k, v, o (planner default; set lora: {rank, targets})")
-    buffer = DEFAULT_BUFFER if w.buffer is None else w.buffer
+        elif given_lora is None:
+            notes.append(f"LoRA rank {rank} on the attention projections q, k, v, o (planner default; set lora: "
+                         "{rank, targets})")
     if w.buffer is None:
-        notes.append("contingency buffer 30% (default; NAIRR community guide: 20–30% for retries, sweeps, profiling)")
+        notes.append(f"contingency buffer {default('buffer'):.0%} (default; NAIRR community guide: 20–30% for "
+                     "retries, sweeps, profiling)")
     if w.storage is None and w.kind != "inference":
-        notes.append("3 checkpoints kept on scratch per run (planner default; set storage: {checkpoints_retained})")
+        notes.append(f"{default('checkpoints_retained')} checkpoints kept on scratch per run (planner default; set "
+                     "storage: {checkpoints_retained})")
     if w.loss is None and w.kind != "inference":
-        notes.append(f"loss: standard, {LOSS_SOURCES[DEFAULT_LOSS]} (planner default; set loss: chunked or fused "
-                     "where the trainer chunks the loss or fuses it with the LM head)")
-    flash = True if w.flash_attention is None else w.flash_attention
+        notes.append(f"loss: {default('loss')}, {LOSS_SOURCES[default('loss')]} (planner default; set loss: chunked "
+                     "or fused where the trainer chunks the loss or fuses it with the LM head)")
     if w.flash_attention is None and w.kind != "inference":
-        notes.append("FlashAttention on (current training recipes; Dao et al. 2022): no s² attention activations")
+        notes.append(f"FlashAttention on ({knob('flash_attention').source}): no s² attention activations")
     precision = _precision(w, model, notes)
     if w.kind == "inference" and (kv := kv_note(precision, w.framework)):
         notes.append(kv)
     notes += behaviour.notes
-    return Settings(
-        precision=precision,
-        buffer=buffer,
-        variants=w.variants or 1,
-        seq_len=seq_len,
-        micro_batch=w.micro_batch or 1,
-        optimizer=w.optimizer or "adamw",
-        tensor_parallel=w.tensor_parallel or 1,
-        pipeline_parallel=w.pipeline_parallel or 1,
-        expert_parallel=w.expert_parallel or 1,
-        zero_stage=w.zero_stage,
-        activation_checkpointing=w.activation_checkpointing,
-        flash_attention=flash,
-        lora=lora,
-        context=w.context,
-        batch=w.batch or 1,
-        concurrency=w.concurrency or 1,
-        checkpoints_retained=w.storage.checkpoints_retained if w.storage else 3,
-        loss=w.loss or DEFAULT_LOSS,
-        mixed_precision=True if w.mixed_precision is None else w.mixed_precision,
-        optimizer_in_backward=bool(w.optimizer_in_backward),
-        offload_optimizer=w.offload is not None and w.offload.optimizer == "cpu",
-        offload_params=w.offload is not None and w.offload.params == "cpu",
-        attention=_attention(w, notes),
-        activation_offload=bool(w.activation_offload),
-        context_parallel=w.context_parallel or 1,
-        framework=w.framework,
-        gradient_accumulation_steps=w.gradient_accumulation_steps,
-        **dict(behaviour.flags),
-        flag_sources=behaviour.sources,
-    )
+    values.update(precision=precision, seq_len=seq_len, lora=lora, attention=_attention(w, notes),
+                  offload_optimizer=values["offload_optimizer"] == "cpu",
+                  offload_params=values["offload_params"] == "cpu")
+    return Settings(**values, **dict(behaviour.flags), flag_sources=behaviour.sources)
 
 
 def _tokens(w) -> tuple[int, str]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..catalog import GPUSpec
-from ..estimate.checkpointing import DEFAULT_SELECTIVE_POLICY
+from ..knobs import default
 from ..estimate.cross_checks import CrossCheck
 from ..estimate.flops import FlopsPerToken
 from ..catalog.modules import LoraSpec
@@ -65,51 +65,51 @@ class Settings:
     """Variants run at once: changes calendar time, not GPU-hours."""
     checkpoints_retained: int
     """Training checkpoints kept on scratch per run."""
-    expert_parallel: int = 1
+    expert_parallel: int = default("expert_parallel")
     """GPUs a mixture of experts' routed experts are split over."""
-    loss: str = "standard"
+    loss: str = default("loss")
     """Training loss computation: standard, chunked or fused (estimate/loss.py)."""
-    mixed_precision: bool = True
+    mixed_precision: bool = default("mixed_precision")
     """Training keeps fp32 master weights (False: pure 16-bit training)."""
-    optimizer_in_backward: bool = False
+    optimizer_in_backward: bool = default("optimizer_in_backward")
     """Each parameter's optimizer step runs in the backward pass, its gradient freed at once."""
-    offload_optimizer: bool = False
+    offload_optimizer: bool = default("offload_optimizer")
     """Optimizer states offloaded to CPU memory (ZeRO-Offload, FSDP CPUOffload)."""
-    offload_params: bool = False
+    offload_params: bool = default("offload_params")
     """Parameters offloaded to CPU memory."""
-    optimizer_impl: str = "torch"
+    optimizer_impl: str = default("optimizer_impl")
     """Who holds the optimizer's states and gradients (estimate/model_states.py OPTIMIZER_IMPLS; set by framework
     presets)."""
-    selective_policy: str = DEFAULT_SELECTIVE_POLICY
+    selective_policy: str = default("selective_policy")
     """Which selective-checkpointing policy (estimate/checkpointing.py); a framework preset may set "op"."""
-    activation_offload: bool = False
+    activation_offload: bool = default("activation_offload")
     """Saved activations offloaded to CPU memory."""
-    context_parallel: int = 1
+    context_parallel: int = default("context_parallel")
     """GPUs a sequence's tokens are split over (ring attention)."""
-    framework: str | None = None
+    framework: str | None = default("framework")
     """The workload's `framework` (its preset is already in the other settings)."""
-    attention: str = "flash"
+    attention: str = default("attention")
     """Inference attention kernel: flash, sdpa or eager (estimate/activations.py)."""
-    softmax_fp32: bool = True
+    softmax_fp32: bool = default("softmax_fp32")
     """Training without FlashAttention: the softmax in fp32 (eager PyTorch); a Megatron preset may set False
     (its fused 16-bit softmax kernel)."""
-    sequence_parallel: bool = True
+    sequence_parallel: bool = default("sequence_parallel")
     """Tensor parallelism with sequence parallelism (Korthikanti §4.2.2); a deepspeed preset sets False."""
-    autocast_fp32_params: bool = False
+    autocast_fp32_params: bool = default("autocast_fp32_params")
     """HF Trainer AMP: autocast over fp32 parameters (input/frameworks.py)."""
-    kernels: str = "eager"
+    kernels: str = default("kernels")
     """Training kernels: eager, compiled or fused (estimate/memory.py TrainingSetup.kernels)."""
-    gradient_accumulation_steps: int | None = None
+    gradient_accumulation_steps: int | None = default("gradient_accumulation_steps")
     """Training: micro-batches per optimizer step; None when the workload does not say (estimate/phases.py)."""
-    optimizer_step_temporary: str = "none"
+    optimizer_step_temporary: str = default("optimizer_step_temporary")
     """What the optimizer step allocates beside the model states: "foreach" (torch's foreach AdamW) or "none"."""
-    frees_gradients_between_steps: bool = True
+    frees_gradients_between_steps: bool = default("frees_gradients_between_steps")
     """The gradients are freed after each optimizer step (False: the framework keeps its gradient buffers)."""
-    data_parallel_impl: str = "ddp"
+    data_parallel_impl: str = default("data_parallel_impl")
     """How data parallelism holds gradients: "ddp" (buckets kept across steps) or "fsdp2" (fully_shard)."""
-    fsdp_fp32_params: bool = False
+    fsdp_fp32_params: bool = default("fsdp_fp32_params")
     """FSDP2's mixed-precision policy over fp32 sharded parameters (fp32 gradient reduce, fp32 checkpoints)."""
-    offload_under_zero: bool = False
+    offload_under_zero: bool = default("offload_under_zero")
     """Optimizer offload runs only under ZeRO stages 1-3 (DeepSpeed's offload_optimizer)."""
     flag_sources: tuple[tuple[str, str], ...] = ()
     """(flag, source): where the workload's framework does what each behaviour flag it set says."""

@@ -21,11 +21,14 @@ from ..estimate.memory import (
     DEFAULT_OVERHEAD, InferenceSetup, MemoryBreakdown, TrainingSetup, inference_memory, training_memory,
 )
 from ..catalog.shapes import ModelSpec
+from ..knobs import KNOBS
 from ..units import GiB
 from ..catalog import resources
 from . import charges, pilots
 from .records import Candidate, Settings, Throughput
 
+# The knobs a training estimate takes (proposalkit/knobs.py), passed from Settings by name.
+TRAINING_KNOBS = tuple(k.name for k in KNOBS.values() if "training" in k.setups)
 # GPU counts tried: 1, 2, 4, 8 (within a node), then whole 8-GPU nodes doubling.
 CANDIDATE_COUNTS = (1, 2, 4, 8) + tuple(8 * 2**k for k in range(1, 11))
 # How the runtime changes with the GPU count when no pilot measured that count: the FLOPs
@@ -54,24 +57,13 @@ def memory_of(model: ModelSpec, w, s: Settings, count: int, zero_stage: int | No
         # Pure 16-bit training keeps the adapters in the compute dtype (torchtune; artidoro/qlora
         # qlora.py casts each LoraLayer to bf16), not PEFT's fp32 upcast.
         lora = dataclasses.replace(lora, adapter_precision=precision)
-    setup = TrainingSetup(method=method, seq_len=s.seq_len, micro_batch=s.micro_batch,
-                          precision=precision,
-                          optimizer=s.optimizer, data_parallel=count // model_parallel, zero_stage=zero_stage,
-                          tensor_parallel=s.tensor_parallel, pipeline_parallel=s.pipeline_parallel,
-                          expert_parallel=s.expert_parallel,
-                          activation_checkpointing=checkpointing, flash_attention=s.flash_attention, lora=lora,
-                          loss=s.loss,
-                          master_weights=s.mixed_precision, optimizer_in_backward=s.optimizer_in_backward,
-                          offload_optimizer=s.offload_optimizer, offload_params=s.offload_params,
-                          optimizer_impl=_impl_at(s.optimizer_impl, zero_stage), selective_policy=s.selective_policy,
-                          activation_offload=s.activation_offload, context_parallel=s.context_parallel,
-                          softmax_fp32=s.softmax_fp32, sequence_parallel=s.sequence_parallel,
-                          autocast_fp32_params=s.autocast_fp32_params and method == "full" and s.mixed_precision,
-                          kernels=s.kernels, gradient_accumulation_steps=s.gradient_accumulation_steps,
-                          optimizer_step_temporary=s.optimizer_step_temporary,
-                          frees_gradients_between_steps=s.frees_gradients_between_steps,
-                          data_parallel_impl=s.data_parallel_impl, fsdp_fp32_params=s.fsdp_fp32_params,
-                          flag_sources=s.flag_sources)
+    # Every training knob as the planner settled it; the configuration tried here sets the rest.
+    knobs = {name: getattr(s, name) for name in TRAINING_KNOBS}
+    knobs.update(precision=precision, zero_stage=zero_stage, activation_checkpointing=checkpointing, lora=lora,
+                 optimizer_impl=_impl_at(s.optimizer_impl, zero_stage),
+                 autocast_fp32_params=s.autocast_fp32_params and method == "full" and s.mixed_precision)
+    setup = TrainingSetup(method=method, data_parallel=count // model_parallel, flag_sources=s.flag_sources,
+                          **knobs)
     return training_memory(model, setup, DEFAULT_OVERHEAD)
 
 
