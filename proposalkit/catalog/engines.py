@@ -86,21 +86,28 @@ class Engine:
     whole_prompt_prefill: bool = False
 
 
+# The engines' memory fractions and batch limits, each written once (the rows' source texts quote them).
+_TRT_FREE_FRACTION, _TRT_MAX_BATCH = 0.9, 2048
+_VLLM_UTILIZATION, _VLLM_MAX_NUM_SEQS = 0.9, 256
+# vLLM's larger defaults apply to GPUs of at least this much memory that are not A100s.
+VLLM_LARGE_GPU_BYTES = 70 * 2**30
+VLLM_LARGE_MAX_NUM_SEQS = 1024
+
 TRT_LLM = Engine(
     id="trt-llm", name="TensorRT-LLM",
     # tensorrt_llm/llmapi/llm_args.py (KvCacheConfig.free_gpu_memory_fraction, default 0.9)
     # @ fcd3f31682808ae56118ae43c1d7864a3a945e6f: the KV pool is 90% of the memory free
     # after the engine's weights and activation buffers are allocated.
-    memory_fraction=0.9, fraction_of="free",
+    memory_fraction=_TRT_FREE_FRACTION, fraction_of="free",
     # LLM API default max_batch_size 2048 (llm_args.py BaseLlmArgs.max_batch_size @ fcd3f316);
     # trtllm-bench sizes it from the KV cache, capped at 4096 (tensorrt_llm/bench/build/tuning.py
     # finetune_setting @ 04cba882084a25665e7f80f5bda71b35b9790b6f).
-    max_batch=2048, prefill_chunk=8192,
+    max_batch=_TRT_MAX_BATCH, prefill_chunk=8192,
     **TRT_FRACTIONS,
     continuous_batching=True,
-    memory_source="TensorRT-LLM KvCacheConfig.free_gpu_memory_fraction = 0.9 of the memory free after "
-                  "weights and workspace (tensorrt_llm/llmapi/llm_args.py @ fcd3f316)",
-    batch_source="TensorRT-LLM LLM API max_batch_size = 2048 (tensorrt_llm/llmapi/llm_args.py @ fcd3f316)",
+    memory_source=f"TensorRT-LLM KvCacheConfig.free_gpu_memory_fraction = {_TRT_FREE_FRACTION:g} of the memory free "
+                  "after weights and workspace (tensorrt_llm/llmapi/llm_args.py @ fcd3f316)",
+    batch_source=f"TensorRT-LLM LLM API max_batch_size = {_TRT_MAX_BATCH} (tensorrt_llm/llmapi/llm_args.py @ fcd3f316)",
     calibration="fitted on TensorRT-LLM's published offline throughput (reference/inference.json, "
                 "calibration rows; benchmarks/calibrate_inference.py)",
     fp8_weights_kv="fp8",
@@ -115,19 +122,20 @@ VLLM = Engine(
     # vllm/engine/arg_utils.py EngineArgs.gpu_memory_utilization = 0.9
     # @ 99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b: the engine's whole allocation (weights,
     # profiled activation peak, KV cache) is kept under 90% of the device.
-    memory_fraction=0.9, fraction_of="device",
+    memory_fraction=_VLLM_UTILIZATION, fraction_of="device",
     # EngineArgs usage-context defaults (default_max_num_seqs) @ 99d7eb5d: max_num_seqs 1024 on GPUs
     # of >= 70 GiB other than A100, else 256 (engine_max_batch applies the rule);
     # max_num_batched_tokens 16384 / 8192 for the offline LLM class.
-    max_batch=256, prefill_chunk=8192,
+    max_batch=_VLLM_MAX_NUM_SEQS, prefill_chunk=8192,
     # No vLLM measurement with stated settings is calibrated here yet: vLLM runs the same
     # roofline-bound kernels (FlashAttention / FlashInfer decode, cuBLAS / CUTLASS GEMMs), so it
     # takes TensorRT-LLM's fractions, stated as such in the plan.
     **TRT_FRACTIONS,
     continuous_batching=True,
-    memory_source="vLLM gpu_memory_utilization = 0.9 of the device for weights, activations and KV "
+    memory_source=f"vLLM gpu_memory_utilization = {_VLLM_UTILIZATION:g} of the device for weights, activations and KV "
                   "cache (vllm/engine/arg_utils.py @ 99d7eb5d)",
-    batch_source="vLLM max_num_seqs = 1024 on >= 70 GiB GPUs other than A100, else 256 "
+    batch_source=f"vLLM max_num_seqs = {VLLM_LARGE_MAX_NUM_SEQS} on >= {VLLM_LARGE_GPU_BYTES // 2**30} GiB GPUs other "
+                 f"than A100, else {_VLLM_MAX_NUM_SEQS} "
                  "(EngineArgs default_max_num_seqs, vllm/engine/arg_utils.py @ 99d7eb5d)",
     calibration="TensorRT-LLM's calibrated fractions: vLLM runs the same roofline-bound kernels; a vLLM 0.23 "
                 "decode measurement (Llama-3.1-8B, A100 40GB, batch 1) is within 8% (docs/validation.md)",
@@ -208,9 +216,6 @@ _BY_ID = {e.id: e for e in (VLLM, SGLANG, TRT_LLM, HF)}
 # A10/L40/4090; H100/A100 (chunked prefill 8k, CUDA graphs to batch 160); H20; H200; B200/MI300 32 GiB).
 _SGLANG_RESERVE = ((20 * 1024, 2.8, 0.1), (35 * 1024, 2.8, 0.1), (90 * 1024, 9.5, 0.5), (100 * 1024, 12, 0.5),
                    (160 * 1024, 12, 0.5), (float("inf"), 32, 0.0))
-# vLLM's larger defaults apply to GPUs of at least this much memory that are not A100s.
-VLLM_LARGE_GPU_BYTES = 70 * 2**30
-VLLM_LARGE_MAX_NUM_SEQS = 1024
 
 
 def engine(name: str | Engine | None) -> Engine:

@@ -24,11 +24,11 @@ from ..units import SECONDS_PER_HOUR
 # default below (0.51 × 6/8 ≈ 0.38). A rule of thumb's 0.8 utilization is never the
 # default; a user's `mfu` overrides this.
 DEFAULT_MFU = 0.51
-DEFAULT_MFU_SOURCE = ("0.51 with nothing recomputed: the median hardware-FLOPs utilization of published A100 runs "
-                      "(Narayanan et al. 2021 Table 1: 44%, 47%, 52%; Korthikanti et al. 2022 Table 5 HFU: 43.7%, "
-                      "52.8%, 57.0%, 57.0%; BLOOM-176B: 156 of 312 TFLOP/s, 50%); with full activation "
-                      "checkpointing it becomes 0.51 × 6/8 ≈ 0.38, the low end of Llama 3's 38–43% "
-                      "(Dubey et al. 2024 Table 4)")
+DEFAULT_MFU_SOURCE = (f"{DEFAULT_MFU:.2f} with nothing recomputed: the median hardware-FLOPs utilization of "
+                      "published A100 runs (Narayanan et al. 2021 Table 1: 44%, 47%, 52%; Korthikanti et al. 2022 "
+                      "Table 5 HFU: 43.7%, 52.8%, 57.0%, 57.0%; BLOOM-176B: 156 of 312 TFLOP/s, 50%); with full "
+                      f"activation checkpointing it becomes {DEFAULT_MFU:.2f} × 6/8 ≈ {DEFAULT_MFU * 6 / 8:.2f}, the "
+                      "low end of Llama 3's 38–43% (Dubey et al. 2024 Table 4)")
 
 # QLoRA dequantizes NF4 weights on the fly: torchtune measured 2,413 tokens/s
 # for Llama 3.1 8B QLoRA vs 3,083 for LoRA on the same RTX 4090

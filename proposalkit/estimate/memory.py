@@ -57,7 +57,7 @@ from ..catalog.engines import engine as engine_named
 from ..options import (
     ADAPTER_PRECISIONS, INFERENCE_PRECISIONS, KV_PRECISIONS, LOSSES, OPTIMIZERS, TRAINING_METHODS, TRAINING_PRECISIONS,
 )
-from ..precision import check_choice
+from ..precision import INT4_BITS, INT4_GROUP, check_choice
 from .setups import InferenceSetup, TrainingSetup  # noqa: F401  (re-exported: the memory API)
 from ..catalog.shapes import ModelSpec, expert_params, is_mla, kv_values_per_token_per_layer
 from .weights import (  # noqa: F401  (re-exported: the memory API)
@@ -254,7 +254,8 @@ def inference_memory(model: ModelSpec, setup: InferenceSetup, overhead: Overhead
     # A quantized checkpoint's own layout is stated with the model's assumptions (input/configs/quantization.py).
     own = model.weight_format is not None and model.weight_format.precision == setup.precision
     if setup.precision == "int4" and not own:
-        notes.append("int4 weights: 4 bits + fp16 scale and zero per group of 128 = 4.25 bits/param (GPTQ/AWQ default group size)")
+        notes.append(f"int4 weights: 4 bits + fp16 scale and zero per group of {INT4_GROUP} = {float(INT4_BITS):g} "
+                     "bits/param (GPTQ/AWQ default group size)")
     elif setup.precision in ("int8", "fp8") and not own:
         notes.append(f"{setup.precision} weights: 1 byte/param; per-channel/per-tensor scales not counted (< 0.01 bit/param)")
     if setup.precision in ("int4", "int8", "fp8"):

@@ -94,7 +94,8 @@ def tied_note(tied: int, at_end: int) -> str:
 
 def step_note(setup: TrainingSetup, temporary: int, at_step: int, counted: bool) -> str:
     gib = 2**30
-    return (f"optimizer step: {setup.source_of('optimizer_step_temporary', FOREACH_ADAMW)} allocates the square root of every "
+    step = setup.source_of("optimizer_step_temporary", FOREACH_ADAMW)
+    return (f"optimizer step: {step} allocates the square root of every "
             f"second moment ({temporary / gib:.2f} GiB) while weights, gradients and optimizer states are live, "
             f"after the backward has freed the activations: {at_step / gib:.2f} GiB allocated"
             + ("; the largest moment of the step, counted (the temporary within the optimizer component)"

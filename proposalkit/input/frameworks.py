@@ -170,13 +170,13 @@ NOTES: dict[str, tuple[str, ...]] = {
 # Optimizer implementations a framework runs in place of torch.optim (estimate/model_states.py
 # OPTIMIZER_IMPLS), with the condition and the source; not a workload field.
 OPTIMIZER_IMPL_SOURCES = {
-    "fp32-gradient-buffer": "DeepSpeed's BF16_Optimizer with bf16 at ZeRO stage 0 (deepspeed/runtime/bf16_optimizer.py): "
-                      "an fp32 gradient accumulation buffer of the whole replica beside the bf16 gradients; at "
-                      "stages 1-3 DeepSpeed's ZeRO optimizers with bf16 gradients (microsoft/DeepSpeed @ "
-                      "4be8df721 runtime/engine.py get_data_types: grad_accum_dtype is bf16 under ZeRO unless "
-                      "data_types.grad_accum_dtype is set; _do_optimizer_sanity_check)",
-    "fp32-main-gradients": f"Megatron-LM's fp32 main gradients ({MEGATRON} megatron/training/arguments.py: "
-                "accumulate_allreduce_grads_in_fp32 for bf16; docs/distrib_optimizer.md)",
+    "fp32-gradient-buffer": ("DeepSpeed's BF16_Optimizer with bf16 at ZeRO stage 0 (deepspeed/runtime/"
+                             "bf16_optimizer.py): an fp32 gradient accumulation buffer of the whole replica beside "
+                             "the bf16 gradients; at stages 1-3 DeepSpeed's ZeRO optimizers with bf16 gradients "
+                             "(microsoft/DeepSpeed @ 4be8df721 runtime/engine.py get_data_types: grad_accum_dtype is "
+                             "bf16 under ZeRO unless data_types.grad_accum_dtype is set; _do_optimizer_sanity_check)"),
+    "fp32-main-gradients": (f"Megatron-LM's fp32 main gradients ({MEGATRON} megatron/training/arguments.py: "
+                            "accumulate_allreduce_grads_in_fp32 for bf16; docs/distrib_optimizer.md)"),
 }
 
 

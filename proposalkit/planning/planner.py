@@ -52,7 +52,8 @@ def _precision(w, model: ModelSpec, notes: list[str]) -> str:
         notes.append(f"precision {fmt.precision}: the checkpoint's quantization_config; set precision to plan "
                      "other weights")
         return fmt.precision
-    notes.append(f"precision {default('precision')}: training loads the quantized checkpoint ({method}) into 16-bit weights"
+    notes.append(f"precision {default('precision')}: training loads the quantized checkpoint ({method}) into 16-bit "
+                 "weights"
                  + ("; QLoRA quantizes the base itself (NF4)" if w.method == "qlora" else ""))
     return default("precision")
 
