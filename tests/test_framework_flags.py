@@ -2,9 +2,9 @@
 
 input/frameworks.py resolves a workload's `framework` once, when the file is loaded, into the
 knobs only a preset sets (proposalkit/knobs.py flags); catalog/engines.py describes each inference
-engine by what it does. The estimate layer reads those and holds no framework or engine id: a
-string literal equal to one (or a name bound to one) in proposalkit/estimate/ fails here, with
-the file and line.
+engine by what it does. The estimate layer, and the planner above it, read those and hold no
+framework or engine id: a string literal equal to one in proposalkit/estimate/ or
+proposalkit/planning/ fails here, with the file and line.
 """
 
 from __future__ import annotations
@@ -33,6 +33,11 @@ def framework_literals(folder: Path, names=FRAMEWORKS) -> list[str]:
 
 def test_the_estimate_layer_names_no_framework():
     assert framework_literals(ESTIMATE) == []
+
+
+def test_nor_does_the_planner():
+    # planning/ reads the same flags (Settings) and engine rows: the framework is named only in input/.
+    assert framework_literals(ESTIMATE.parent / "planning") == []
 
 
 def test_the_check_finds_a_framework_name(tmp_path):
