@@ -1,7 +1,7 @@
 """Measure the training runs of benchmarks/validation/measured/ on one GPU: peak memory (allocated, reserved,
 the whole device) and steady-state speed under the Hugging Face Trainer, one configuration per process.
 
-    python3 benchmarks/device/measure_training.py --out DIR          # on one H100 (about 4-5 minutes)
+    python3 benchmarks/device/measure_training.py --out DIR          # on one H100 (eager rows: about 2-3 minutes)
     python3 benchmarks/device/measure_training.py --out DIR --tiny   # the same code, 2-layer models, on a CPU
 
 Each workload file of index.yaml is read and run as it states (a field the harness cannot honour is refused,
@@ -11,6 +11,12 @@ CUDA initialised only in the child), so a crash, an out-of-memory or a timeout l
 DIR/measured.json is rewritten after each configuration (a run cut short keeps what finished); DIR/measure.log
 holds every child's output. A global time budget (--budget-s) skips the configurations that would not finish,
 the last of index.yaml first; each one stops timing once it has MIN_TIMED steps and TIMED_SECONDS of them.
+
+A file with compile: true runs under the Trainer's torch_compile=True (the rows ending -C, last in index.yaml;
+each adds its compile, guessed at 45-130 s cold on an H100: run them with --only and a budget that holds them).
+Its timed steps begin after the warm-up and after the last step that compiled; the record adds the compile: the
+warm-up's excess over as many median steps, the steps that compiled, torch's compile timers and counters. A
+compiled configuration starts only with its whole estimate left, its compile rescaled by the compiles so far.
 
 profile_training.py beside it builds, trains and schedules through this script's functions (open_device,
 build_model, build_trainer, run_harness) and profiles where the step time goes.
@@ -27,6 +33,7 @@ import json
 import multiprocessing
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -52,14 +59,30 @@ H100_PEAK = 989e12      # H100 SXM dense bf16 FLOP/s (datasheet 1,979 with spars
 ASSUMED_MFU = 0.35      # the schedule's guess for the eager HF Trainer (planned 0.34-0.51): only for skipping
 START_SECONDS = 15.0    # the schedule's guess for a child's start: CUDA context, model built on the GPU, Trainer
 TINY_SECONDS = 20.0     # the schedule's guess for a --tiny configuration
+TINY_COMPILE_SECONDS = 100.0    # and its compile: inductor's C++ kernels of a 2-layer model took 70 s cold on a
+                                # shared 2-core CPU (torch 2.13), seconds with its cache warm
 SMI_SAMPLE_MS = 250     # power, clocks and device memory read this often while the timed steps run
+# compile: true (torch.compile of the whole model, compiled in the first step; recompiles in later steps are seen
+# and put in the warm-up too). The schedule's guess for the compile, from the size of the graph traced:
+# COMPILE_BASE_S + COMPILE_LAYER_S per decoder layer (dynamo, AOTAutograd and inductor trace and lower each
+# layer again; kernels of identical source compile once), × COMPILE_LORA for PEFT's adapters and
+# × COMPILE_CHECKPOINT for the recomputation in the backward graph. Read off compiles of Llama decoders of tiny
+# dimensions on this project's shared 2-core CPU (torch 2.13, inductor's CPU backend, its kernels cached so that
+# the time is the tracing and lowering): 25 s at 2 layers, 1.9-3.2 s per further layer, 5.0 with LoRA rank 16 on
+# all linears (×1.5), ×1.26 with checkpointing (8 layers). On an H100 host Triton's compiles of the distinct
+# kernels add to it, in parallel, on a faster CPU: a guess, not a measurement of that machine; after each
+# compiled configuration the schedule rescales the rest by what it measured (compile_scale).
+COMPILE_BASE_S = 15.0
+COMPILE_LAYER_S = 2.0
+COMPILE_LORA = 1.5
+COMPILE_CHECKPOINT = 1.2
+COMPILE_EXTRA_STEPS = 5     # steps beyond warmup + max_timed a compiled run may take (recompiles extend the warm-up)
 
 # The harness's values of the format's fields (index.yaml): a file stating another is refused, not run otherwise.
 FIXED = {"kind": "finetune", "framework": "hf-trainer", "precision": "bf16", "optimizer": "adamw",
-         "loss": "standard", "compile": False, "flash_attention": True, "zero_stage": 0, "gpu": "h100-80gb",
-         "gpus": 1}
+         "loss": "standard", "flash_attention": True, "zero_stage": 0, "gpu": "h100-80gb", "gpus": 1}
 SETTINGS = ("method", "model", "seq_len", "micro_batch", "gradient_accumulation_steps",
-            "activation_checkpointing", "mixed_precision", "lora")
+            "activation_checkpointing", "mixed_precision", "compile", "lora")
 IGNORED = ("name", "tokens", "buffer")     # runtime and budget only: nothing the run does depends on them
 FAMILIES = {"meta-llama/": "llama", "Qwen/Qwen2": "qwen2"}   # catalog hf_id prefix -> transformers model_type
 SMI_GPU_FIELDS = ("name", "driver_version", "power.limit", "power.default_limit", "power.max_limit",
@@ -99,6 +122,7 @@ class Config:
     gradient_accumulation_steps: int
     activation_checkpointing: bool
     mixed_precision: bool
+    compile: bool
     lora_rank: int | None
     lora_targets: str | list[str] | None
 
@@ -138,6 +162,8 @@ def read_config(row_id: str, directory: Path, catalog: dict) -> Config:
     lora = w.get("lora") or {}
     if (method == "lora") != bool(lora):
         problems.append("lora: given exactly when method is lora")
+    problems += [f"{k}: true or false, got {w.get(k)!r}" for k in ("activation_checkpointing", "mixed_precision",
+                                                                   "compile") if not isinstance(w.get(k), bool)]
     if problems:
         raise SystemExit(f"{path}: " + "; ".join(problems))
     targets = lora.get("targets")
@@ -147,8 +173,9 @@ def read_config(row_id: str, directory: Path, catalog: dict) -> Config:
                   method=method, model=w["model"], shape=read_shape(w["model"], catalog), seq_len=int(w["seq_len"]),
                   micro_batch=int(w["micro_batch"]),
                   gradient_accumulation_steps=int(w["gradient_accumulation_steps"]),
-                  activation_checkpointing=bool(w["activation_checkpointing"]),
-                  mixed_precision=bool(w["mixed_precision"]), lora_rank=lora.get("rank"), lora_targets=targets)
+                  activation_checkpointing=w["activation_checkpointing"],
+                  mixed_precision=w["mixed_precision"], compile=w["compile"], lora_rank=lora.get("rank"),
+                  lora_targets=targets)
 
 
 def tiny(c: Config) -> Config:
@@ -178,12 +205,35 @@ def estimated_step_seconds(c: Config) -> float:
     return flops * c.tokens_per_step / (H100_PEAK * ASSUMED_MFU)
 
 
+def compile_seconds(c: Config) -> float:
+    """The schedule's guess for compiling `c` on a cold cache (COMPILE_*); 0 without compile: true."""
+    if not c.compile:
+        return 0.0
+    return ((COMPILE_BASE_S + COMPILE_LAYER_S * c.shape.layers) * (COMPILE_LORA if c.method == "lora" else 1.0)
+            * (COMPILE_CHECKPOINT if c.activation_checkpointing else 1.0))
+
+
 def estimated_seconds(c: Config, steps: tuple[int, int, int, float]) -> float:
-    """The child's expected wall time: start + warm-up + the timed steps (at least min_timed, about timed_s)."""
+    """The child's expected wall time: start + compile + warm-up + the timed steps (at least min_timed, about
+    timed_s)."""
     warmup, min_timed, max_timed, timed_s = steps
     step = estimated_step_seconds(c)
     timed = min(max_timed * step, max(min_timed * step, timed_s))
-    return START_SECONDS * (1.5 if parameters(c.shape) > 5e9 else 1.0) + warmup * step + timed
+    return START_SECONDS * (1.5 if parameters(c.shape) > 5e9 else 1.0) + compile_seconds(c) + warmup * step + timed
+
+
+def compile_scale(runs: list[dict]) -> float:
+    """How much longer (or shorter) than compile_seconds the compiles so far took: the largest ratio over the
+    compiled runs (1 before any), so that the schedule skips rather than runs over. A run that finished gives
+    its compile's seconds, one killed at its timeout its whole wall time (its compile took at least that)."""
+    ratios = []
+    for r in runs:
+        guess = r.get("compile_guess_s")
+        seconds = (r.get("compile") or {}).get("seconds") if r.get("status") == "ok" else \
+            r.get("wall_s") if r.get("status") == "timeout" else None
+        if guess and seconds is not None:
+            ratios.append(max(seconds, 0.0) / guess)
+    return max(ratios) if ratios else 1.0
 
 
 # ---------------------------------------------------------------- nvidia-smi
@@ -364,7 +414,10 @@ def build_trainer(c: Config, model, dev, max_steps: int, callbacks: list):
         gradient_checkpointing=c.activation_checkpointing,
         gradient_checkpointing_kwargs={"use_reentrant": False} if c.activation_checkpointing else None,
         logging_strategy="no", save_strategy="no", eval_strategy="no", report_to="none", disable_tqdm=True,
-        dataloader_num_workers=0, remove_unused_columns=False, seed=0, use_cpu=dev.type == "cpu")
+        dataloader_num_workers=0, remove_unused_columns=False, seed=0, use_cpu=dev.type == "cpu",
+        # compile: true is the Trainer's own switch: accelerate's prepare wraps the whole model in torch.compile
+        # (backend inductor, default mode, dynamic None); it also turns TF32 on under bf16 (training_args.py)
+        torch_compile=c.compile)
     return Trainer(model=model, args=args, train_dataset=RandomTokens(), callbacks=callbacks)
 
 
@@ -374,7 +427,35 @@ def describe_trainer(trainer) -> dict:
     args = trainer.args
     return {"transformers": transformers.__version__, "torch": torch.__version__, "optim": str(args.optim),
             "bf16": args.bf16, "max_grad_norm": args.max_grad_norm,
-            "gradient_checkpointing": args.gradient_checkpointing}
+            "gradient_checkpointing": args.gradient_checkpointing, "torch_compile": args.torch_compile,
+            "torch_compile_backend": args.torch_compile_backend, "torch_compile_mode": args.torch_compile_mode,
+            "float32_matmul_precision": torch.get_float32_matmul_precision()}
+
+
+# ---------------------------------------------------------------- torch.compile's work, seen from outside
+
+def compile_events() -> int:
+    """How many timed compile events (dynamo frames, AOTAutograd, inductor's forward and lazy backward, Triton
+    autotuning) torch has recorded in this process: a step that raises it compiled something."""
+    import torch._dynamo.utils as du
+    return sum(len(v) for v in du.compilation_time_metrics.values())
+
+
+def describe_compile(per_step: list[dict], warmup: int) -> dict:
+    """What compiling cost: the warm-up's excess over as many median timed steps (seconds: the compile, its
+    autotuning and the first step's own start, what the schedule rescales by), the steps that compiled, the
+    phases torch timed (seconds summed, count) and dynamo's, AOTAutograd's and inductor's counters."""
+    import torch._dynamo.utils as du
+    times = [r["seconds"] for r in per_step if "seconds" in r]
+    timed = sorted(times[warmup:])
+    median = timed[len(timed) // 2] if timed else None
+    metrics = sorted(((k, sum(v), len(v)) for k, v in du.compilation_time_metrics.items()), key=lambda x: -x[1])
+    counters = {group: {str(k)[:200]: v for k, v in c.items()} for group, c in du.counters.items()
+                if group in ("frames", "stats", "aot_autograd", "inductor", "graph_break", "recompiles")}
+    return {"first_step_seconds": times[0] if times else None,
+            "seconds": None if median is None else sum(times[:warmup]) - warmup * median,
+            "steps_compiling": [i + 1 for i, r in enumerate(per_step) if r.get("compiled")],
+            "torch_timed": {k: [round(total, 3), n] for k, total, n in metrics[:40]}, "counters": counters}
 
 
 def describe_optimizer(trainer, model, into: dict) -> None:
@@ -415,6 +496,9 @@ def run_child(c: Config, steps: tuple[int, int, int, float], result_path: str, g
     sampler = Sampler() if gpu else None
     per_step: list[dict] = []
     clock = {"last": None}
+    # The index in per_step of the first timed step: after the warm-up, and after the last step that compiled
+    # (compile: true; a recompile in a timed step starts the timing again after it).
+    first = {"timed": warmup, "events": 0}
 
     def phase_peaks(phase: str) -> None:
         """The peaks since the last reset, kept as this step's `phase`, then reset for the next phase."""
@@ -450,17 +534,26 @@ def run_child(c: Config, steps: tuple[int, int, int, float], result_path: str, g
                 free, total = gpu.mem_get_info()
                 rec["device_used"] = total - free
                 rec["reserved_now"] = gpu.memory_reserved()
-            if state.global_step == warmup and sampler:
+            if c.compile:
+                events = compile_events()
+                rec["compiled"] = events > first["events"]
+                first["events"] = events
+                if rec["compiled"]:
+                    first["timed"] = max(first["timed"], len(per_step))
+            if len(per_step) >= first["timed"] and sampler and sampler.thread is None:
                 sampler.start()
-            timed = per_step[warmup:]
+            timed = per_step[first["timed"]:]
             if len(timed) >= min_timed and sum(r["seconds"] for r in timed) >= timed_s:
                 control.should_training_stop = True
 
-    trainer = build_trainer(c, model, dev, warmup + max_timed, [Measure()])
+    trainer = build_trainer(c, model, dev, warmup + max_timed + (COMPILE_EXTRA_STEPS if c.compile else 0),
+                            [Measure()])
     result["trainer"] = describe_trainer(trainer)
     if gpu:
         sync()
         gpu.reset_peak_memory_stats()
+    if c.compile:
+        first["events"] = compile_events()
     write()
     start = time.perf_counter()
     try:
@@ -492,10 +585,12 @@ def run_child(c: Config, steps: tuple[int, int, int, float], result_path: str, g
         mem["allocator"] = {k: stats.get(k) for k in ("num_alloc_retries", "num_ooms", "num_device_alloc",
                                                       "num_device_free")}
         mem["pytorch_cuda_alloc_conf"] = os.environ.get("PYTORCH_CUDA_ALLOC_CONF")
-        summarise_memory(mem, per_step, warmup)
+        summarise_memory(mem, per_step, first["timed"])
     result["power"] = power
     result["per_step"] = [{k: (round(v, 6) if isinstance(v, float) else v) for k, v in r.items()} for r in per_step]
-    result["speed"] = summarise_speed(c, per_step, warmup)
+    result["speed"] = summarise_speed(c, per_step, first["timed"])
+    if c.compile:
+        result["compile"] = describe_compile(per_step, first["timed"])
     write()
 
 
@@ -565,7 +660,7 @@ def child_main(work, c: Config, steps, result_path: str, log_path: str, require_
 def environment(tiny_mode: bool) -> dict:
     """Versions and the GPU's settings, read without initialising CUDA in this process (children fork from it)."""
     versions = {}
-    for name in ("torch", "transformers", "peft", "accelerate", "numpy", "PyYAML"):
+    for name in ("torch", "transformers", "peft", "accelerate", "triton", "numpy", "PyYAML"):
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -578,7 +673,10 @@ def environment(tiny_mode: bool) -> dict:
     return {"python": platform.python_version(), "platform": platform.platform(), "versions": versions,
             "commit": commit, "tiny": tiny_mode, "cpu_count": os.cpu_count(),
             "nvidia_smi": smi_gpu(), "env": {k: os.environ.get(k) for k in
-                                            ("PYTORCH_CUDA_ALLOC_CONF", "CUDA_VISIBLE_DEVICES", "CUDA_MODULE_LOADING")}}
+                                            ("PYTORCH_CUDA_ALLOC_CONF", "CUDA_VISIBLE_DEVICES", "CUDA_MODULE_LOADING",
+                                             "CC", "TORCHINDUCTOR_CACHE_DIR", "TORCHINDUCTOR_COMPILE_THREADS")},
+            # what torch.compile's kernels are built with (Triton's launchers, inductor's CPU kernels)
+            "c_compiler": shutil.which(os.environ.get("CC") or "cc") or shutil.which("gcc")}
 
 
 def write_json(path: Path, doc: dict) -> None:
@@ -595,9 +693,11 @@ def summary_line(run: dict) -> str:
     m, s = run.get("memory") or {}, run.get("speed") or {}
     tps = s.get("tokens_per_second") or {}
     speed = (f"{tps['median']:,.0f} [{tps['p10']:,.0f}-{tps['p90']:,.0f}]" if tps else "-")
+    compiled = (run.get("compile") or {}).get("seconds")
     return (f"{run['id']:26s} {run['status']:8s} {gib(m.get('max_allocated_bytes')):>7s} "
             f"{gib(m.get('max_reserved_bytes')):>7s} {gib(m.get('max_device_used_bytes')):>7s} "
-            f"{speed:>26s} {s.get('timed_steps', '-'):>5} {run.get('wall_s', 0):6.1f}")
+            f"{speed:>26s} {s.get('timed_steps', '-'):>5} {run.get('wall_s', 0):6.1f} "
+            f"{'-' if compiled is None else f'{compiled:.1f}':>6s}")
 
 
 # A forked child that cannot use CUDA (the parent's imports initialised the driver: 'poisoned fork') says so in
@@ -675,11 +775,17 @@ def run_configs(schedule: list[tuple[Config, float]], steps, work, doc: dict, js
     with tempfile.TemporaryDirectory(prefix="measure-") as tmp:
         for c, est in schedule:
             left = deadline - time.perf_counter()
-            if left < 0.8 * est:
+            # a compiled configuration starts only with its whole estimate left (its compile rescaled by what the
+            # compiles so far took); the others with 80% of theirs, as their estimate is a generous one
+            scale = compile_scale(doc["runs"]) if c.compile else 1.0
+            est += (scale - 1) * compile_seconds(c)
+            if left < (est if c.compile else 0.8 * est):
                 run = {"id": c.id, "file": c.file, "status": "skipped",
                        "error": f"time budget: {left:.0f} s left, about {est:.0f} s needed"}
             else:
                 run = run_one(multiprocessing.get_context(method), work, c, est, steps, left, tmp, require_gpu)
+                if c.compile:
+                    run.update(compile_guess_s=round(compile_seconds(c), 1), compile_scale=round(scale, 3))
                 if (method == "fork" and run["status"] == "error"
                         and any(f in run.get("error", "") + run["log"][-3000:] for f in FORK_FAILURES)):
                     print(f"{c.id}: CUDA unusable in a forked child; spawning each child from here on", flush=True)
@@ -720,7 +826,8 @@ def run_harness(args, script: str, steps: tuple, step_names: tuple, estimate, wo
     doc = {"schema": 1, "script": script, "index": str(INDEX.relative_to(ROOT)),
            "started_unix": time.time(), "budget_s": args.budget_s, "steps": dict(zip(step_names, steps)),
            **(extra or {}), "environment": environment(args.tiny), "finished": False, "runs": []}
-    schedule = [(c, TINY_SECONDS if args.tiny else estimate(c, steps)) for c in configs]
+    schedule = [(c, TINY_SECONDS + TINY_COMPILE_SECONDS * c.compile if args.tiny else estimate(c, steps))
+                for c in configs]
     run_configs(schedule, steps, work, doc, out / json_name, out / log_name, t0, args.budget_s, method,
                 not args.tiny, line)
     print(header)
@@ -737,7 +844,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     steps = (2, 3, 3, 0.0) if args.tiny else (WARMUP_STEPS, MIN_TIMED, MAX_TIMED, TIMED_SECONDS)
     header = (f"\n{'id':26s} {'status':8s} {'alloc':>7s} {'reserv':>7s} {'device':>7s} "
-              f"{'tokens/s median [p10-p90]':>26s} {'steps':>5s} {'wall_s':>6s}   (GiB)")
+              f"{'tokens/s median [p10-p90]':>26s} {'steps':>5s} {'wall_s':>6s} {'comp_s':>6s}   (GiB; comp_s: the "
+              f"warm-up's excess, compile: true)")
     return run_harness(args, "benchmarks/device/measure_training.py", steps,
                        ("warmup", "min_timed", "max_timed", "timed_seconds"), estimated_seconds, run_child,
                        "measured.json", "measure.log", summary_line, header)

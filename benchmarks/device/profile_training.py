@@ -27,6 +27,10 @@ phases and regions by category; CUDA launches and host synchronisations; achieve
 by the profiler on aten::mm/addmm/bmm/baddbmm, and from the model's linear layers). --tiny runs the same code
 on a CPU, where the "kernels" are the CPU ops' self times.
 
+Under compile: true (the -C rows) the Trainer compiles the whole model: no regions are marked (inductor's fused
+kernels span the modules, and wrapping them would recompile), kernels fall into categories by name alone, and the
+record adds the compile (measure_training.describe_compile over the unprofiled steps).
+
 Reading it: kernel durations do not depend on the profiler, but the CPU's ops do (the profiler records each), so
 a launch-bound step is slower profiled (profiler_slowdown). Kernel times are therefore set against the unprofiled
 step: busy_pct_of_unprofiled_step = GPU busy time ÷ unprofiled step, and the summary line's percentages are
@@ -70,7 +74,10 @@ PHASES = ("forward", "backward", "clip_grad", "optimizer", "other")
 # substring the lower-cased name holds. Order matters: attention kernels may carry 'cutlass', GEMM ops 'add',
 # 'multi_tensor' holds 'mul', nll_loss's kernel 'reduce', 'scatter' 'cat'. Names as CUDA kernels are called
 # under torch 2.x with cuBLAS 12/13 on Hopper (nvjet_*, sm90_xmma_gemm_*, cutlass3x_*, cublasLt splitKreduce),
-# flash / memory-efficient / cuDNN SDPA, at::native's TensorIterator and multi_tensor_apply kernels.
+# flash / memory-efficient / cuDNN SDPA, at::native's TensorIterator and multi_tensor_apply kernels. Under
+# torch.compile inductor names its Triton kernels triton_{poi,red,per}_fused_ + the aten ops fused (descriptive_names
+# "original_aten"): one the loss or index rules do not name is elementwise, norms included (they fuse with the
+# residual adds and casts around them).
 NAME_RULES = (
     ("attention", ("flash", "fmha", "sdpa", "attention")),
     ("gemm", ("gemm", "gemv", "nvjet", "cublas", "cutlass", "xmma", "splitkreduce", "aten::mm", "aten::addmm",
@@ -83,7 +90,7 @@ NAME_RULES = (
     ("index", ("embedding", "index", "gather", "scatter", "sort", "cub::")),
     ("elementwise", ("copy", "cast", "fill", "zero", "silu", "gelu", "mul", "add", "div", "sub", "neg", "rsqrt",
                      "sqrt", "pow", "exp", "where", "cat", "aten::to", "aten::_to", "clamp", "dropout", "triu",
-                     "tril", "arange", "masked", "bernoulli", "sigmoid", "tanh", "unary", "binary")),
+                     "tril", "arange", "masked", "bernoulli", "sigmoid", "tanh", "unary", "binary", "triton_")),
 )
 
 
@@ -543,12 +550,17 @@ class Instrument:
                 return original(*args, **kwargs)
         self._replace(obj, attr, wrapped)
 
-    def install(self) -> dict:
+    def install(self, regions: bool = True) -> dict:
+        """Phase ranges, and (regions) region ranges. Under torch.compile no regions: the modules and the loss
+        run inside the compiled graph, whose fused kernels span them, and replacing their methods would make
+        dynamo recompile in the profiled steps."""
         t = self.trainer
         self._wrap_phase(t, "compute_loss", "forward")
         self._wrap_phase(t.accelerator, "backward", "backward")
         self._wrap_phase(t.accelerator, "clip_grad_norm_", "clip_grad")
         tags: dict[str, int] = {}
+        if not regions:
+            return tags
         for name, m in self.model.named_modules():
             tag = region_tag(name, type(m).__name__, hasattr(m, "base_layer") and hasattr(m, "lora_A"))
             if tag:
@@ -603,6 +615,7 @@ def run_profile(c: mt.Config, steps: tuple[int, int, int, int], result_path: str
     result["flops"] = flops
     sync = gpu.synchronize if gpu else (lambda: None)
     seconds: list[float] = []
+    compiled: list[bool] = []       # compile: true: whether each step compiled something
     clock: dict = {"last": None}
     held: dict = {}
 
@@ -626,6 +639,10 @@ def run_profile(c: mt.Config, steps: tuple[int, int, int, int], result_path: str
             sync()
             now = time.perf_counter()
             seconds.append(now - clock["last"])
+            if c.compile:
+                events = mt.compile_events()
+                compiled.append(events > held.get("events", 0))
+                held["events"] = events
             clock["last"] = now
             k = state.global_step
             instrument.end_step()
@@ -635,7 +652,7 @@ def run_profile(c: mt.Config, steps: tuple[int, int, int, int], result_path: str
                     activities.append(torch.profiler.ProfilerActivity.CUDA)
                 held["profiler"] = torch.profiler.profile(activities=activities, with_flops=True)
                 held["profiler"].start()
-                result["regions_tagged"] = instrument.install()
+                result["regions_tagged"] = instrument.install(regions=not c.compile)
             if "profiler" in held and k < total:
                 instrument.begin_step(str(k + 1))
             if k >= total and "profiler" in held:
@@ -648,6 +665,8 @@ def run_profile(c: mt.Config, steps: tuple[int, int, int, int], result_path: str
     trainer = mt.build_trainer(c, model, dev, total, [Drive()])
     instrument = Instrument(trainer, model, record_function)
     result["trainer"] = mt.describe_trainer(trainer)
+    if c.compile:
+        held["events"] = mt.compile_events()
     write()
     start = time.perf_counter()
     try:
@@ -660,6 +679,10 @@ def run_profile(c: mt.Config, steps: tuple[int, int, int, int], result_path: str
     mt.describe_optimizer(trainer, model, result["trainer"])
     result["instrument_missing"] = instrument.missing
     result["step_seconds"] = [round(s, 6) for s in seconds]
+    if c.compile:       # the timed steps stand in for measure_training.py's (a step that compiled: steps_compiling)
+        result["compile"] = mt.describe_compile([{"seconds": s, "compiled": f} for s, f in
+                                                 zip(seconds[:warmup + timed], compiled)], warmup)
+        result["compile"]["steps_compiling"] = [i + 1 for i, f in enumerate(compiled) if f]
     unprofiled = sorted(seconds[warmup:warmup + timed])
     result["unprofiled_step_ms"] = round(1e3 * unprofiled[len(unprofiled) // 2], 3) if unprofiled else None
     result["profiled_step_ms"] = [round(1e3 * s, 3) for s in seconds[warmup + timed + profiler_warmup:]]
@@ -693,11 +716,12 @@ def run_profile(c: mt.Config, steps: tuple[int, int, int, int], result_path: str
 # ---------------------------------------------------------------- the parent
 
 def estimated_seconds(c: mt.Config, steps) -> float:
-    """The child's expected wall time: start, unprofiled steps, profiled steps (slower), the analysis."""
+    """The child's expected wall time: start, compile (compile: true; as if the cache were cold), unprofiled
+    steps, profiled steps (slower), the analysis."""
     warmup, timed, profiler_warmup, profiled = steps
     step = mt.estimated_step_seconds(c)
-    return (mt.START_SECONDS * (1.5 if mt.parameters(c.shape) > 5e9 else 1.0) + (warmup + timed) * step
-            + (profiler_warmup + profiled) * step * PROFILED_SLOWDOWN + ANALYSIS_SECONDS)
+    return (mt.START_SECONDS * (1.5 if mt.parameters(c.shape) > 5e9 else 1.0) + mt.compile_seconds(c)
+            + (warmup + timed) * step + (profiler_warmup + profiled) * step * PROFILED_SLOWDOWN + ANALYSIS_SECONDS)
 
 
 def summary_values(run: dict) -> dict | None:
@@ -765,6 +789,9 @@ def self_test() -> int:
         "aten::_log_softmax": "loss", "aten::nll_loss_forward": "loss", "aten::_fused_adamw_": "optimizer",
         "aten::mul": "elementwise", "aten::mean": "reduction", "aten::embedding_dense_backward": "index",
         "aten::_to_copy": "elementwise", "aten::view": None,
+        "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_3": "elementwise",
+        "triton_per_fused__log_softmax__to_copy_nll_loss_forward_0": "loss", "triton_red_fused_sum_2": "elementwise",
+        "triton_poi_fused_embedding_0": "index",
     }
     failures = [f"{name[:70]}: {category_by_name(name)} (want {want})" for name, want in cases.items()
                 if category_by_name(name) != want]
