@@ -27,6 +27,7 @@ from proposalkit.estimate.memory import (
     weight_bytes,
     zero3_gathered_bytes,
 )
+from proposalkit.notes import of_kind
 from proposalkit.precision import NF4_BITS, quantized_weight_bits
 from proposalkit.catalog.shapes import ModelSpec, linear_weight_params
 from proposalkit.units import GiB
@@ -129,7 +130,8 @@ def test_kv_heads_are_replicated_beyond_their_count():
     per_head = 2 * 32 * 128 * 2            # 2 · L · d · bytes, one head, one token
     m = inference_memory(LLAMA31_8B, InferenceSetup(context=1000, tensor_parallel=16), NO_OVERHEAD)
     assert m.kv_cache == per_head * 1 * 1000
-    assert any("replicated" in note for note in m.notes)
+    (replicated,) = of_kind(m.notes, "kv-heads-replicated")
+    assert replicated.as_dict() == {"tensor_parallel": 16, "kv_heads": 8}
 
 
 def test_kv_cache_in_inference_is_per_token_times_tokens():

@@ -19,6 +19,7 @@ from proposalkit.catalog.modules import LoraSpec
 from proposalkit.estimate.memory import (
     InferenceSetup, TrainingSetup, inference_memory, kv_cache_bytes_per_token, training_memory,
 )
+from proposalkit.notes import of_kind
 from proposalkit.precision import NF4_BITS
 from proposalkit.catalog.shapes import ModelSpec
 
@@ -58,7 +59,8 @@ def test_deepseek_v2_lite_kv_cache_by_hand():
     mem = inference_memory(V2_LITE, InferenceSetup(context=4096, batch=8, tensor_parallel=2))
     # every tensor-parallel rank keeps the whole latent: 31,104 B × 4,096 tokens × 8 sequences
     assert mem.kv_cache == 31_104 * 4096 * 8
-    assert any("(512 + 64 rotary) values × 27 layers" in note for note in mem.notes)
+    (kv,) = of_kind(mem.notes, "kv-cache-mla")
+    assert (kv["kv_lora_rank"], kv["rope_dim"], kv["layers"], kv["tensor_parallel"]) == (512, 64, 27, 2)
 
 
 def test_deepseek_v2_lite_total_active_and_layer_kinds():

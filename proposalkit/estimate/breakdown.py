@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from .arith import fraction, memo
+from ..notes import Note, note
 from ..units import GiB
 
 # CUDA context and library workspaces, per GPU. The context alone is ~300 MB
@@ -92,8 +93,9 @@ class MemoryBreakdown:
     """reserved − allocated: cached blocks and fragmentation."""
     cuda_context: int
     """device − reserved: CUDA context, cuBLAS/NCCL workspaces."""
-    notes: tuple[str, ...] = ()
-    """How each component was counted, one sentence each."""
+    notes: tuple[Note | str, ...] = ()
+    """How each component was counted: a record each (notes.Note), or a sentence where its emitter is
+    not yet a record."""
     paged_bytes: int = 0
     """Outside `total`: paged optimizer states in CUDA unified memory, evicted to host memory under
     pressure (bitsandbytes paged optimizers)."""
@@ -172,9 +174,10 @@ def overhead_bytes(allocated: int, overhead: Overhead) -> tuple[int, int]:
     return -(-allocated * reserve.numerator // reserve.denominator), overhead.cuda_context_bytes
 
 
+OVERHEAD = "overhead"    # the note stating Overhead's two figures (render/notes.py words it)
+
+
 @memo
-def overhead_note(overhead: Overhead) -> str:
-    return (
-        f"overhead: CUDA context and library workspaces {overhead.cuda_context_bytes / GiB:.2f} GiB "
-        f"+ {overhead.allocator_reserve:.0%} caching-allocator reserve on the allocated bytes"
-    )
+def overhead_note(overhead: Overhead) -> Note:
+    return note(OVERHEAD, cuda_context_bytes=overhead.cuda_context_bytes,
+                allocator_reserve=overhead.allocator_reserve)

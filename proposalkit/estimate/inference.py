@@ -61,6 +61,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ..notes import Note, note
 from ..units import bytes_per_element
 from .workspace import inference_activation_bytes
 from .breakdown import ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES
@@ -231,13 +232,14 @@ def default_kv_precision(precision: str, engine: str | Engine | None) -> str:
     return "fp32" if precision == "fp32" else ("fp16" if precision == "fp16" else "bf16")
 
 
-def kv_note(precision: str, engine: str | Engine | None) -> str | None:
+def kv_note(precision: str, engine: str | Engine | None) -> Note | None:
     """The assumption beside fp8 weights, where engines differ: the KV cache's width and why (None for other
-    weights, whose KV cache is 16-bit under every engine)."""
+    weights, whose KV cache is 16-bit under every engine). `why` is the engine's own source (catalog/engines.py)."""
     if precision != "fp8":
         return None
     e = engine_named(engine)
-    return f"KV cache {default_kv_precision(precision, e)} beside {precision} weights under {e.name}: {e.kv_source}"
+    return note("kv-cache-dtype", ("kwon-2023",) if e.id == "vllm" else (),
+                kv_precision=default_kv_precision(precision, e), precision=precision, engine=e.name, why=e.kv_source)
 
 
 def kv_bytes_per_token_per_gpu(model: ModelSpec, kv_precision: str, tensor_parallel: int) -> int:

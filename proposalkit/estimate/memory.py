@@ -43,7 +43,7 @@ from .prompt_logits import prompt_logits_note
 from .arith import ceil, check_positive, fmt_bytes_per_param, memo
 from .breakdown import (  # noqa: F401  (re-exported: the memory API)
     ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES, DEFAULT_OVERHEAD, MemoryBreakdown, Overhead, PeakPhases, overhead_bytes,
-    overhead_note,
+    OVERHEAD, overhead_note,
 )
 from .checkpointing import SELECTIVE_POLICIES
 from .phases import (
@@ -63,7 +63,19 @@ from ..catalog.shapes import ModelSpec, expert_params, is_mla, kv_values_per_tok
 from .weights import (  # noqa: F401  (re-exported: the memory API)
     kv_cache_bytes_per_token, kv_heads_per_gpu, kv_layer_tokens, weight_bytes,
 )
+from ..notes import Note, note
 from ..units import bytes_per_element
+
+# The kinds of the notes inference_memory() writes about a batch-sized allocation (render/notes.py words
+# them); under a pre-allocating engine the reservation's own notes replace these (reservation.py).
+KV_CACHE = "kv-cache"
+KV_CACHE_MLA = "kv-cache-mla"
+ACTIVATIONS_EAGER = "inference-activations-eager"
+ACTIVATIONS_WHOLE_PROMPT = "inference-activations-whole-prompt"
+ACTIVATIONS_CHUNKED = "inference-activations-chunked"
+ENGINE_RESERVE = "engine-reserve"
+BATCH_SIZED_KINDS = (KV_CACHE, KV_CACHE_MLA, ACTIVATIONS_EAGER, ACTIVATIONS_WHOLE_PROMPT, ACTIVATIONS_CHUNKED,
+                     ENGINE_RESERVE, OVERHEAD)
 
 
 
@@ -248,84 +260,62 @@ def inference_memory(model: ModelSpec, setup: InferenceSetup, overhead: Overhead
         check_positive(setup.prefill_tokens, "prefill_tokens")
     t = setup.tensor_parallel
     engine = engine_named(setup.engine)
-    notes: list[str] = []
+    notes: list[Note] = []
 
     weights = weight_bytes(model, setup.precision) / t
     # A quantized checkpoint's own layout is stated with the model's assumptions (input/configs/quantization.py).
     own = model.weight_format is not None and model.weight_format.precision == setup.precision
     if setup.precision == "int4" and not own:
-        notes.append(f"int4 weights: 4 bits + fp16 scale and zero per group of {INT4_GROUP} = {float(INT4_BITS):g} "
-                     "bits/param (GPTQ/AWQ default group size)")
+        notes.append(note("weights-int4-groups", ("frantar-2023", "lin-2024"), bits=4, group_size=INT4_GROUP,
+                          bits_per_param=float(INT4_BITS)))
     elif setup.precision in ("int8", "fp8") and not own:
-        notes.append(f"{setup.precision} weights: 1 byte/param; per-channel/per-tensor scales not counted (< 0.01 bit/param)")
+        notes.append(note("weights-8bit", precision=setup.precision))
     if setup.precision in ("int4", "int8", "fp8"):
-        notes.append(
-            "embeddings, LM head and norms kept at 16 bits" if model.has_architecture
-            else "all parameters counted at the quantized width (the model gives only a parameter count)"
-        )
+        notes.append(note("quantized-16bit-parts", parameter_count_only=not model.has_architecture))
 
     if model.has_architecture:
         per_layer_token = kv_values_per_token_per_layer(model, kv_heads_per_gpu(model, t))
         kv_cache = (per_layer_token * kv_layer_tokens(model, setup.context)
                     * bytes_per_element(setup.kv_precision) * setup.batch)
+        value_bytes = float(bytes_per_element(setup.kv_precision))
         if is_mla(model):
-            notes.append(
-                f"KV cache: multi-head latent attention caches the latent, ({model.kv_lora_rank} + "
-                f"{model.qk_rope_head_dim} rotary) values × {model.layers} layers × "
-                f"{fmt_bytes_per_param(bytes_per_element(setup.kv_precision))} bytes × {setup.context:,} tokens × "
-                f"{setup.batch} sequences, shared by all heads"
-                + (f", whole on each of the {t} GPUs" if t > 1 else "") + " (DeepSeek-V2 §2.1.2)"
-            )
+            notes.append(note(KV_CACHE_MLA, kv_lora_rank=model.kv_lora_rank, rope_dim=model.qk_rope_head_dim,
+                              layers=model.layers, value_bytes=value_bytes, context=setup.context,
+                              batch=setup.batch, tensor_parallel=t))
         else:
-            notes.append(
-                f"KV cache: 2 × {model.layers} layers × {model.kv_head_count} kv heads × {model.head_size} × "
-                f"{fmt_bytes_per_param(bytes_per_element(setup.kv_precision))} bytes × {setup.context:,} tokens × {setup.batch} sequences"
-                + (f" ÷ {t} GPUs" if t > 1 else "") + " (Kwon et al. 2023)"
-            )
+            notes.append(note(KV_CACHE, ("kwon-2023",), layers=model.layers, kv_heads=model.kv_head_count,
+                              head_size=model.head_size, value_bytes=value_bytes, context=setup.context,
+                              batch=setup.batch, tensor_parallel=t))
         if kv_layer_tokens(model, setup.context) < model.layers * setup.context:
-            notes.append(f"sliding window: {model.sliding_window_layers} of {model.layers} layers keep only the last "
-                         f"{model.sliding_window:,} tokens (config.json sliding_window)")
+            notes.append(note("kv-sliding-window", window_layers=model.sliding_window_layers, layers=model.layers,
+                              window=model.sliding_window))
         if t > model.kv_head_count and not is_mla(model):
-            notes.append(f"tensor parallel {t} exceeds {model.kv_head_count} kv heads: each GPU keeps one replicated kv head")
+            notes.append(note("kv-heads-replicated", tensor_parallel=t, kv_heads=model.kv_head_count))
     else:
         kv_cache = 0
-        notes.append(f"KV cache not estimated: model {model.id!r} gives only a parameter count (needs layers, kv_heads, head_dim)")
+        notes.append(note("kv-cache-not-estimated", model=model.id))
 
     activations = inference_activation_bytes(model, setup)
     if model.has_architecture:
         chunk = setup.prefill_tokens if setup.prefill_tokens is not None else DEFAULT_PREFILL_TOKENS
         if setup.attention == "eager":
-            notes.append(
-                f"activations: eager attention (no fused kernel): each prompt prefilled in one forward pass, one "
-                f"layer's {setup.batch} × {model.heads} heads × {setup.context:,}² scores held as 16-bit scores, "
-                "their fp32 softmax and its 16-bit copy (transformers eager_attention_forward) + fp32 logits of "
-                "the sampled positions"
-            )
+            notes.append(note(ACTIVATIONS_EAGER, batch=setup.batch, heads=model.heads, context=setup.context))
         elif engine.whole_prompt_prefill:
-            notes.append(
-                f"activations: one layer's transient tensors for {setup.batch * setup.context:,} tokens (generate() "
-                "prefills each prompt in one forward pass) + fp32 logits of the sampled positions"
-                + (f"; {setup.attention} attention keeps no s×s scores" if setup.attention != "flash" else "")
-            )
+            notes.append(note(ACTIVATIONS_WHOLE_PROMPT, tokens=setup.batch * setup.context,
+                              attention=setup.attention))
         else:
-            notes.append(
-                f"activations: one layer's transient tensors for {min(setup.batch * setup.context, chunk):,} tokens "
-                "per forward pass (chunked prefill, vLLM max_num_batched_tokens) + fp32 logits of the sampled "
-                "positions"
-                + (f"; {setup.attention} attention keeps no s×s scores" if setup.attention != "flash" else "")
-            )
+            notes.append(note(ACTIVATIONS_CHUNKED, ("kwon-2023",), tokens=min(setup.batch * setup.context, chunk),
+                              attention=setup.attention))
         if setup.attention == "eager" or engine.whole_prompt_prefill:
             e = 4 if setup.precision == "fp32" else 2
             notes.append(prompt_logits_note(model, setup.batch, setup.context, e))
     else:
-        notes.append(f"activations not estimated: model {model.id!r} gives only a parameter count")
+        notes.append(note("activations-not-estimated", model=model.id))
     if engine.fraction_of == "device" and engine.workspace_in_budget:
         # A budget of the device that holds all the engine allocates leaves the rest outside (vLLM's rule; the
         # other engines' reservations are stated by their own rules, estimate/reservation.py).
-        notes.append(
-            f"serving engines reserve part of the GPU: {engine.name}'s default {engine.memory_setting} = "
-            f"{engine.memory_fraction:g} leaves {1 - engine.memory_fraction:.0%} outside its pool"
-        )
+        notes.append(note(ENGINE_RESERVE, ("kwon-2023",) if engine.id == "vllm" else (), engine=engine.name,
+                          setting=engine.memory_setting, fraction=engine.memory_fraction))
     parts = [ceil(weights), 0, 0, activations, ceil(kv_cache)]
     notes.append(overhead_note(overhead))
     return MemoryBreakdown(*parts, *overhead_bytes(sum(parts), overhead), notes=tuple(notes))

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..notes import Note, note
+
 if TYPE_CHECKING:
     from ..catalog.shapes import ModelSpec
 
@@ -72,14 +74,7 @@ def prompt_logits_bytes(batch: int, context: int, vocab: int, e: int) -> int:
     return batch * context * vocab * e
 
 
-def prompt_logits_note(model: ModelSpec, batch: int, context: int, e: int) -> str:
-    """The assumption the plan states for the hf engine, counted or not."""
-    family = family_of(model)
-    if not keeps_prompt_logits(model):
-        return (f"Hugging Face generate(): {family}'s forward takes logits_to_keep, so the prefill computes the "
-                "last position's logits only (transformers v4.57.1; before v4.45 every position's were kept)")
-    why = (f"{family}'s forward takes no logits_to_keep" if family
-           else "the model's family is unknown: counted as for a forward without logits_to_keep")
-    return (f"Hugging Face generate(): the prefill's logits of every prompt position, {batch} × {context:,} "
-            f"tokens × {model.vocab:,} vocab × {e} bytes, live through the first decode step ({why}; "
-            "transformers v4.57.1)")
+def prompt_logits_note(model: ModelSpec, batch: int, context: int, e: int) -> Note:
+    """The assumption the plan states for the hf engine, counted or not (render/notes.py words it)."""
+    return note("prompt-logits", family=family_of(model), kept=keeps_prompt_logits(model), batch=batch,
+                context=context, vocab=model.vocab, value_bytes=e)

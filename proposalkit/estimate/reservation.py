@@ -22,10 +22,9 @@ from __future__ import annotations
 from ..units import GB, GiB
 from .breakdown import CUDA_CONTEXT_BYTES, MemoryBreakdown
 from ..catalog.engines import engine_memory_fraction
+from ..notes import Note
+from .memory import BATCH_SIZED_KINDS
 
-# The notes of inference_memory() that describe a batch-sized allocation; under an engine the
-# reservation's own notes replace them.
-_BATCH_NOTES = ("KV cache: 2 ×", "KV cache: multi-head", "activations:", "serving engines reserve", "overhead:")
 
 
 def engine_memory(rep, batch_memory: MemoryBreakdown, batch: int, context: int) -> MemoryBreakdown:
@@ -52,7 +51,8 @@ def engine_memory(rep, batch_memory: MemoryBreakdown, batch: int, context: int) 
         rule = (f"weights + workspace + {fraction:g} × the {free / GiB:.2f} GiB free after them = "
                 f"{total / GiB:.2f} GiB per GPU of the {device / GiB:.2f} GiB")
     used = batch * rep.kv_bytes_per_sequence(context)
-    notes = [n for n in batch_memory.notes if not n.startswith(_BATCH_NOTES)]
+    # inference_memory()'s notes on a batch-sized allocation give way to the reservation's own.
+    notes = [n for n in batch_memory.notes if not (isinstance(n, Note) and n.kind in BATCH_SIZED_KINDS)]
     notes += [
         f"{e.name} pre-allocates its KV pool at start-up and holds its whole reservation whatever the batch: "
         f"{rule}: weights {rep.weights_bytes / GiB:.2f} GiB + workspace {activations / GiB:.2f} GiB + CUDA "

@@ -26,6 +26,7 @@ from ..input.loading import LoadedFile, LoadedWorkload
 from ..catalog import resources
 from . import charges, comparison, infeasible, inference, pilots, search
 from .citations import as_notes, plan_references
+from ..notes import Note, note
 from .records import Candidate, Plan, Settings, WorkloadPlan
 
 # A workload's own `mfu` above this draws a warning: the highest model-FLOPs utilization
@@ -38,7 +39,7 @@ PUBLISHED_MFU_MAX_SOURCE = "Korthikanti et al. 2022 Table 3, GPT 1T on 512 A100"
 
 # ----------------------------------------------------------------- settings
 
-def _precision(w, model: ModelSpec, notes: list[str]) -> str:
+def _precision(w, model: ModelSpec, notes: list[Note | str]) -> str:
     """The workload's precision; else a quantized checkpoint (config.json's quantization_config) is served
     at its own, and training loads it into 16-bit weights (QLoRA quantizes its base itself); else bf16."""
     fmt = model.weight_format
@@ -46,26 +47,24 @@ def _precision(w, model: ModelSpec, notes: list[str]) -> str:
         return w.precision or default("precision")
     method = fmt.what.split(":")[0]
     if w.precision is not None:
-        notes.append(f"precision {w.precision} as the workload says, not the checkpoint's ({method})")
+        notes.append(note("precision-given", precision=w.precision, checkpoint_method=method))
         return w.precision
     if w.kind == "inference":
-        notes.append(f"precision {fmt.precision}: the checkpoint's quantization_config; set precision to plan "
-                     "other weights")
+        notes.append(note("precision-checkpoint", precision=fmt.precision))
         return fmt.precision
-    notes.append(f"precision {default('precision')}: training loads the quantized checkpoint ({method}) into 16-bit "
-                 "weights"
-                 + ("; QLoRA quantizes the base itself (NF4)" if w.method == "qlora" else ""))
+    notes.append(note("precision-training-dequantized", ("dettmers-2023",) if w.method == "qlora" else (),
+                      precision=default("precision"), checkpoint_method=method, qlora=w.method == "qlora"))
     return default("precision")
 
 
-def _attention(w, notes: list[str]) -> str:
+def _attention(w, notes: list[Note | str]) -> str:
     """Inference attention kernel: as given; flash_attention: false is eager; else flash (serving engines)."""
     if w.kind != "inference":
         return default("attention")
     if w.attention is not None:
         return w.attention
     if w.flash_attention is False:
-        notes.append("attention: eager (flash_attention: false): a layer's s×s scores are held at the prefill")
+        notes.append(note("inference-attention-eager"))
         return "eager"
     return default("attention")
 
@@ -78,7 +77,7 @@ def _given(w, k: Knob):
     return value
 
 
-def _settings(w, model: ModelSpec, notes: list[str], behaviour: frameworks.Behaviour) -> Settings:
+def _settings(w, model: ModelSpec, notes: list[Note | str], behaviour: frameworks.Behaviour) -> Settings:
     """Every knob of the workload: as given (its field, or `defaults:` or its framework's preset, merged into
     the workload when it was loaded), else computed where the planner does (below), else the table's default
     (proposalkit/knobs.py); the framework's behaviour flags as resolved at load. Each default filled in that
@@ -89,8 +88,7 @@ def _settings(w, model: ModelSpec, notes: list[str], behaviour: frameworks.Behav
     if seq_len is None and w.kind != "inference":
         cap = default("seq_len")
         seq_len = min(model.max_context or cap, cap)
-        notes.append(f"sequence length {seq_len:,} tokens (not given: the model's maximum context, "
-                     f"capped at {cap:,}; set seq_len or data.seq_len)")
+        notes.append(note("seq-len-default", seq_len=seq_len, cap=cap))
     lora = None
     if w.method in ("lora", "qlora"):
         given_lora = w.lora
@@ -98,23 +96,19 @@ def _settings(w, model: ModelSpec, notes: list[str], behaviour: frameworks.Behav
         targets = tuple(given_lora.targets) if given_lora and given_lora.targets else default_targets(model)
         lora = LoraSpec(rank=rank, targets=targets)
         if (given_lora is None or not given_lora.targets) and (is_mla(model) or model.family in FAMILY_MODULES):
-            why = "multi-head latent attention" if is_mla(model) else f"{model.family}'s module names"
-            notes.append(f"LoRA rank {rank} on the attention projections {', '.join(targets)} ({why}; planner "
-                         "default; set lora: {rank, targets})")
+            notes.append(note("lora-default", ("hu-2021",), rank=rank, targets=targets,
+                              reason="mla" if is_mla(model) else model.family))
         elif given_lora is None:
-            notes.append(f"LoRA rank {rank} on the attention projections q, k, v, o (planner default; set lora: "
-                         "{rank, targets})")
+            notes.append(note("lora-default", ("hu-2021",), rank=rank, targets=targets, reason=None))
     if w.buffer is None:
-        notes.append(f"contingency buffer {default('buffer'):.0%} (default; NAIRR community guide: 20–30% for "
-                     "retries, sweeps, profiling)")
+        notes.append(note("buffer-default", ("nairr-guide",), buffer=default("buffer")))
     if w.storage is None and w.kind != "inference":
-        notes.append(f"{default('checkpoints_retained')} checkpoints kept on scratch per run (planner default; set "
-                     "storage: {checkpoints_retained})")
+        notes.append(note("checkpoints-default", retained=default("checkpoints_retained")))
     if w.loss is None and w.kind != "inference":
         notes.append(f"loss: {default('loss')}, {LOSS_SOURCES[default('loss')]} (planner default; set loss: chunked "
                      "or fused where the trainer chunks the loss or fuses it with the LM head)")
     if w.flash_attention is None and w.kind != "inference":
-        notes.append(f"FlashAttention on ({knob('flash_attention').source}): no s² attention activations")
+        notes.append(note("flash-attention-default", ("dao-2022",), why=knob("flash_attention").source))
     precision = _precision(w, model, notes)
     if w.kind == "inference" and (kv := kv_note(precision, w.framework)):
         notes.append(kv)
@@ -189,7 +183,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
     w, model = lw.spec, lw.model
     gpus = catalog.gpus()
     target = search.target(resource_id)
-    notes: list[str] = list(lw.preset_notes)
+    notes: list[Note | str] = list(lw.preset_notes)
     warnings: list[str] = []
     if target is not None and w.gpu is not None and w.gpu not in target.gpus:
         where = f"workloads[{lw.index}].gpu"
@@ -240,8 +234,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
     if served is not None and served.mode != "hours":
         # A note, not a warning: sizing inference without a pilot is what the estimate is for, and its
         # measured error is in docs/validation.md (the training FLOPs estimate warns: it asks for a pilot).
-        notes.append("no measured pilot: the inference speed is a roofline calibrated on published measurements "
-                     "(docs/validation.md, inference)")
+        notes.append(note("inference-roofline"))
     if tp.source == "pilot-extrapolated":
         warnings.append(f"{w.name}: throughput extrapolated from the pilot: {tp.derivation}")
     if tp.source == "flops":
@@ -261,11 +254,10 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
                      f"fewer GPUs would pay for idle ones; {search.SCALING_RULE}")
     if w.kind != "inference":
         if w.zero_stage is None and chosen.zero_stage:
-            notes.append(f"ZeRO stage {chosen.zero_stage} chosen so the model states fit "
-                         f"({chosen.count} GPUs, Rajbhandari et al. 2020)")
+            notes.append(note("zero-stage-chosen", ("rajbhandari-2020",), zero_stage=chosen.zero_stage,
+                              gpus=chosen.count))
         if w.activation_checkpointing is None and chosen.activation_checkpointing:
-            notes.append("full activation checkpointing turned on to fit; the recomputed forward pass is "
-                         "charged in the runtime")
+            notes.append(note("checkpointing-turned-on"))
     if search.pilot_sized(model, w):
         text = (f"{model.id}: parameter count only: LoRA adapters, activations and the adapter checkpoint not "
                 f"estimated; the memory is taken as fitting on {chosen.count}× {chosen.gpu}, where the pilot ran "
@@ -273,7 +265,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
         notes.append(text)
         warnings.append(f"{w.name}: {text}")
     elif not model.has_architecture:
-        notes.append(f"{model.id}: parameter count only; activations and attention FLOPs not modelled")
+        notes.append(note("parameter-count-only", model=model.id))
     notes += [f"{model.id}: {text}" for text in model.assumptions]
     warnings += [f"{w.name}: {model.id}: {text}" for text in model.warnings]
     trainable = None
