@@ -73,7 +73,7 @@ def test_one_rule_for_the_kv_cache_with_and_without_a_pilot(tmp_path):
     from proposalkit.estimate.inference import default_kv_precision, kv_note
     from proposalkit.input.loading import load_files
     from proposalkit.planning.planner import plan_files
-    from proposalkit.render.notes import note_texts
+    from proposalkit.notes import of_kind
 
     assert default_kv_precision("fp8", None) == "bf16" and default_kv_precision("fp8", "trt-llm") == "fp8"
     assert default_kv_precision("int4", "trt-llm") == "bf16" and default_kv_precision("fp16", "vllm") == "fp16"
@@ -84,7 +84,9 @@ def test_one_rule_for_the_kv_cache_with_and_without_a_pilot(tmp_path):
                         + (f", framework: {engine}" if engine else "") + "}\n")
         w = plan_files(load_files([str(path)])).workloads[0]
         assert w.memory.kv_cache == 8 * 4096 * kv
-        assert kv_note("fp8", engine) in note_texts(w.assumptions)
+        (dtype,) = of_kind(w.assumptions, "kv-cache-dtype")
+        assert dtype == kv_note("fp8", engine)
+        assert (dtype["kv_precision"], dtype["precision"]) == (("bf16", "fp8") if engine is None else ("fp8", "fp8"))
 
 
 def test_vllm_pool_is_the_utilization_share_less_weights_and_workspace():

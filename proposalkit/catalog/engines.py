@@ -80,6 +80,7 @@ class Engine:
     fp8_weights_kv: str = "16-bit"
     kv_source: str = ""                  # why, with the engine's code or docs
     memory_setting: str = ""             # the engine's name for memory_fraction (its argument)
+    paper: tuple[str, ...] = ()          # reference ids (catalog/references.py) of the engine's own paper
     # Each prompt prefilled in one forward pass, with the LM head over every prompt position unless the model's
     # forward takes logits_to_keep (Hugging Face generate(), estimate/prompt_logits.py); False: chunked prefill
     # and logits at the sampled positions only (the serving engines).
@@ -118,7 +119,7 @@ TRT_LLM = Engine(
 )
 
 VLLM = Engine(
-    id="vllm", name="vLLM",
+    id="vllm", name="vLLM", paper=("kwon-2023",),
     # vllm/engine/arg_utils.py EngineArgs.gpu_memory_utilization = 0.9
     # @ 99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b: the engine's whole allocation (weights,
     # profiled activation peak, KV cache) is kept under 90% of the device.

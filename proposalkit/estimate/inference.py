@@ -238,7 +238,7 @@ def kv_note(precision: str, engine: str | Engine | None) -> Note | None:
     if precision != "fp8":
         return None
     e = engine_named(engine)
-    return note("kv-cache-dtype", ("kwon-2023",) if e.id == "vllm" else (),
+    return note("kv-cache-dtype", e.paper,
                 kv_precision=default_kv_precision(precision, e), precision=precision, engine=e.name, why=e.kv_source)
 
 

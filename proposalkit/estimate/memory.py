@@ -314,7 +314,7 @@ def inference_memory(model: ModelSpec, setup: InferenceSetup, overhead: Overhead
     if engine.fraction_of == "device" and engine.workspace_in_budget:
         # A budget of the device that holds all the engine allocates leaves the rest outside (vLLM's rule; the
         # other engines' reservations are stated by their own rules, estimate/reservation.py).
-        notes.append(note(ENGINE_RESERVE, ("kwon-2023",) if engine.id == "vllm" else (), engine=engine.name,
+        notes.append(note(ENGINE_RESERVE, engine.paper, engine=engine.name,
                           setting=engine.memory_setting, fraction=engine.memory_fraction))
     parts = [ceil(weights), 0, 0, activations, ceil(kv_cache)]
     notes.append(overhead_note(overhead))
