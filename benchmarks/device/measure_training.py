@@ -429,7 +429,25 @@ def describe_trainer(trainer) -> dict:
             "bf16": args.bf16, "max_grad_norm": args.max_grad_norm,
             "gradient_checkpointing": args.gradient_checkpointing, "torch_compile": args.torch_compile,
             "torch_compile_backend": args.torch_compile_backend, "torch_compile_mode": args.torch_compile_mode,
-            "float32_matmul_precision": torch.get_float32_matmul_precision()}
+            "float32_matmul_precision": matmul_precision()}
+
+
+def matmul_precision() -> str:
+    """The fp32 matmul precision in force. torch 2.9+ raises from get_float32_matmul_precision() once the
+    legacy (allow_tf32, which the Trainer sets under torch_compile) and the new fp32_precision API are mixed;
+    then the new API's per-backend settings are read instead."""
+    import torch
+    try:
+        return torch.get_float32_matmul_precision()
+    except RuntimeError:
+        settings = {}
+        for name, backend in (("cuda.matmul", getattr(torch.backends.cuda, "matmul", None)),
+                              ("cudnn.conv", getattr(torch.backends.cudnn, "conv", None))):
+            value = getattr(backend, "fp32_precision", None)
+            if value is not None:
+                settings[name] = str(value)
+        settings["cuda.matmul.allow_tf32"] = str(torch.backends.cuda.matmul.allow_tf32)
+        return "mixed legacy/new API: " + ", ".join(f"{k}={v}" for k, v in settings.items())
 
 
 # ---------------------------------------------------------------- torch.compile's work, seen from outside
