@@ -14,7 +14,7 @@ from ..planning.records import Candidate, Plan, WorkloadPlan
 from ..units import GiB
 from ..text import json_control_escape
 from .format import control_escape
-from .notes import note_texts
+from .notes import note_record, note_texts
 
 SCHEMA_VERSION = 1
 
@@ -77,6 +77,9 @@ def workload_dict(w: WorkloadPlan) -> dict:
         "cross_checks": [{"name": c.name, "bytes": c.bytes, "formula": c.formula, "source": c.source}
                          for c in w.cross_checks],
         "assumptions": list(note_texts(w.assumptions)),
+        # The same notes as records, in the same order: what each states (kind), its numbers (base units) and
+        # ids (values), the works it cites (sources: ids of the plan's references) and its sentence (text).
+        "assumption_records": [note_record(n) for n in w.assumptions],
         "warnings": list(w.warnings),
         "calendar_days": _round(w.calendar_days),
         "walltime": {"limit_hours": w.walltime_hours, "segments": w.walltime_segments},
@@ -152,6 +155,9 @@ def plan_dict(plan: Plan) -> dict:
         "workloads": [workload_dict(w) for w in plan.workloads],
         "totals": totals,
         "warnings": list(plan.warnings),
+        # The works the workloads' notes and derivations cite, once each (the report's Appendix B lists them
+        # first): an assumption record's sources are these ids.
+        "references": [{"id": r.id, "key": r.key, "text": r.text} for r in plan.references],
     }
 
 
