@@ -416,8 +416,12 @@ def build_trainer(c: Config, model, dev, max_steps: int, callbacks: list):
         logging_strategy="no", save_strategy="no", eval_strategy="no", report_to="none", disable_tqdm=True,
         dataloader_num_workers=0, remove_unused_columns=False, seed=0, use_cpu=dev.type == "cpu",
         # compile: true is the Trainer's own switch: accelerate's prepare wraps the whole model in torch.compile
-        # (backend inductor, default mode, dynamic None); it also turns TF32 on under bf16 (training_args.py)
-        torch_compile=c.compile)
+        # (backend inductor, default mode, dynamic None). Under bf16 it also calls enable_tf32(True), which on
+        # torch ≥ 2.9 sets only the new torch.backends.fp32_precision: the legacy allow_tf32 flags then disagree
+        # and torch 2.11 raises RuntimeError wherever they are read (seen on the H100). tf32=False makes the
+        # Trainer call enable_tf32(False) after it, back to the default IEEE state the eager rows ran in (every
+        # GEMM here is bf16: TF32 touches only fp32 matmuls such as the rotary frequencies).
+        torch_compile=c.compile, tf32=False if c.compile and dev.type == "cuda" else None)
     return Trainer(model=model, args=args, train_dataset=RandomTokens(), callbacks=callbacks)
 
 
@@ -433,21 +437,22 @@ def describe_trainer(trainer) -> dict:
 
 
 def matmul_precision() -> str:
-    """The fp32 matmul precision in force. torch 2.9+ raises from get_float32_matmul_precision() once the
-    legacy (allow_tf32, which the Trainer sets under torch_compile) and the new fp32_precision API are mixed;
-    then the new API's per-backend settings are read instead."""
+    """The fp32 matmul precision in force, read without raising: torch 2.9+ raises from the legacy readers
+    once the legacy (allow_tf32) and the new fp32_precision API disagree."""
     import torch
     try:
         return torch.get_float32_matmul_precision()
     except RuntimeError:
-        settings = {}
-        for name, backend in (("cuda.matmul", getattr(torch.backends.cuda, "matmul", None)),
-                              ("cudnn.conv", getattr(torch.backends.cudnn, "conv", None))):
-            value = getattr(backend, "fp32_precision", None)
-            if value is not None:
-                settings[name] = str(value)
-        settings["cuda.matmul.allow_tf32"] = str(torch.backends.cuda.matmul.allow_tf32)
-        return "mixed legacy/new API: " + ", ".join(f"{k}={v}" for k, v in settings.items())
+        pass
+    settings = {}
+    for name, read in (("fp32_precision", lambda: torch.backends.fp32_precision),
+                       ("cuda.matmul.fp32_precision", lambda: torch.backends.cuda.matmul.fp32_precision),
+                       ("cudnn.conv.fp32_precision", lambda: torch.backends.cudnn.conv.fp32_precision)):
+        try:
+            settings[name] = str(read())
+        except (RuntimeError, AttributeError) as error:
+            settings[name] = f"unreadable ({type(error).__name__})"
+    return "legacy and new APIs disagree: " + ", ".join(f"{k}={v}" for k, v in settings.items())
 
 
 # ---------------------------------------------------------------- torch.compile's work, seen from outside
