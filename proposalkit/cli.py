@@ -185,9 +185,13 @@ def cmd_catalog(args) -> int:
     from .units import GiB
 
     if args.what == "gpus":
-        lines = [f"{'id':<16} {'usable memory':>14} {'16-bit dense':>14} {'bandwidth':>11}  source"]
+        def formats(g) -> str:
+            return ",".join(p for p in ("fp16", *catalog.PRECISION_HARDWARE) if g.supports(p))
+
+        lines = [f"{'id':<16} {'usable memory':>14} {'16-bit dense':>14} {'bandwidth':>11}  {'formats':<17} source"]
         lines += [f"{g.id:<16} {g.usable_memory_bytes / GiB:>10.2f} GiB {g.peak_16bit_flops / 1e12:>8.1f} TFLOP/s "
-                  f"{g.memory_bandwidth / 1e12:>6.3f} TB/s  {g.source}" for g in catalog.gpus().values()]
+                  f"{g.memory_bandwidth / 1e12:>6.3f} TB/s  {formats(g):<17} {g.source}"
+                  for g in catalog.gpus().values()]
     elif args.what == "models":
         lines = [f"{'id':<16} {'params':>16} {'L':>4} {'h':>6} {'a':>4} {'kv':>4} {'ffn':>6} {'vocab':>7} "
                  f"{'ctx':>7}  {'Hugging Face Hub id':<52} source"]

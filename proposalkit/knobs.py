@@ -77,7 +77,9 @@ _ROWS = (
          "the 16-bit format current recipes train and serve in (torchtune's configs: dtype bf16; Llama 3's "
          "config.json torch_dtype bfloat16); a quantized checkpoint is served at its own",
          "Weight precision. An inference workload on a quantized checkpoint (config.json quantization_config) is "
-         "planned at the checkpoint's own unless this is set.", BOTH, setups=_TI),
+         "planned at the checkpoint's own unless this is set. Planned only on GPUs whose tensor cores run it: bf16 "
+         "not on a V100 (write fp16 there), fp8 on Hopper, Ada Lovelace, Blackwell and MI300X only.", BOTH,
+         setups=_TI),
     Knob("buffer", "float", _BUFFER, "NAIRR community guide, GPU estimate page: \"Add 30% buffer\"",
          f"Contingency added to GPU-hours (default {_BUFFER:.2f}).", BOTH),
     Knob("variants", "int", 1, "one run",

@@ -20,6 +20,20 @@ def plan_workloads(tmp_path, capsys):
     return plan
 
 
+@pytest.fixture
+def plan_error(tmp_path, capsys):
+    """Write a workload file, plan it through the CLI (exit `code` expected, nothing on stdout), return its
+    stderr with the file's path written FILE."""
+    def error(text: str, code: int = 2) -> str:
+        path = tmp_path / "w.yaml"
+        path.write_text(text, encoding="utf-8")
+        assert main(["plan", str(path)]) == code
+        out = capsys.readouterr()
+        assert out.out == ""
+        return out.err.replace(str(path), "FILE")
+    return error
+
+
 def weasyprint_available() -> bool:
     """Whether WeasyPrint and the Pango library under it load here (a PDF can be built)."""
     from proposalkit.render import pdf

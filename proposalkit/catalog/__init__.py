@@ -27,11 +27,34 @@ class GPUSpec:
     usable_memory_bytes: int     # what torch.cuda.get_device_properties().total_memory reports
     peak_16bit_flops: float      # dense bf16 (fp16 where no bf16) tensor FLOP/s
     memory_bandwidth: float      # bytes per second
-    bf16: bool                   # supports bfloat16
+    bf16: bool                   # bfloat16 tensor cores (false: Volta)
     source: str
+    architecture: str = ""       # the generation its datasheet names (Ampere, Hopper, CDNA3, ...)
     usable_memory_source: str = ""
-    peak_fp8_flops: float | None = None
+    peak_fp8_flops: float | None = None   # dense FP8 tensor FLOP/s; None: no FP8 tensor cores
+    peak_fp4_flops: float | None = None   # dense FP4 tensor FLOP/s; None: no native FP4 (all but Blackwell)
     notes: str = ""
+
+    def supports(self, precision: str) -> bool:
+        """Whether the tensor cores run `precision` natively (PRECISION_HARDWARE); precisions it does not
+        name (fp32, fp16, and int8/int4 weights, dequantized to 16 bits) run on every GPU."""
+        need = PRECISION_HARDWARE.get(precision)
+        return need is None or need[0](self)
+
+
+# What a precision needs of the GPU, read from its catalog row (gpus.yaml says where each figure is from):
+# (the test, what it needs in words, the generations that have it). Volta's tensor cores run fp16 only (NVIDIA V100
+# datasheet: "Tensor Performance" is mixed-precision fp16); FP8 tensor cores came with Hopper and Ada
+# Lovelace (and AMD CDNA3), native FP4 with Blackwell. A precision not named here runs on any GPU.
+PRECISION_HARDWARE = {
+    "bf16": (lambda g: g.bf16, "bfloat16 tensor cores", "Ampere and later, CDNA2 and later, Xe-HPC"),
+    "fp8": (lambda g: g.peak_fp8_flops is not None, "FP8 tensor cores", "Hopper, Ada Lovelace, Blackwell, CDNA3"),
+    "fp4": (lambda g: g.peak_fp4_flops is not None, "FP4 tensor cores", "Blackwell"),
+}
+# The nearest precision a GPU without the named one runs, with the same bytes per weight: bf16 → fp16
+# (both 2 bytes; fp16 needs loss scaling in training, Micikevicius et al. 2018), fp8 → int8 weights
+# (1 byte, dequantized to 16-bit compute, as GPTQ/bitsandbytes 8-bit run on Ampere).
+PRECISION_FALLBACK = {"bf16": "fp16", "fp8": "int8"}
 
 
 def _read(name: str) -> dict:
@@ -48,8 +71,9 @@ def _gpu_from_row(row: dict) -> GPUSpec:
     row["usable_memory_bytes"] = parse_memory(row.pop("usable_memory"))
     row["peak_16bit_flops"] = parse_count(row["peak_16bit_flops"])
     row["memory_bandwidth"] = parse_count(row["memory_bandwidth"])
-    if row.get("peak_fp8_flops") is not None:
-        row["peak_fp8_flops"] = parse_count(row["peak_fp8_flops"])
+    for key in ("peak_fp8_flops", "peak_fp4_flops"):
+        if row.get(key) is not None:
+            row[key] = parse_count(row[key])
     return GPUSpec(**row)
 
 

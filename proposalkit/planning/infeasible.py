@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..catalog import PRECISION_FALLBACK, PRECISION_HARDWARE
 from ..errors import Problem
 from ..units import GiB
 from .records import Candidate, Settings
@@ -55,6 +56,38 @@ def no_configuration(lw, s: Settings, target: Target | None, gpu_types: list[str
                              f"{s.pipeline_parallel} = {model_parallel} GPUs, more than any {target.id} job takes "
                              f"({largest}); lower them, or target another resource")
     return None
+
+
+def precision_problem(lw, s: Settings, target: Target | None, gpus: dict) -> Problem | None:
+    """A precision no GPU the search would try runs natively (catalog.PRECISION_HARDWARE: bf16 on a V100,
+    fp8 before Hopper and Ada): an input error on the field to change, never a plan at another format's
+    peak. The pinned GPU (`gpu`), else the precision (a target or a pilot with no such GPU); it names the
+    nearest precision those GPUs run (bf16 → fp16, fp8 → int8) and a GPU that runs this one."""
+    w = lw.spec
+    need = PRECISION_HARDWARE.get(s.precision)
+    pool = search.candidate_gpus(w, target, gpus)
+    if need is None or not pool or any(g.supports(s.precision) for g in pool):
+        return None
+    _, hardware, _ = need
+    lacking = ", ".join(f"{g.id} ({g.architecture})" for g in pool)
+    instead = PRECISION_FALLBACK.get(s.precision)
+    if w.gpu is not None:
+        name, what, where = "gpu", f"{lacking} has no {hardware}", f" on {w.gpu}"
+    elif target is not None:
+        name, where = "precision", ""
+        what = f"no GPU of {target.id} runs {s.precision}: {lacking} {'has' if len(pool) == 1 else 'have'} no {hardware}"
+    else:
+        name, what, where = "precision", f"the pilot ran on {lacking}, which has no {hardware}", ", as the pilot did"
+    expected = [f"precision: {instead}{where}"] if instead else []
+    if target is None:
+        other = next((g.id for g in gpus.values() if g.supports(s.precision)), None)
+        pin = "a GPU" if w.gpu is not None else "pin a GPU"
+        expected.append(f"{pin} with {s.precision}" + (f" such as {other}" if other else ""))
+    else:
+        expected.append("another resource")
+    given = "" if w.precision is not None else ", the default"
+    return Problem(lw.path, lw.field_line(name), f"workloads[{lw.index}].{name}",
+                   f"{what} (got precision {s.precision}{given}; expected {', or '.join(expected)})")
 
 
 def does_not_fit(lw, s: Settings, closest: Candidate, relaxed: str | None) -> str:

@@ -275,7 +275,7 @@ def choose(lw, s: Settings, target, gpus: dict, e: Engine, notes: list[str] | No
     best, best_at = None, None
     # A replica within one node is the same whatever the node's size (placements): sized once.
     sized: dict[tuple[str, int, int | None], _Option | InferenceError] = {}
-    for gpu in search.candidate_gpus(w, target, gpus):
+    for gpu in search.candidate_gpus(w, target, gpus, s.precision):
         costs: dict[int, float] = {}       # the least cost found at each GPU count of this type
         for t in search._candidate_counts(w, s, gpu, target, model):
             if mode(w) == "rate" and _dearer(w, s, gpu.id, t, target, costs):

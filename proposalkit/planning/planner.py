@@ -195,6 +195,8 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
                                   f"an inference replica runs on tensor_parallel GPUs (got {w.tensor_parallel}, and "
                                   f"gpus: {w.gpus}; expected the same number, or only one of them)")])
     s = _settings(w, model, notes, lw.behaviour)
+    if (problem := infeasible.precision_problem(lw, s, target, gpus)) is not None:
+        raise InputError([problem])
     if w.kind != "inference" and s.seq_len % s.context_parallel:
         raise InputError([Problem(lw.path, lw.line, f"workloads[{lw.index}].context_parallel",
                                   f"does not divide the sequence length (got {s.context_parallel} for the default "

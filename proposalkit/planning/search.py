@@ -236,14 +236,19 @@ def target(resource_id: str | None) -> Target | None:
     return Target(resource_id, resources.resolve(resource_id))
 
 
-def candidate_gpus(w, target: Target | None, gpus: dict[str, GPUSpec]) -> list[GPUSpec]:
+def candidate_gpus(w, target: Target | None, gpus: dict[str, GPUSpec], precision: str | None = None) -> list[GPUSpec]:
+    """The GPU types tried: the pinned one, the target's, the pilot's, else every catalog GPU; with `precision`
+    only those whose tensor cores run it (GPUSpec.supports: no bf16 on a V100, fp8 on Hopper, Ada, Blackwell
+    and CDNA3 only); planner.py refuses a pin without it before the search."""
     if w.gpu is not None:
-        return [gpus[w.gpu]]
-    if target is not None:
-        return [gpus[g] for g in target.gpus if g in gpus]
-    if w.throughput is not None:
-        return [gpus[w.throughput.gpu]]
-    return list(gpus.values())
+        pool = [gpus[w.gpu]]
+    elif target is not None:
+        pool = [gpus[g] for g in target.gpus if g in gpus]
+    elif w.throughput is not None:
+        pool = [gpus[w.throughput.gpu]]
+    else:
+        pool = list(gpus.values())
+    return [g for g in pool if precision is None or g.supports(precision)]
 
 
 def _candidate_counts(w, s: Settings, gpu: GPUSpec, target: Target | None, model: ModelSpec) -> tuple[int, ...]:
@@ -296,7 +301,7 @@ def choose(model: ModelSpec, w, s: Settings, target: Target | None, gpus: dict[s
     best = None
     memory_cache: dict = {}
     service = w.kind == "inference" and w.tokens is None
-    for gpu in candidate_gpus(w, target, gpus):
+    for gpu in candidate_gpus(w, target, gpus, s.precision):
         counts = _candidate_counts(w, s, gpu, target, model)
         measured = pilots.measured_counts(w, gpu.id) & set(counts)   # every count a pilot log measured is tried
         for count in counts:
