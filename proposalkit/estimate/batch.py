@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..notes import Note, note
 from .inference import InferenceError, Prefill, Replica, Step, concurrency_limit, decode_step, mean_context, prefill
 
 
@@ -27,7 +28,7 @@ class BatchJob:
     prefill_seconds: float          # all prompts of one replica
     decode_seconds: float
     runtime_seconds: float          # wall clock (replicas in parallel)
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     prefill_passes: int = 0         # passes the prompts are packed into (each pays its launches once)
 
     @property
@@ -82,10 +83,9 @@ def batch_job(rep: Replica, requests: int, input_tokens: int, output_tokens: int
     prefill_seconds = (per_replica * one.allreduce_seconds + passes * one.launch_seconds
                        + max(per_replica * one.flops_seconds, passes * one.read_seconds))
     decode_seconds = per_replica * output_tokens / batch * step.seconds
-    notes = (f"batch {batch}: the KV pool holds {rep.kv_tokens:,} tokens = "
-             f"{rep.kv_tokens // (input_tokens + output_tokens):,} sequences of "
-             f"{input_tokens:,} + {output_tokens:,} tokens"
-             + (f", {rep.engine.name}'s max batch {rep.max_batch}" if rep.max_batch is not None else ""),)
+    notes = (note("batch-kv-pool", batch=batch, kv_tokens=rep.kv_tokens,
+                  sequences=rep.kv_tokens // (input_tokens + output_tokens), input_tokens=input_tokens,
+                  output_tokens=output_tokens, engine=rep.engine.name, max_batch=rep.max_batch),)
     return BatchJob(requests=per_replica, input_tokens=input_tokens, output_tokens=output_tokens,
                     replicas=replicas, batch=batch, prefill=one, step=step, prefill_seconds=prefill_seconds,
                     decode_seconds=decode_seconds, runtime_seconds=prefill_seconds + decode_seconds,

@@ -111,7 +111,7 @@ class Replica:
     peak_flops: float               # per GPU, at the compute precision
     compute_fraction: float
     compute_precision: str          # "fp8" or "16-bit"
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     node_gpus: int = NODE_GPUS      # GPUs per node: tensor parallelism beyond them crosses the network
 
     @property
@@ -263,7 +263,7 @@ def replica(model: ModelSpec, gpu: GPUSpec, *, tensor_parallel: int = 1, precisi
         raise ValueError(f"tensor_parallel must be positive, got {tensor_parallel}")
     e = engine_named(engine)
     t = tensor_parallel
-    notes: list[str] = []
+    notes: list[Note] = []
     weights = math.ceil(weight_bytes(model, precision) / t)
     activations = inference_activation_bytes(
         model, InferenceSetup(context=e.prefill_chunk, batch=1, precision=precision,
@@ -277,16 +277,14 @@ def replica(model: ModelSpec, gpu: GPUSpec, *, tensor_parallel: int = 1, precisi
         # holds weights and pool only; vLLM's is of the device and holds the workspace too (catalog/engines.py).
         budget = fraction * (device - CUDA_CONTEXT_BYTES if e.budget_after_context else device)
         pool = budget - weights - (activations if e.workspace_in_budget else 0)
-        notes.append(f"{e.name} takes {fraction:g} of the GPU's {device / 2**30:.1f} GiB for weights, "
-                     f"workspace and KV cache ({e.memory_source})")
+        notes.append(note("engine-budget-device", e.paper, engine=e.name, fraction=fraction, device_bytes=device,
+                          why=e.memory_source))
     elif e.fraction_of == "free":
         pool = fraction * (device - weights - workspace)
-        notes.append(f"{e.name} gives {fraction:g} of the memory free after weights and workspace to "
-                     f"the KV cache ({e.memory_source})")
+        notes.append(note("engine-budget-free", e.paper, engine=e.name, fraction=fraction, why=e.memory_source))
     else:
         pool = device / (1 + ALLOCATOR_RESERVE) - weights - workspace
-        notes.append(f"{e.name} allocates as it goes: the caching allocator holds back "
-                     f"{ALLOCATOR_RESERVE:.0%} of what is allocated")
+        notes.append(note("engine-allocates", e.paper, engine=e.name, reserve=ALLOCATOR_RESERVE))
     if pool <= 0:
         need = weights + workspace
         # The least degree whose share leaves room, raised to a divisor of the heads (the degrees the
@@ -303,8 +301,7 @@ def replica(model: ModelSpec, gpu: GPUSpec, *, tensor_parallel: int = 1, precisi
     else:
         peak, cf = gpu.peak_16bit_flops, e.compute_fraction_16bit
         if precision in ("fp8", "int8", "int4"):
-            notes.append(f"{precision} weights are dequantized to 16-bit for the matrix multiplies on "
-                         f"{gpu.id} (weight-only quantization): compute at the 16-bit peak")
+            notes.append(note("weights-dequantized", precision=precision, gpu=gpu.id))
     return Replica(model=model, gpu=gpu, tensor_parallel=t, precision=precision, kv_precision=kv_precision,
                    engine=e, weights_bytes=weights, workspace_bytes=workspace, kv_pool_bytes=int(pool),
                    kv_bytes_per_token=kv_bytes_per_token_per_gpu(model, kv_precision, t),

@@ -19,10 +19,9 @@ Hugging Face transformers (no pool) is not costed here: it allocates as the batc
 
 from __future__ import annotations
 
-from ..units import GB, GiB
 from .breakdown import CUDA_CONTEXT_BYTES, MemoryBreakdown
 from ..catalog.engines import engine_memory_fraction
-from ..notes import Note
+from ..notes import Note, note
 from .memory import BATCH_SIZED_KINDS
 
 
@@ -38,32 +37,24 @@ def engine_memory(rep, batch_memory: MemoryBreakdown, batch: int, context: int) 
     total = rep.weights_bytes + rep.workspace_bytes + pool
     device = gpu.usable_memory_bytes
     fraction = engine_memory_fraction(e, t, device)
-    if e.fraction_of == "device":
-        of = (f"the {(device - context_bytes) / GiB:.2f} GiB free once the CUDA context exists"
-              if e.budget_after_context else f"the GPU's {device / GiB:.2f} GiB")
-        inside = total - context_bytes - (0 if e.workspace_in_budget else activations)
-        held, beside = (("weights, workspace and KV pool", "the CUDA context") if e.workspace_in_budget
-                        else ("weights and KV pool", "the workspace and the CUDA context"))
-        rule = (f"{fraction:g} × {of} = {inside / GiB:.2f} GiB for {held}, {beside} beside it "
-                f"({e.budget_source}) = {total / GiB:.2f} GiB per GPU")
-    else:
-        free = device - rep.weights_bytes - rep.workspace_bytes
-        rule = (f"weights + workspace + {fraction:g} × the {free / GiB:.2f} GiB free after them = "
-                f"{total / GiB:.2f} GiB per GPU of the {device / GiB:.2f} GiB")
+    # The engine's rule: a fraction of the device (of what is free once the CUDA context exists) holding what
+    # it allocates (weights and pool, or the workspace too), or a fraction of what is free after the weights
+    # and workspace (render/notes.py words the two).
+    budget = {"rule": "device", "after_context": e.budget_after_context,
+              "workspace_in_budget": e.workspace_in_budget,
+              "inside_bytes": total - context_bytes - (0 if e.workspace_in_budget else activations),
+              "why": e.budget_source} if e.fraction_of == "device" else \
+        {"rule": "free", "free_bytes": device - rep.weights_bytes - rep.workspace_bytes}
     used = batch * rep.kv_bytes_per_sequence(context)
     # inference_memory()'s notes on a batch-sized allocation give way to the reservation's own.
     notes = [n for n in batch_memory.notes if not (isinstance(n, Note) and n.kind in BATCH_SIZED_KINDS)]
     notes += [
-        f"{e.name} pre-allocates its KV pool at start-up and holds its whole reservation whatever the batch: "
-        f"{rule}: weights {rep.weights_bytes / GiB:.2f} GiB + workspace {activations / GiB:.2f} GiB + CUDA "
-        f"context {context_bytes / GiB:.2f} GiB + KV pool {pool / GiB:.2f} GiB",
-        f"KV cache: the engine's whole pool, {pool / GB:,.2f} GB = {rep.kv_tokens:,} tokens per GPU; the planned "
-        f"batch of {batch:,} × {context:,} tokens uses {used / GB:,.2f} GB of it "
-        f"({used / pool:.0%})" if pool else "KV cache: no pool",
-        f"activations: {e.name}'s workspace, one forward pass of {e.prefill_chunk:,} tokens (chunked prefill) + "
-        "fp32 logits, held from start-up",
-        "allocated ≈ reserved: the weights and the KV pool are allocated once (no caching-allocator reserve on "
-        "top); the device adds the CUDA context and library workspaces",
+        note("engine-reservation", e.paper, engine=e.name, fraction=fraction, device_bytes=device,
+             context_bytes=context_bytes, total_bytes=total, weights_bytes=rep.weights_bytes,
+             workspace_bytes=activations, pool_bytes=pool, **budget),
+        note("kv-pool-use", pool_bytes=pool, kv_tokens=rep.kv_tokens, batch=batch, context=context, used_bytes=used),
+        note("engine-workspace", e.paper, engine=e.name, prefill_chunk=e.prefill_chunk),
+        note("allocated-is-reserved"),
     ]
     return MemoryBreakdown(weights=rep.weights_bytes, gradients=0, optimizer=0, activations=activations,
                            kv_cache=pool, allocator_reserve=0, cuda_context=context_bytes, notes=tuple(notes))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from .inference import (InferenceError, Prefill, Replica, Step, concurrency_limit, decode_step, decode_steps,
                         mean_context, prefill)
 from .queueing import Wait, prefill_wait, wait_at_most
+from ..notes import Note
 from ..catalog.shapes import matmul_params
 from ..knobs import default
 
@@ -29,7 +30,7 @@ class Service:
     step: Step
     prefill: Prefill
     output_tokens_per_second: float  # per replica
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[Note, ...] = field(default=())
     ttft_percentile: float = 99.0
     ttft_wait_ms: float = 0.0       # the percentile's wait for the prefills ahead (queueing.prefill_wait)
     ttft_mean_ms: float = 0.0       # prefill ÷ (1 − u), the mean-like figure Little's law uses

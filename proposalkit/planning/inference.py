@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass, replace
 
 from ..errors import InputError, Problem
+from ..notes import Note, note
 from ..catalog.engines import Engine, engine as engine_named
 from ..estimate.links import INTERCONNECT, NODE_GPUS, PCIE4_X16, network_per_gpu
 from ..estimate.inference import (
@@ -65,16 +66,18 @@ def settings(w, s: Settings) -> Settings:
     return s
 
 
-def engine_of(w, notes: list[str]) -> Engine:
+def engine_of(w, notes: list[Note | str]) -> Engine:
     e = engine_named(getattr(w, "framework", None))
     if getattr(w, "framework", None) is None:
-        notes.append(f"inference engine {e.name} (planner default: the most used open serving engine)")
-    notes.append(f"{e.name}: {e.memory_source}; {e.batch_source}")
-    notes.append(f"{e.name}: {e.bandwidth_fraction:g} of the datasheet bandwidth in decode steps, "
-                 f"{e.compute_fraction_16bit:g} of the 16-bit peak ({e.compute_fraction_8bit:g} of fp8) in "
-                 f"prefill, and {e.prefill_layer_seconds * 1e6:g} µs of kernel launches per layer of each prefill "
-                 f"pass (fitted on TensorRT-LLM v0.5's first-token latencies of GPT-J 6B and Falcon-180B): "
-                 f"{e.calibration}" if e.speed_modelled else f"{e.name}: speed not modelled: {e.calibration}")
+        notes.append(note("engine-default", e.paper, engine=e.name))
+    notes.append(note("engine-memory", e.paper, engine=e.name, memory_rule=e.memory_source, batch_rule=e.batch_source))
+    if e.speed_modelled:
+        notes.append(note("engine-speed", e.paper, engine=e.name, bandwidth_fraction=e.bandwidth_fraction,
+                          compute_fraction_16bit=e.compute_fraction_16bit,
+                          compute_fraction_8bit=e.compute_fraction_8bit,
+                          launch_seconds_per_layer=e.prefill_layer_seconds, calibration=e.calibration))
+    else:
+        notes.append(note("engine-speed-not-modelled", e.paper, engine=e.name, calibration=e.calibration))
     return e
 
 
@@ -244,25 +247,26 @@ def placements(target, gpu: str, count: int) -> list[tuple[int, object]]:
     return out
 
 
-def node_note(rep: Replica, target) -> str | None:
+def node_note(rep: Replica, target) -> Note | None:
     """Where the tensor-parallel all-reduces go, and the link figure taken: a note for the assumptions."""
     t, node = rep.tensor_parallel, rep.node_gpus
     if t == 1:
         return None
     ids = [r.id for r in target.partitions if rep.gpu.id in r.gpus and r.gpus_per_node == node] if target else []
-    where = (f"{node}-GPU nodes of {ids[0] if len(ids) == 1 else target.id} (its gpus_per_node)" if target else
-             f"{node}-GPU nodes (no resource pinned: an HGX/DGX baseboard's {NODE_GPUS} GPUs taken as one node)")
+    # resource None: no resource pinned, an HGX/DGX baseboard's NODE_GPUS GPUs taken as one node
+    resource = (ids[0] if len(ids) == 1 else target.id) if target else None
     if rep.nodes == 1:
-        link = INTERCONNECT.get(rep.gpu.id, PCIE4_X16)
-        return (f"tensor parallel {t} within one of the {where}: its all-reduces go GPU to GPU at "
-                f"{link / 1e9:g} GB/s per GPU ({'NVLink' if rep.gpu.id in INTERCONNECT else 'PCIe'})")
+        return note("tp-within-node", tensor_parallel=t, node_gpus=node, resource=resource, baseboard_gpus=NODE_GPUS,
+                    link_bytes_per_second=INTERCONNECT.get(rep.gpu.id, PCIE4_X16),
+                    link="NVLink" if rep.gpu.id in INTERCONNECT else "PCIe")
     network, source = network_per_gpu(rep.gpu.id)
-    return (f"tensor parallel {t} spans {rep.nodes} of the {where}: its all-reduces cross the network at "
-            f"{rep.link_bandwidth / 1e9:g} GB/s per GPU, the {rep.gpu.id} figure {network * 8 / 1e9:g} Gb/s "
-            f"({source}); the resource catalog has no network figure of its own")
+    return note("tp-across-nodes", tensor_parallel=t, node_gpus=node, resource=resource, baseboard_gpus=NODE_GPUS,
+                nodes=rep.nodes,
+                link_bytes_per_second=rep.link_bandwidth, gpu=rep.gpu.id, network_bytes_per_second=network,
+                why=source)
 
 
-def choose(lw, s: Settings, target, gpus: dict, e: Engine, notes: list[str] | None = None):
+def choose(lw, s: Settings, target, gpus: dict, e: Engine, notes: list[Note | str] | None = None):
     """Every GPU type × tensor-parallel degree tried, and the best, as search.choose returns them:
     (candidates, (key, candidate, memory, throughput, hours, charge, InferencePlan) or None), and the
     reasons the ones that could not serve it failed, by (gpu, count). `notes` gets where the chosen

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ..notes import TEXT, Note
-from ..units import GiB
+from ..units import GB, GiB
 
 
 def _per_param(x: float) -> str:
@@ -60,6 +60,42 @@ def _lora_default(n: Note) -> str:
             "default; set lora: {rank, targets})")
 
 
+# ----------------------------------------------- inference engines (estimate/inference.py, reservation.py)
+
+def _engine_reservation(n: Note) -> str:
+    gib = lambda key: f"{n[key] / GiB:.2f} GiB"     # noqa: E731
+    if n["rule"] == "device":
+        of = (f"the {(n['device_bytes'] - n['context_bytes']) / GiB:.2f} GiB free once the CUDA context exists"
+              if n["after_context"] else f"the GPU's {n['device_bytes'] / GiB:.2f} GiB")
+        held, beside = (("weights, workspace and KV pool", "the CUDA context") if n["workspace_in_budget"]
+                        else ("weights and KV pool", "the workspace and the CUDA context"))
+        rule = (f"{n['fraction']:g} × {of} = {gib('inside_bytes')} for {held}, {beside} beside it "
+                f"({n['why']}) = {gib('total_bytes')} per GPU")
+    else:
+        rule = (f"weights + workspace + {n['fraction']:g} × the {gib('free_bytes')} free after them = "
+                f"{gib('total_bytes')} per GPU of the {gib('device_bytes')}")
+    return (f"{n['engine']} pre-allocates its KV pool at start-up and holds its whole reservation whatever the "
+            f"batch: {rule}: weights {gib('weights_bytes')} + workspace {gib('workspace_bytes')} + CUDA context "
+            f"{gib('context_bytes')} + KV pool {gib('pool_bytes')}")
+
+
+def _kv_pool_use(n: Note) -> str:
+    pool, used = n["pool_bytes"], n["used_bytes"]
+    if not pool:
+        return "KV cache: no pool"
+    return (f"KV cache: the engine's whole pool, {pool / GB:,.2f} GB = {n['kv_tokens']:,} tokens per GPU; the "
+            f"planned batch of {n['batch']:,} × {n['context']:,} tokens uses {used / GB:,.2f} GB of it "
+            f"({used / pool:.0%})")
+
+
+def _nodes(n: Note) -> str:
+    node = n["node_gpus"]
+    if n["resource"] is None:
+        return (f"{node}-GPU nodes (no resource pinned: an HGX/DGX baseboard's {n['baseboard_gpus']} GPUs taken "
+                "as one node)")
+    return f"{node}-GPU nodes of {n['resource']} (its gpus_per_node)"
+
+
 WORDS: dict[str, Callable[[Note], str]] = {
     TEXT: lambda n: n["text"],
     "overhead": lambda n: (
@@ -103,6 +139,48 @@ WORDS: dict[str, Callable[[Note], str]] = {
         f"serving engines reserve part of the GPU: {n['engine']}'s default {n['setting']} = "
         f"{n['fraction']:g} leaves {1 - n['fraction']:.0%} outside its pool"),
     "prompt-logits": _prompt_logits,
+    # ------------------------------------------------------------------------------- inference engines
+    "engine-budget-device": lambda n: (
+        f"{n['engine']} takes {n['fraction']:g} of the GPU's {n['device_bytes'] / GiB:.1f} GiB for weights, "
+        f"workspace and KV cache ({n['why']})"),
+    "engine-budget-free": lambda n: (
+        f"{n['engine']} gives {n['fraction']:g} of the memory free after weights and workspace to the KV cache "
+        f"({n['why']})"),
+    "engine-allocates": lambda n: (
+        f"{n['engine']} allocates as it goes: the caching allocator holds back {n['reserve']:.0%} of what is "
+        "allocated"),
+    "weights-dequantized": lambda n: (
+        f"{n['precision']} weights are dequantized to 16-bit for the matrix multiplies on {n['gpu']} (weight-only "
+        "quantization): compute at the 16-bit peak"),
+    "batch-kv-pool": lambda n: (
+        f"batch {n['batch']}: the KV pool holds {n['kv_tokens']:,} tokens = {n['sequences']:,} sequences of "
+        f"{n['input_tokens']:,} + {n['output_tokens']:,} tokens"
+        + (f", {n['engine']}'s max batch {n['max_batch']}" if n["max_batch"] is not None else "")),
+    "engine-reservation": _engine_reservation,
+    "kv-pool-use": _kv_pool_use,
+    "engine-workspace": lambda n: (
+        f"activations: {n['engine']}'s workspace, one forward pass of {n['prefill_chunk']:,} tokens (chunked "
+        "prefill) + fp32 logits, held from start-up"),
+    "allocated-is-reserved": lambda n: (
+        "allocated ≈ reserved: the weights and the KV pool are allocated once (no caching-allocator reserve on "
+        "top); the device adds the CUDA context and library workspaces"),
+    "engine-default": lambda n: (
+        f"inference engine {n['engine']} (planner default: the most used open serving engine)"),
+    "engine-memory": lambda n: f"{n['engine']}: {n['memory_rule']}; {n['batch_rule']}",
+    "engine-speed": lambda n: (
+        f"{n['engine']}: {n['bandwidth_fraction']:g} of the datasheet bandwidth in decode steps, "
+        f"{n['compute_fraction_16bit']:g} of the 16-bit peak ({n['compute_fraction_8bit']:g} of fp8) in prefill, "
+        f"and {n['launch_seconds_per_layer'] * 1e6:g} µs of kernel launches per layer of each prefill pass (fitted "
+        f"on TensorRT-LLM v0.5's first-token latencies of GPT-J 6B and Falcon-180B): {n['calibration']}"),
+    "engine-speed-not-modelled": lambda n: f"{n['engine']}: speed not modelled: {n['calibration']}",
+    "tp-within-node": lambda n: (
+        f"tensor parallel {n['tensor_parallel']} within one of the {_nodes(n)}: its all-reduces go GPU to GPU at "
+        f"{n['link_bytes_per_second'] / 1e9:g} GB/s per GPU ({n['link']})"),
+    "tp-across-nodes": lambda n: (
+        f"tensor parallel {n['tensor_parallel']} spans {n['nodes']} of the {_nodes(n)}: its all-reduces cross the "
+        f"network at {n['link_bytes_per_second'] / 1e9:g} GB/s per GPU, the {n['gpu']} figure "
+        f"{n['network_bytes_per_second'] * 8 / 1e9:g} Gb/s ({n['why']}); the resource catalog has no network "
+        "figure of its own"),
     # ------------------------------------------------------- the planner's defaults (planning/planner.py)
     "precision-given": lambda n: (
         f"precision {n['precision']} as the workload says, not the checkpoint's ({n['checkpoint_method']})"),
