@@ -87,15 +87,49 @@ def test_an_id_not_in_the_cache_offline_says_what_to_do(cached):
     assert done.stdout == ""
     assert done.stderr == (
         f"{cached / 'w.yaml'}:6: workloads[0].model: 'Qwen/Qwen2.5-72B' is not in the Hugging Face cache and "
-        f"HF_HUB_OFFLINE is set (cache: {cached / 'hub'}; expected: run once with network and without "
-        "HF_HUB_OFFLINE to cache its config.json, or give model: {config: path/to/config.json} with a local copy)\n")
+        f"HF_HUB_OFFLINE is set (expected: to work offline, set HF_HUB_OFFLINE=1 after one run with network has "
+        f"cached its config.json in {cached / 'hub'}, or give model: {{config: path/to/config.json}} with a local "
+        "copy)\n")
 
 
 def test_a_revision_not_in_the_cache_offline_names_it(cached):
     done = plan(cached, "{hf: Qwen/Qwen2.5-7B, revision: v2.0}")
     assert done.returncode == 2
-    assert f"w.yaml:6: workloads[0].model.hf: 'Qwen/Qwen2.5-7B' at revision 'v2.0' is not in the Hugging Face " \
-           f"cache and HF_HUB_OFFLINE is set (cache: {cached / 'hub'};" in done.stderr
+    assert ("w.yaml:6: workloads[0].model.hf: 'Qwen/Qwen2.5-7B' at revision 'v2.0' is not in the Hugging Face "
+            "cache and HF_HUB_OFFLINE is set (expected: to work offline," in done.stderr)
+
+
+REVISIONS = {
+    "an absolute path": "/etc/passwd",
+    "a path up": "../../../../etc/passwd",
+    "'..' inside": "main/../../x",
+    "a trailing slash": "main/",
+    "a backslash": "'..\\x'",
+    "a space": "'v 1'",
+    "a control character": '"v\\x01"',
+    "a part starting with '.'": "refs/.hidden",
+    "'.lock' at the end": "main.lock",
+    "empty": "''",
+}
+
+
+@pytest.mark.parametrize("revision", REVISIONS.values(), ids=REVISIONS.keys())
+def test_a_revision_that_is_no_ref_name_is_refused_before_huggingface_hub_reads_a_file(cached, revision):
+    """huggingface_hub joins a revision to its cache folder (refs/REVISION): '/etc/passwd' would be read."""
+    done = plan(cached, f"{{hf: Qwen/Qwen2.5-7B, revision: {revision}}}")
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert done.stderr.startswith(f"{cached / 'w.yaml'}:6: workloads[0].model.revision: not a revision (got ")
+    assert done.stderr.endswith("expected a branch or tag name such as main or v1.0, or a 40-hex commit hash: "
+                                "no '/' at the start, no '..', no spaces or \\)\n")
+    assert "root:" not in done.stderr and done.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("revision", ["main", "v1.0", "refs/pr/1", TAG_COMMIT, "release-2024_01", "a.b"])
+def test_ref_names_the_hub_uses_are_revisions(revision):
+    from proposalkit.input.hub import revision_problem
+
+    assert revision_problem(revision) is None
 
 
 SHAPE = ("not a Hugging Face Hub id (got {got}, expected ORGANIZATION/NAME as on the model page, e.g. "
@@ -181,7 +215,7 @@ HUB_ANSWERS = {
 @pytest.mark.parametrize("kind, status, model, message", HUB_ANSWERS.values(), ids=HUB_ANSWERS.keys())
 def test_what_the_hub_answers_is_an_input_error_saying_what_to_do(tmp_path, capsys, monkeypatch, kind, status,
                                                                   model, message):
-    """The Hub's refusals, as huggingface_hub raises them (hf_hub_download replaced: no network)."""
+    """The Hub's refusals, as huggingface_hub raises them (its requests replaced: no network)."""
     import huggingface_hub
 
     from proposalkit.input import hub
@@ -190,6 +224,9 @@ def test_what_the_hub_answers_is_an_input_error_saying_what_to_do(tmp_path, caps
         raise _http_error(kind, status)
 
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", refuse)
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", refuse)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)   # whatever the runner's environment
+    monkeypatch.setattr(hub, "_UNREACHABLE", [])
     hub.fetch_config.cache_clear()
     (tmp_path / "w.yaml").write_text(WORKLOAD.format(model=model), encoding="utf-8")
     try:

@@ -44,27 +44,78 @@ class HubError(Exception):
     """A Hub id whose config.json could not be had; the message says what to do."""
 
 
+# Seconds to wait for the Hub's answer about config.json. huggingface_hub's own wait is 10 s
+# (constants.DEFAULT_ETAG_TIMEOUT) and, when nothing is cached, one more try of up to 60 s
+# (file_download._ETAG_RETRY_TIMEOUT) repeated five times after 1, 2, 4, 8 and 8 s (utils/_http.py
+# http_backoff): 24 s before a refused connection is reported, minutes before a silent one is. Here one try
+# within this bound, so that no network is reported within 5 s; a HF_HUB_ETAG_TIMEOUT in the environment is
+# used instead, as huggingface_hub lets it override its own.
+TIMEOUT_S = 3.0
+
+
+def revision_problem(revision: str) -> str | None:
+    """Why `revision` cannot be a branch, tag or commit of a Hub repository, or None.
+
+    git's rules for a ref name (git check-ref-format), which the Hub's branches and tags follow: no
+    control characters, space, '~', '^', ':', '?', '*', '[' or '\\'; no '..' or '@{'; no '/' at the start or end,
+    no '//', no part starting with '.', no '.lock' or '.' at the end. huggingface_hub joins a revision to its
+    cache folder as a path (refs/REVISION), so an absolute path or '..' would read a file outside it.
+    """
+    if (re.search(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|(?:^|/)\.", revision) or revision.startswith("/")
+            or revision.endswith(("/", ".", ".lock")) or revision in ("", "@")):
+        return (f"not a revision (got {revision!r}, expected a branch or tag name such as main or v1.0, or a "
+                "40-hex commit hash: no '/' at the start, no '..', no spaces or \\)")
+    return None
+
+
 @functools.lru_cache(maxsize=None)
 def fetch_config(repo_id: str, revision: str | None) -> tuple[str, str | None]:
     """The cached path of `repo_id`'s config.json at `revision` (default branch when None), and the
     commit it resolved to (None when the cache layout does not show it). Raises HubError.
 
     Fetched once per run for each (id, revision): a file of many workloads naming one model asks once.
+    The Hub is first asked once, briefly (TIMEOUT_S): when it cannot be reached, or refuses, the cached
+    copy is read (as huggingface_hub would), and without one the problem is reported at once, not after
+    huggingface_hub's retries.
     """
     # Deferred: huggingface_hub takes ~0.4 s to import and is needed only for Hub ids.
     import logging
 
-    from huggingface_hub import constants, errors, hf_hub_download
+    from huggingface_hub import constants, errors, hf_hub_download, try_to_load_from_cache
 
     # Its retry warnings ("Retrying in 1s") would break the one-line-per-problem output. Set after
     # the import: huggingface_hub sets its logger's level when its modules load.
     logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
     at = f" at revision {revision!r}" if revision else ""
     page = HUB_URL + repo_id
+    problem = revision_problem(revision) if revision is not None else None
+    if problem:
+        raise HubError(problem)
+    offline = constants.is_offline_mode()
+    timeout = TIMEOUT_S if constants.HF_HUB_ETAG_TIMEOUT == constants.DEFAULT_ETAG_TIMEOUT \
+        else constants.HF_HUB_ETAG_TIMEOUT
     try:
-        # After one id found the Hub unreachable (huggingface_hub retries 5 times, ~25 s), the others
-        # are read from the cache only: one wait per run, not one per id.
-        path = hf_hub_download(repo_id, "config.json", revision=revision, local_files_only=_UNREACHABLE[0])
+        refused = None   # what the Hub answered to the short request, when a cached copy may still do
+        if not (offline or _UNREACHABLE):
+            try:
+                _ask_once(repo_id, revision, timeout)
+            except _Unreachable as error:
+                _UNREACHABLE.append(str(error))    # the other ids of this run are read from the cache only
+            except (errors.RevisionNotFoundError, errors.RemoteEntryNotFoundError):
+                raise                              # as hf_hub_download: a cached copy is not used then
+            except errors.HfHubHTTPError as error:
+                refused = error                    # gated, private, the Hub down: a cached copy is used
+        if offline or _UNREACHABLE or refused is not None:
+            # The cache alone, as hf_hub_download reads it when the Hub does not answer (refs/REVISION →
+            # snapshots/COMMIT/config.json), but without its requests: it would first fetch its agent
+            # registry for the User-Agent header, another wait of up to 3 s.
+            path = try_to_load_from_cache(repo_id, "config.json", revision=revision)
+            if not isinstance(path, str):      # None, or the marker of a file known to be absent
+                if refused is not None:
+                    raise refused
+                raise errors.LocalEntryNotFoundError("not cached")
+        else:
+            path = hf_hub_download(repo_id, "config.json", revision=revision, etag_timeout=timeout)
     except errors.GatedRepoError:
         raise HubError(f"{repo_id!r} is a gated model: its config.json needs a Hugging Face token of an account "
                        f"that accepted its license (expected: accept the license on {page}, then set HF_TOKEN or "
@@ -80,14 +131,11 @@ def fetch_config(repo_id: str, revision: str | None) -> tuple[str, str | None]:
         raise HubError(f"{repo_id!r}{at} has no config.json (expected a transformers model repository; "
                        f"{LOCAL_CONFIG})") from None
     except errors.LocalEntryNotFoundError:
-        if constants.is_offline_mode():
-            raise HubError(f"{repo_id!r}{at} is not in the Hugging Face cache and HF_HUB_OFFLINE is set (cache: "
-                           f"{constants.HF_HUB_CACHE}; expected: run once with network and without "
-                           f"HF_HUB_OFFLINE to cache its config.json, {LOCAL_CONFIG})") from None
-        _UNREACHABLE[0] = True
-        raise HubError(f"cannot reach the Hugging Face Hub for {repo_id!r}{at}, and its config.json is not in the "
-                       f"cache (cache: {constants.HF_HUB_CACHE}; expected: connect once to cache "
-                       f"it, {LOCAL_CONFIG})") from None
+        if offline:
+            raise HubError(f"{repo_id!r}{at} is not in the Hugging Face cache and HF_HUB_OFFLINE is set (expected: "
+                           f"{_offline_advice(constants.HF_HUB_CACHE)})") from None
+        raise HubError(_unreachable(repo_id, at, _UNREACHABLE[0] if _UNREACHABLE else "not reached", constants)) \
+            from None
     except errors.HfHubHTTPError as error:
         status = error.response.status_code if error.response is not None else "no status"
         raise HubError(f"the Hugging Face Hub refused config.json of {repo_id!r}{at} (HTTP {status}; expected: "
@@ -102,7 +150,62 @@ def fetch_config(repo_id: str, revision: str | None) -> tuple[str, str | None]:
     return path, commit
 
 
-_UNREACHABLE = [False]   # set once a fetch found no network (this run only)
+class _Unreachable(Exception):
+    """The Hub did not answer the one short request (the message says how: refused, no answer in time)."""
+
+
+def _ask_once(repo_id: str, revision: str | None, timeout: float) -> None:
+    """Ask the Hub once for config.json's metadata and wait at most `timeout` s for the answer. Raises
+    _Unreachable, or huggingface_hub's error for what the Hub answered (no such repository, ...).
+
+    The request runs in a daemon thread that is left behind when it overstays: httpx's timeouts bound
+    connecting and reading, but not resolving the host name, nor the other requests huggingface_hub may
+    make first (its agent registry for the User-Agent header, once a day, with a 3 s timeout of its own).
+    """
+    import inspect
+    import threading
+
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+    try:
+        import httpx2 as httpx      # huggingface_hub ≥ 2.0
+    except ImportError:             # pragma: no cover - huggingface_hub 1.x
+        import httpx
+    # huggingface_hub since its pull request #3583 (late 2025) retries this request unless told not to.
+    once = ({"retry_on_errors": False} if "retry_on_errors" in inspect.signature(get_hf_file_metadata).parameters
+            else {})
+    url = hf_hub_url(repo_id, "config.json", revision=revision)
+    outcome: list[BaseException | None] = []
+
+    def ask() -> None:
+        try:
+            get_hf_file_metadata(url, timeout=timeout, **once)
+            outcome.append(None)
+        except BaseException as error:      # handed to the waiting thread
+            outcome.append(error)
+
+    thread = threading.Thread(target=ask, name="proposalkit-hub", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not outcome or isinstance(outcome[0], httpx.TimeoutException):
+        raise _Unreachable(f"no answer within {timeout:g} s; HF_HUB_ETAG_TIMEOUT=30 waits longer")
+    if isinstance(outcome[0], httpx.TransportError):
+        raise _Unreachable(str(outcome[0]) or type(outcome[0]).__name__)
+    if outcome[0] is not None:
+        raise outcome[0]
+
+
+def _offline_advice(cache: str) -> str:
+    """How to plan a Hub model without network: a filled cache and HF_HUB_OFFLINE=1, or a local config.json."""
+    return (f"to work offline, set HF_HUB_OFFLINE=1 after one run with network has cached its config.json in "
+            f"{cache}, {LOCAL_CONFIG}")
+
+
+def _unreachable(repo_id: str, at: str, why: str, constants) -> str:
+    return (f"cannot reach the Hugging Face Hub at {constants.ENDPOINT} for {repo_id!r}{at} ({why}), and its "
+            f"config.json is not in the cache (expected: {_offline_advice(constants.HF_HUB_CACHE)})")
+
+
+_UNREACHABLE: list[str] = []   # how the Hub could not be reached, once a fetch found so (this run only)
 
 
 def _catalog_hint(repo_id: str) -> str:

@@ -18,7 +18,7 @@ from ..errors import InputError, Problem
 from ..catalog.shapes import ModelSpec
 from ..units import SECONDS_PER_HOUR
 from .messages import translate, unknown_gpu, unknown_model, unknown_resource
-from .hub import looks_like_hub_id
+from .hub import looks_like_hub_id, revision_problem
 from .inference_rules import inference_problems
 from .mapping import from_mapping, lora_target_problem, params_only_problem
 from .model_config import read_config, read_hub_config
@@ -106,6 +106,9 @@ def _resolve_model(workload: Workload, index: int, source: Source, base_dir: str
         return None, [Problem(source.path, source.line(at + ("revision",)), field_name(at + ("revision",)),
                               "a revision without hf (expected hf: ORG/NAME beside it; a revision names a branch, "
                               "tag or commit of a Hugging Face Hub repository)")]
+    problem = revision_problem(ref.revision) if ref.revision is not None else None
+    if problem:
+        return None, [Problem(source.path, source.line(at + ("revision",)), field_name(at + ("revision",)), problem)]
     base = None
     if ref.config is not None or ref.hf is not None:
         base, problems = (read_config(ref.config, base_dir, source, at + ("config",)) if ref.hf is None
