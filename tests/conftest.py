@@ -34,6 +34,12 @@ def plan_error(tmp_path, capsys):
     return error
 
 
+def records(workload: dict, kind: str) -> list[dict]:
+    """A planned workload's notes of one kind (the plan JSON's assumption_records: kind, values, sources,
+    text), so a test checks what a note states and its numbers, not its wording (render/notes.py)."""
+    return [r for r in workload["assumption_records"] if r["kind"] == kind]
+
+
 def weasyprint_available() -> bool:
     """Whether WeasyPrint and the Pango library under it load here (a PDF can be built)."""
     from proposalkit.render import pdf

@@ -17,6 +17,7 @@ from __future__ import annotations
 import pytest
 
 from proposalkit.cli import main
+from conftest import records
 
 N = 2 * 1024
 RESIDUAL = 2 * N * 2 * 256
@@ -56,7 +57,9 @@ def test_eager_attention_holds_the_scores_their_fp32_softmax_and_a_16_bit_copy(p
     assert got["eager"]["memory"]["components"]["activations"] == eager
     assert got["no-flash"]["memory"]["components"]["activations"] == eager
     assert got["eager"]["settings"]["attention"] == "eager"
-    assert any("eager" in a for a in got["no-flash"]["assumptions"])
+    assert records(got["no-flash"], "inference-attention-eager")
+    (acts,) = records(got["no-flash"], "inference-activations-eager")
+    assert (acts["values"]["batch"], acts["values"]["heads"], acts["values"]["context"]) == (2, 4, 1024)
 
 
 @pytest.mark.parametrize("text, message", [

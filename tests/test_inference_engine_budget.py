@@ -12,6 +12,7 @@ import json
 import math
 
 from proposalkit.cli import main
+from conftest import records
 
 USABLE = 84_943_715_697
 WEIGHTS = 16_060_522_496
@@ -36,7 +37,10 @@ def test_vllm_holds_the_cuda_context_beside_its_budget(tmp_path, capsys):
     assert c["kv_cache"] == pool == 59_549_447_807
     assert m["device_bytes"] == WEIGHTS + ACTIVATIONS + pool + CONTEXT == 77_523_085_951   # 0.9 × usable + 2^30
     assert m["allocated_bytes"] == m["device_bytes"] - CONTEXT
-    assert any("the CUDA context beside it (vllm/v1/worker/gpu_worker.py" in a for a in w["assumptions"])
+    (rule,) = records(w, "engine-reservation")
+    assert rule["values"]["rule"] == "device" and rule["values"]["workspace_in_budget"]
+    assert rule["values"]["pool_bytes"] == pool
+    assert "vllm/v1/worker/gpu_worker.py" in rule["values"]["why"] and rule["sources"] == ["kwon-2023"]
 
 
 def test_sglang_holds_the_workspace_and_the_context_beside_its_static_fraction(tmp_path, capsys):
@@ -51,4 +55,6 @@ def test_sglang_holds_the_workspace_and_the_context_beside_its_static_fraction(t
     assert m["device_bytes"] == WEIGHTS + pool + ACTIVATIONS + CONTEXT == 75_215_472_813
     # Before: 0.874 × usable = 74,240,807,519 B with the workspace and context inside the fraction.
     assert m["device_bytes"] > 0.874 * USABLE
-    assert any("the workspace and the CUDA context beside it" in a for a in w["assumptions"])
+    (rule,) = records(w, "engine-reservation")
+    assert rule["values"]["rule"] == "device" and not rule["values"]["workspace_in_budget"]
+    assert rule["values"]["fraction"] == 0.874 and rule["values"]["pool_bytes"] == pool

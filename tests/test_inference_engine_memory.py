@@ -15,6 +15,7 @@ import json
 import math
 
 from proposalkit.cli import main
+from conftest import records
 
 GiB = 2**30
 CONTEXT = 1 * GiB                         # estimate/breakdown.py CUDA_CONTEXT_BYTES
@@ -54,8 +55,9 @@ def test_vllm_holds_0_9_of_the_device_whatever_the_batch(tmp_path, capsys):
     assert m["allocated_bytes"] == m["reserved_bytes"] == budget
     # The batch's use of the pool is stated: 8 × 4,096 × 131,072 B = 4.29 GB of 59.55 GB.
     tokens = c["kv_cache"] // KV_PER_TOKEN_8B
-    assert (f"KV cache: the engine's whole pool, 59.55 GB = {tokens:,} tokens per GPU; the planned batch of "
-            "8 × 4,096 tokens uses 4.29 GB of it (7%)") in w["assumptions"]
+    (use,) = records(w, "kv-pool-use")
+    assert use["values"] == {"pool_bytes": c["kv_cache"], "kv_tokens": tokens, "batch": 8, "context": 4096,
+                             "used_bytes": 8 * 4096 * KV_PER_TOKEN_8B}
     # Twice the batch: the same device figure (the pool is reserved at start-up).
     w2 = _plan(tmp_path, capsys, "name: svc, kind: inference, framework: vllm, model: llama-3.1-8b, context: 4096, "
                                  "batch: 16, hours: 100, gpu: h100-80gb, gpus: 1")

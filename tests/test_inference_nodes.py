@@ -10,6 +10,7 @@ import json
 import textwrap
 
 from proposalkit.cli import main
+from conftest import records
 
 # Llama 3.1 70B: 80 layers, hidden 8,192 (catalog/models.yaml, from its config.json): two all-reduces per
 # layer (Shoeybi et al. 2019 §3), 160 per forward pass, each of tokens × 8,192 16-bit values, a ring
@@ -72,12 +73,15 @@ def test_tp8_on_4_gpu_nodes_pays_the_network(tmp_path, capsys):
     assert "(across nodes)" not in line(b, "Decode step")
     assert four["gpu_hours"] > 3 * eight["gpu_hours"]
     # The assumptions say where the all-reduces go and which network figure was taken, with its source.
-    assert ("tensor parallel 8 spans 2 of the 4-GPU nodes of ncsa-delta-a100 (its gpus_per_node): its all-reduces "
-            "cross the network at 25 GB/s per GPU, the a100-40gb figure 200 Gb/s (DGX A100 user guide: 8 × "
-            "ConnectX-6, 200 Gb/s HDR InfiniBand each); the resource catalog has no network figure of its own"
-            ) in four["assumptions"]
-    assert ("tensor parallel 8 within one of the 8-GPU nodes of ncsa-delta-a100x8 (its gpus_per_node): its "
-            "all-reduces go GPU to GPU at 300 GB/s per GPU (NVLink)") in eight["assumptions"]
+    (spans,) = records(four, "tp-across-nodes")
+    assert {k: spans["values"][k] for k in ("tensor_parallel", "node_gpus", "resource", "nodes", "gpu")} == {
+        "tensor_parallel": 8, "node_gpus": 4, "resource": "ncsa-delta-a100", "nodes": 2, "gpu": "a100-40gb"}
+    assert spans["values"]["link_bytes_per_second"] == 25e9 and spans["values"]["network_bytes_per_second"] * 8 == 200e9
+    assert "DGX A100 user guide" in spans["values"]["why"]
+    (within,) = records(eight, "tp-within-node")
+    assert {k: within["values"][k] for k in ("tensor_parallel", "node_gpus", "resource", "link")} == {
+        "tensor_parallel": 8, "node_gpus": 8, "resource": "ncsa-delta-a100x8", "link": "NVLink"}
+    assert within["values"]["link_bytes_per_second"] == 300e9
 
 
 def test_the_planner_keeps_the_replica_within_a_4_gpu_node(tmp_path, capsys):
@@ -89,8 +93,8 @@ def test_the_planner_keeps_the_replica_within_a_4_gpu_node(tmp_path, capsys):
         """)
     free = plan(unpinned, capsys)
     assert free["inference"]["tensor_parallel"] == 8
-    assert any("8-GPU nodes (no resource pinned: an HGX/DGX baseboard's 8 GPUs taken as one node)" in a
-               for a in free["assumptions"])
+    (node,) = records(free, "tp-within-node")
+    assert (node["values"]["node_gpus"], node["values"]["resource"]) == (8, None)     # no resource pinned
     quad = plan(batch_job(tmp_path, "ncsa-delta-a100", tp=""), capsys)
     assert quad["inference"]["tensor_parallel"] == 4
     assert "across" not in line(quad["inference"], "Prefill")
@@ -100,7 +104,8 @@ def test_the_planner_keeps_the_replica_within_a_4_gpu_node(tmp_path, capsys):
     system = plan(batch_job(tmp_path, "ncsa-delta", tp=""), capsys)
     assert system["inference"]["tensor_parallel"] == 8
     assert "across" not in line(system["inference"], "Prefill")
-    assert any("8-GPU nodes of ncsa-delta-a100x8" in a for a in system["assumptions"])
+    (node,) = records(system, "tp-within-node")
+    assert (node["values"]["node_gpus"], node["values"]["resource"]) == (8, "ncsa-delta-a100x8")
 
 
 def test_the_report_says_the_all_reduces_cross_nodes(tmp_path, capsys):

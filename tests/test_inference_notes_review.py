@@ -6,6 +6,7 @@ engine reservation, so no line about vLLM's 0.9.
 """
 
 from __future__ import annotations
+from conftest import records
 
 WORKLOAD = """\
 workloads:
@@ -17,4 +18,4 @@ workloads:
 def test_hf_plan_has_no_vllm_reservation_line(plan_workloads):
     got = plan_workloads(WORKLOAD)["w"]
     assert got["memory"]["components"]["kv_cache"] == 8 * 4096 * 131_072
-    assert not [a for a in got["assumptions"] if "gpu_memory_utilization" in a]
+    assert not records(got, "engine-reserve")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from proposalkit.catalog import models as catalog_models
 from proposalkit.estimate.prompt_logits import family_of, keeps_prompt_logits
+from conftest import records
 
 OCTO = ("  model: {name: OctoCoder, layers: 40, hidden: 6144, heads: 48, kv_heads: 1, ffn_hidden: 24576, "
         "vocab: 49152, max_context: 8192, tied_embeddings: true, mlp: plain}\n")
@@ -47,9 +48,9 @@ def test_hf_generate_keeps_the_16_bit_logits_of_every_prompt_position(plan_workl
     prompt = 1 * 4060 * 49152 * 2            # bf16 logits of all 4,060 positions: 0.37 GiB
     assert prompt == 399_114_240
     assert got["memory"]["components"]["activations"] == _octocoder_layer(4060) + sampled + prompt == 898_203_648
-    notes = " ".join(got["assumptions"])
-    assert "1 × 4,060 tokens × 49,152 vocab × 2 bytes" in notes
-    assert "logits_to_keep" in notes
+    (logits,) = records(got, "prompt-logits")
+    assert logits["values"] == {"family": "", "kept": True, "batch": 1, "context": 4060, "vocab": 49_152,
+                                "value_bytes": 2}
 
 
 def test_a_serving_engine_counts_only_the_sampled_positions(plan_workloads):
@@ -97,8 +98,10 @@ def test_only_families_without_logits_to_keep_keep_every_position(plan_workloads
     assert llama == 210_741_248
     assert got["llama"]["memory"]["components"]["activations"] == llama
     assert got["catalog"]["memory"]["components"]["activations"] == llama
-    assert any("llama's forward takes logits_to_keep" in a for a in got["catalog"]["assumptions"])
-    assert any("gpt_bigcode's forward takes no logits_to_keep" in a for a in got["bigcode"]["assumptions"])
+    assert [(r["values"]["family"], r["values"]["kept"]) for r in records(got["catalog"], "prompt-logits")] == [
+        ("llama", False)]
+    assert [(r["values"]["family"], r["values"]["kept"]) for r in records(got["bigcode"], "prompt-logits")] == [
+        ("gpt_bigcode", True)]
 
 
 def test_every_catalog_model_has_a_known_family():

@@ -15,6 +15,7 @@ import os
 import pytest
 
 from proposalkit.cli import main
+from conftest import records
 
 CONFIGS = os.path.join(os.path.dirname(__file__), "data", "lora_configs")
 
@@ -175,8 +176,8 @@ def test_default_targets_are_the_families_attention_projections(tmp_path, capsys
     assert main(["plan", str(path), "--format", "json"]) == 0
     w = json.loads(capsys.readouterr().out)["workloads"][0]
     assert w["trainable_params"] == 589_824
-    assert ("LoRA rank 16 on the attention projections c_attn (gpt2's module names; planner default; set lora: "
-            "{rank, targets})") in w["assumptions"]
+    (lora,) = records(w, "lora-default")
+    assert lora["values"] == {"rank": 16, "targets": ["c_attn"], "reason": "gpt2"} and lora["sources"] == ["hu-2021"]
 
 
 @pytest.mark.parametrize("model,lora,expected", [

@@ -15,6 +15,7 @@ from fractions import Fraction
 import pytest
 
 from proposalkit.cli import main
+from conftest import records
 
 LLAMA = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
          "num_hidden_layers": 32, "num_key_value_heads": 8, "vocab_size": 128256,
@@ -83,23 +84,23 @@ def test_the_checkpoints_format_sets_the_weight_bits(tmp_path, capsys, quantizat
     assert code == 0, w
     assert w["settings"]["precision"] == precision
     assert abs(w["memory"]["components"]["weights"] - weights(bits)) <= 1
-    assert f"precision {precision}: the checkpoint's quantization_config; set precision to plan other weights" \
-        in w["assumptions"]
+    assert [r["values"] for r in records(w, "precision-checkpoint")] == [{"precision": precision}]
 
 
 def test_the_workloads_precision_overrides_the_checkpoint(tmp_path, capsys):
     code, w = plan(tmp_path, capsys, CASES["gptq 4-bit group 128"][0], precision="bf16")
     assert code == 0, w
     assert w["memory"]["components"]["weights"] == 8_030_261_248 * 2
-    assert "precision bf16 as the workload says, not the checkpoint's (GPTQ 4-bit, group 128)" in w["assumptions"]
+    (given,) = records(w, "precision-given")
+    assert given["values"] == {"precision": "bf16", "checkpoint_method": "GPTQ 4-bit, group 128"}
 
 
 def test_training_loads_the_quantized_checkpoint_in_16_bit(tmp_path, capsys):
     code, w = plan(tmp_path, capsys, CASES["awq 4-bit group 128"][0], kind="finetune")
     assert code == 0, w
     assert w["settings"]["precision"] == "bf16"
-    assert ("precision bf16: training loads the quantized checkpoint (AWQ 4-bit, group 128) into 16-bit weights"
-            in w["assumptions"])
+    (loaded,) = records(w, "precision-training-dequantized")
+    assert loaded["values"] == {"precision": "bf16", "checkpoint_method": "AWQ 4-bit, group 128", "qlora": False}
 
 
 def test_an_unread_quant_method_is_warned(tmp_path, capsys):

@@ -20,6 +20,7 @@ import pytest
 
 from proposalkit.cli import main
 from proposalkit.catalog.engines import TRT_COMPUTE_FRACTION_16BIT, TRT_PREFILL_LAYER_SECONDS
+from conftest import records
 
 H100_BF16 = 989e12
 CHUNK = 8192
@@ -151,9 +152,9 @@ def test_an_engine_whose_speed_is_refused_claims_no_speed_constants(tmp_path, ca
           - {name: svc, kind: inference, model: llama-3.1-8b, framework: hf, hours: 10, concurrency: 4,
              context: 4096}
         """)
-    said = " ".join(svc["assumptions"])
-    assert "speed not modelled" in said
-    assert "kernel launches" not in said and "of the datasheet bandwidth" not in said
+    assert [r["values"]["engine"] for r in records(svc, "engine-speed-not-modelled")] == [
+        "Hugging Face transformers (generate)"]
+    assert not records(svc, "engine-speed")     # no bandwidth fraction or launch time claimed
     assert "Prefill" not in {d["label"] for d in svc["inference"]["derivation"]}
 
 
