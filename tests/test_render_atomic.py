@@ -180,7 +180,7 @@ def test_output_folder_under_a_file(workload, tmp_path, capsys):
     assert main(["report", str(workload), "-o", str(blocker / "out"), "--format", "md"]) == 2
     assert capsys.readouterr().err == (
         f"proposalkit report: -o {blocker / 'out'}: cannot write {blocker / 'out'} (Not a directory); choose a "
-        "folder you can write to; the previous report files were left as they were\n")
+        "folder you can write to; nothing was written\n")
 
 
 # ----------------------------------------------------------------- a missing template

@@ -34,7 +34,7 @@ from markupsafe import Markup
 
 from ..errors import InputError, Problem
 from ..planning.records import Plan
-from . import TEMPLATES_DIR, pdf
+from . import TEMPLATES_DIR, folder_lock, pdf
 from .context import ReportContext, report_context
 from .format import FILTERS, Safe, control_escape, md_escape
 
@@ -179,53 +179,99 @@ def _write_synced(path: Path, data: bytes) -> None:
     os.chmod(path, _file_mode())
 
 
-def swap_in(out: Path, files: dict[str, bytes], shown: str | None = None) -> list[str]:
-    """Write `files` (relative path → bytes) into `out` as one set, or leave `out` as it was.
-
-    The whole set is written and fsynced into a temporary folder inside
-    `out` (the same file system, so a rename moves a file without copying);
-    only when every file is written is each renamed over its old version.
-    On any failure the temporary folder is removed, the previous files are
-    untouched, and OutputFolderError names the folder (`shown`: as the user
-    gave it). Returns the paths written.
-    """
-    shown = shown if shown is not None else str(out)
+def _check_folder(out: Path, shown: str) -> None:
+    """OutputFolderError, before anything is made, for an -o that cannot be a folder."""
+    if not shown:
+        raise OutputFolderError("''", "the folder name is empty (an unset shell variable?); give a folder, "
+                                      "e.g. -o build")
+    if os.path.islink(out) and not os.path.exists(out):
+        target = os.readlink(out)
+        try:
+            os.stat(out)
+            why = "which does not exist"
+        except OSError as error:
+            why = ("which points back to itself (a loop of symbolic links)" if error.errno == errno.ELOOP
+                   else "which does not exist")
+        raise OutputFolderError(shown, f"cannot write {out}: it is a symbolic link to {target}, {why}; "
+                                       "create that folder, or choose another with -o")
     if out.exists() and not out.is_dir():
         raise OutputFolderError(shown, f"cannot write {out} (not a folder); choose a folder you can write to")
+
+
+def _remove_stale_staging(out: Path) -> None:
+    """Staging folders of runs killed before they finished (SIGKILL, a power cut): under the
+    folder's lock no other run is staging, so every one left is stale."""
+    for stale in out.glob(f"{STAGING_PREFIX}*"):
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+
+
+STAGING_PREFIX = ".proposalkit-"
+
+
+def swap_in(out: Path, files: dict[str, bytes], shown: str | None = None) -> tuple[list[str], list[str]]:
+    """Write `files` (relative path → bytes) into `out` as one set, or leave `out` as it was.
+
+    Under the folder's lock (folder_lock.py: concurrent runs never interleave, so the folder
+    holds one run's complete set), the whole set is written and fsynced into a staging folder
+    inside `out` (the same file system, so a rename moves a file without copying); only when
+    every file is written is each renamed over its old version. A run killed before the
+    renames leaves the previous set as it was (its staging folder is removed by the next run).
+    On any failure the staging folder is removed, the previous files are untouched, and
+    OutputFolderError names the folder (`shown`: as the user gave it). Returns the paths
+    written and warnings (a folder that could not be locked).
+    """
+    shown = shown if shown is not None else str(out)
+    _check_folder(out, shown)
     created = not out.exists()
+    existed = [name for name in files if os.path.lexists(out / name)] if not created else []
     tmp: Path | None = None
     renamed: list[str] = []
+    warnings: list[str] = []
     try:
         out.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=out, prefix=".proposalkit-"))
-        for name, data in files.items():
-            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
-            _write_synced(tmp / name, data)
-        for name in files:      # everything a rename could trip on, before the first rename
-            (out / name).parent.mkdir(parents=True, exist_ok=True)
-            if (out / name).is_dir():
-                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(tmp / name), None,
-                                        str(out / name))
-        for name in files:
-            os.replace(tmp / name, out / name)
-            renamed.append(str(out / name))
+        with folder_lock.locked(out) as held:
+            if held.warning:
+                warnings.append(held.warning)
+            else:
+                _remove_stale_staging(out)
+            tmp = Path(tempfile.mkdtemp(dir=out, prefix=STAGING_PREFIX))
+            for name, data in files.items():
+                (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+                _write_synced(tmp / name, data)
+            for name in files:      # everything a rename could trip on, before the first rename
+                (out / name).parent.mkdir(parents=True, exist_ok=True)
+                if (out / name).is_dir():
+                    raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(tmp / name), None,
+                                            str(out / name))
+            for name in files:
+                os.replace(tmp / name, out / name)
+                renamed.append(str(out / name))
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp = None
+    except folder_lock.LockTimeout as error:
+        raise OutputFolderError(shown, f"{error.strerror}; nothing was written (is another run stopped? "
+                                       f"remove {out / folder_lock.LOCK_NAME} if no run is left)") from None
     except OSError as error:
+        staged = tmp is not None
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
         if created:
             with contextlib.suppress(OSError):
                 out.rmdir()       # only when empty: nothing of the user's is removed
         # Name what the user knows: the folder (or the parent that could not be made), or the
-        # file a rename could not replace; never the temporary folder.
-        where = (error.filename2 if error.filename2 else out) if tmp is not None else (error.filename or out)
-        kept = (f"replaced {', '.join(renamed)} before the failure" if renamed
-                else "the previous report files were left as they were")
+        # file a rename could not replace; never the staging folder or the lock file.
+        where = (error.filename2 if error.filename2 else out) if staged else (
+            out if error.filename and Path(error.filename).parent == out else (error.filename or out))
+        if renamed:
+            kept = f"replaced {', '.join(renamed)} before the failure"
+        elif existed:
+            kept = "the previous report files were left as they were"
+        else:
+            kept = "nothing was written"
         raise OutputFolderError(shown, f"cannot write {where} ({error.strerror or error}); choose a folder "
                                        f"you can write to; {kept}") from None
-    finally:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return [str(out / name) for name in files]
+    return [str(out / name) for name in files], warnings
 
 
 @dataclass(frozen=True)
@@ -254,8 +300,7 @@ def write_reports(plan: Plan, out_dir: str | os.PathLike[str], formats) -> Writt
     out = Path(shown)
     context = report_context(plan)
     files, body_pages, measured = render_reports(context, formats, out)
-    written = swap_in(out, files, shown)
-    warnings = []
+    written, warnings = swap_in(out, files, shown)
     if body_pages > pdf.BODY_PAGES + pdf.PAGE_TOLERANCE:
         how = "in the PDF" if measured else "estimated from the Markdown"
         warnings.append(f"the section B body runs to {body_pages:.1f} pages {how}; about {pdf.BODY_PAGES} fit a "
