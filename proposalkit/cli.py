@@ -330,10 +330,23 @@ def _print_traceback_if_asked() -> None:
         traceback.print_exc()
 
 
+def _option_like_revision(argv: list[str]) -> str | None:
+    """`diff --output=x:plan.yaml NEW`: a REV:PATH whose revision starts with '-', which argparse
+    takes for an unknown option (and then says NEW is missing); the argument, to refuse by name."""
+    if not argv or argv[0] != "diff" or "--" in argv:
+        return None
+    return next((a for a in argv[1:] if a.startswith("-") and ":" in a and not a.startswith("--format")), None)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     prog = parser.prog
     try:
+        option_like = _option_like_revision(sys.argv[1:] if argv is None else argv)
+        if option_like is not None:
+            from .review.sides import check_revision
+
+            check_revision(option_like)
         try:
             args = parser.parse_args(argv)
         except SystemExit:          # --help printed, or a usage error on stderr: argparse's own exit

@@ -96,8 +96,9 @@ def test_the_command_line_way_too(repo, tmp_path):
 
 
 def test_git_is_told_where_its_options_end(repo, capsys, monkeypatch):
-    """The revision reaches `git show` after --end-of-options (git ≥ 2.24), so a REV that git could
-    still read as an option is taken as a revision; `--` would make REV:PATH a path instead."""
+    """The revision reaches `git cat-file` after --end-of-options (git ≥ 2.24), so a REV that git could
+    still read as an option is taken as a revision; `--` would make REV:PATH a path instead. The blob
+    is read with `cat-file blob`, as committed (`git show` would run a textconv filter)."""
     from proposalkit.review import sides
 
     calls = []
@@ -109,7 +110,8 @@ def test_git_is_told_where_its_options_end(repo, capsys, monkeypatch):
 
     monkeypatch.setattr(sides.subprocess, "run", recording)
     assert run(capsys, "diff", "HEAD:w.yaml", "w.yaml")[0] == 0
-    assert ["git", "show", "--end-of-options", "HEAD:w.yaml"] in calls
+    assert ["git", "cat-file", "blob", "--end-of-options", "HEAD:w.yaml"] in calls
+    assert not [c for c in calls if "show" in c]
 
 
 # ----------------------------------------------------------------- Markdown

@@ -10,6 +10,7 @@ name (and description) are one renamed workload.
 
 from __future__ import annotations
 
+import collections
 import json
 import re
 from dataclasses import dataclass
@@ -266,14 +267,24 @@ def compare(old: Side, new: Side) -> Diff:
         entries.append(Entry("changed" if found else "unchanged", name, None, a, b, tuple(found)))
     removed = [old.workloads[n] for n in sorted(set(old.workloads) - set(new.workloads))]
     added = [new.workloads[n] for n in sorted(set(new.workloads) - set(old.workloads))]
-    for b in list(added):
-        match = next((a for a in removed if a.rename_key() == b.rename_key()), None)
-        if match is not None:
-            removed.remove(match)
-            added.remove(b)
+    # Each added workload (by name) is paired with the first removed one (by name) of the same
+    # rename key: removed workloads are grouped by key once, so the pairing takes time linear in
+    # the workloads (a search of every removed workload for each added one took 170 s for 2,000).
+    by_key: dict[str, collections.deque[Version]] = collections.defaultdict(collections.deque)
+    for a in removed:
+        by_key[a.rename_key()].append(a)
+    paired: set[str] = set()
+    unmatched: list[Version] = []
+    for b in added:
+        candidates = by_key.get(b.rename_key())
+        if candidates:
+            match = candidates.popleft()
+            paired.add(match.name)
             entries.append(Entry("renamed", b.name, match.name, match, b, tuple(changes(match, b))))
-    entries += [Entry("added", b.name, None, None, b, ()) for b in added]
-    entries += [Entry("removed", a.name, None, a, None, ()) for a in removed]
+        else:
+            unmatched.append(b)
+    entries += [Entry("added", b.name, None, None, b, ()) for b in unmatched]
+    entries += [Entry("removed", a.name, None, a, None, ()) for a in removed if a.name not in paired]
     entries.sort(key=lambda e: (CATEGORIES.index(e.category), e.name))
     return Diff(old, new, tuple(entries))
 

@@ -3,9 +3,12 @@
 Loaded and planned like any file; the plan is kept in its JSON form
 (output.plan_dict), which is what diff compares and prints. REV:PATH never
 reaches git as an option: a REV starting with `-` is refused, and git is told
-where its options end (`git show --end-of-options REV:PATH`; `--` would make
-REV:PATH a path, not a revision). A blob larger than a workload file may be is
-refused before it is read, as a file on disk is.
+where its options end (`git cat-file … --end-of-options REV:PATH`; `--` would make
+REV:PATH a path, not a revision); no shell sees it. A line break or NUL in
+REV:PATH, an empty PATH, a PATH that is a folder or a submodule in REV are
+refused with a message, and a blob larger than a workload file may be is
+refused before it is read, as a file on disk is. The bytes are read with
+`git cat-file blob`, as committed (no textconv filter).
 """
 
 from __future__ import annotations
@@ -83,6 +86,16 @@ def _load_text(raw: bytes, label: str, original: str, resource_ids):
     return load_file(label, resource_ids, raw=raw, base_dir=os.path.dirname(os.path.abspath(original)))
 
 
+def check_revision(spec: str) -> tuple[str, str]:
+    """REV:PATH split in two; InputError when REV starts with '-' (git would take it for an option)."""
+    rev, path = spec.split(":", 1)
+    if rev.startswith("-"):
+        raise InputError([Problem(spec, None, "", f"cannot read it from git: the revision '{rev}' starts with '-', "
+                                                  "which git would take for an option (give REV:PATH with a revision "
+                                                  "such as HEAD or origin/main, or a file path)")])
+    return rev, path
+
+
 def _load(spec: str, resource_ids):
     """One side → the loaded files ([] for /dev/null)."""
     from ..input.loading import load_file
@@ -91,16 +104,25 @@ def _load(spec: str, resource_ids):
         return []
     if os.path.exists(spec) or ":" not in spec:
         return [load_file(spec, resource_ids)]
-    rev, path = spec.split(":", 1)
-    if rev.startswith("-"):
-        raise InputError([Problem(spec, None, "", f"cannot read it from git: the revision '{rev}' starts with '-', "
-                                                  "which git would take for an option (give REV:PATH with a revision "
-                                                  "such as HEAD or origin/main, or a file path)")])
-    # Refused before reading, as a file on disk is (files.py): git says the size first.
+    rev, path = check_revision(spec)
+    if any(c in spec for c in "\n\r\0"):
+        raise InputError([Problem(spec, None, "", "cannot read it from git: a line break or NUL in REV:PATH "
+                                                  "(give REV:PATH on one line, or a file path)")])
+    if not path:
+        raise InputError([Problem(spec, None, "", "cannot read it from git: no PATH after the ':' (give REV:PATH "
+                                                  "of a workload file, e.g. HEAD:workloads/plan.yaml)")])
+    # What the object is, then its size, before reading it (a file on disk is refused by its size
+    # the same way, files.py); `cat-file blob` gives the bytes as committed (`git show` would run a
+    # textconv filter that .gitattributes names).
+    kind = _git(["cat-file", "-t", "--end-of-options", f"{rev}:{path}"], spec).decode("ascii", "replace").strip()
+    if kind != "blob":
+        what = {"tree": "a folder", "commit": "a submodule"}.get(kind, f"a git {kind}")
+        raise InputError([Problem(spec, None, "", f"cannot read it from git: {path} is {what} in {rev}, not a file "
+                                                  "(give REV:PATH of a workload file)")])
     size = int(_git(["cat-file", "-s", "--end-of-options", f"{rev}:{path}"], spec))
     if size > WORKLOAD_FILE.bytes:
         raise InputError([Problem(spec, None, "", WORKLOAD_FILE.too_large(size))])
-    raw = _git(["show", "--end-of-options", f"{rev}:{path}"], spec)
+    raw = _git(["cat-file", "blob", "--end-of-options", f"{rev}:{path}"], spec)
     return [_load_text(raw, spec, _working_tree_path(path, spec), resource_ids)]
 
 
