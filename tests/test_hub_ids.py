@@ -246,4 +246,4 @@ def test_the_report_cites_the_hub_id_revision_and_commit(cached):
     assert done.returncode == 0, done.stderr
     report = (cached / "out" / "report.md").read_text(encoding="utf-8")
     assert ("**Qwen/Qwen2.5-7B**. config.json of Qwen/Qwen2.5-7B on the Hugging Face Hub (revision v1.0, commit "
-            "0123456789ab), https://huggingface.co/Qwen/Qwen2.5-7B") in report
+            "0123456789ab), `https://huggingface.co/Qwen/Qwen2.5-7B`") in report    # built from user text: no link

@@ -56,7 +56,8 @@ def test_markdown_escapes_user_text(hostile_plan):
     assert re.search(r"(?<!\\)<(script|img|b>|i>|/)", md) is None     # no '<' left unescaped before a tag
     assert r"\<script\>alert(1)\</script\>" in md
     assert r"Attack \| " in md
-    assert r"\*bold\*" in md and r"\$x\$" in md and r"\@someone" in md and r"\[link\]" in md
+    assert r"\*bold\*" in md and r"\$x\$" in md
+    assert "`@someone`" in md and r"\[`link](http://x`)" in md      # what GitHub would link: a code span
     assert r"Back\\slash \`code\` \_under\_" in md
     assert r"Eve \<b\>PI\</b\> \| \&amp;" in md
 
@@ -76,7 +77,8 @@ def test_markdown_table_rows_keep_their_columns(hostile_plan):
     ("line one\nline two", "line one line two"),
     ("  two  spaces ", " two spaces "),
     ("$E=mc^2$", r"\$E=mc^2\$"),
-    ("#1 & @me", r"\#1 \& \@me"),
+    ("#1 & @me", r"`#1` \& `@me`"),
+    ("# 1 @", r"\# 1 \@"),
     ("plain-text 1.5 (ok)", "plain-text 1.5 (ok)"),
 ])
 def test_md_escape(text, expected):

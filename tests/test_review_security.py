@@ -12,10 +12,10 @@ import textwrap
 import pytest
 
 from proposalkit.cli import main
-from proposalkit.review import diff as review_diff
+from proposalkit.render.format import md_code
 from test_diff import bash, git, pull_request, step
 
-HOSTILE = "![x](https://evil.example/i.png) <img src=x onerror=alert(1)> [c](javascript:alert(1)) @octocat ``` `x` |"
+HOSTILE = "![x](https://ev.il/i.png) <img src=x onerror=alert(1)> [c](javascript:alert(1)) @octocat ``` `x` |"
 
 
 def workload(name="a", model_name="tiny", tokens="10M", description=None):
@@ -118,17 +118,20 @@ def test_git_is_told_where_its_options_end(repo, capsys, monkeypatch):
 
 def test_hostile_model_name_and_description_are_text(tmp_path, capsys):
     old = workload(model_name="tiny", description="first")
-    new = workload(model_name=HOSTILE + " \x1b]0;pwn\x07 \x1b[2J", description="@team please <b>merge</b>")
+    new = workload(model_name=HOSTILE, description="@team please <b>merge</b> \x1b]0;pwn\x07 \x1b[2J")
     out = diff_of(tmp_path, capsys, old, new)
     line = row(out)
     assert not any(ch in out for ch in "\x1b\x07")
     what = line.split(" | ")[-1]
-    # Every character Markdown or GitHub acts on is backslash-escaped: none is left once the escapes go.
-    assert not set(re.sub(r"\\.", "", what.removesuffix(" |"))) & set("<>[]!@`*_#&~$|")
+    # Every character Markdown or GitHub acts on is backslash-escaped, or inside a code span (what
+    # GitHub would link): none is left once both go.
+    unescaped = re.sub(r"\\.", "", what.removesuffix(" |"))
+    assert not set(re.sub(r"(`+)[^`].*?\1", "", unescaped)) & set("<>[]!@`*_#&~$|")
     assert unescaped_pipes(line) == 7          # six columns: the model name's pipe stays in its cell
-    assert ("model tiny → \\!\\[x\\](https://evil.example/i.png) \\<img src=x onerror=alert(1)\\> "
-            "\\[c\\](javascript:alert(1)) \\@octocat \\`\\`\\` \\`x\\` \\| \\\\x1b\\]0;pwn\\\\x07 \\\\x1b\\[2J") in line
-    assert "description first → \\@team please \\<b\\>merge\\</b\\>" in line
+    assert ("model tiny → `![x](https://ev.il/i.png`) \\<img src=x onerror=alert(1)\\> "
+            "\\[c\\](javascript:alert(1)) `@octocat` \\`\\`\\` \\`x\\` \\|;") in line
+    assert ("description first → `@team` please \\<b\\>merge\\</b\\> \\\\x1b\\]0;pwn\\\\x07 "
+            "\\\\x1b\\[2J") in line
 
 
 def test_json_keeps_the_values_and_no_raw_control_character(tmp_path, capsys):
@@ -150,7 +153,7 @@ def test_json_keeps_the_values_and_no_raw_control_character(tmp_path, capsys):
 ])
 def test_code_spans_cannot_be_left(text, span):
     """Workload names are [a-z0-9_-] (input/schema.py NAME_PATTERN); the code span holds any text anyway."""
-    assert review_diff._code(text) == span
+    assert md_code(text) == span
 
 
 def test_names_stay_code_spans(tmp_path, capsys):
@@ -167,7 +170,7 @@ def test_workflow_escapes_the_file_name_and_fences_errors(tmp_path):
     diffed = bash(step("Diff")["run"], root, env)
     assert diffed.returncode == 0, diffed.stderr
     body = (root / "budget-diff.md").read_text(encoding="utf-8").splitlines()
-    assert body[0] == "### Budget change: workloads/x\\`\\!\\[i\\](javascript:alert(1))\\`\\@octocat.yaml"
+    assert body[0] == "### Budget change: ``workloads/x`![i](javascript:alert(1))`@octocat.yaml``"
     assert body[1:4] == ["", "proposalkit diff failed:", ""]
     # The message, backticks and all, is code: an indented block that only an unindented line ends.
     errors = body[4:body.index("", 4)]

@@ -20,9 +20,9 @@ from ..knobs import KNOBS, default
 from .frameworks import FRAMEWORKS
 from .values import (
     Batch, Bool, Buffer, Checkpointing, CheckpointsRetained, Concurrency, ContextParallel, CountOrZero, Dimension,
-    Dropout, ExpertParallel, GpuCount, GradientAccumulation, LoraRank, Mfu, MicroBatch, Params, PipelineParallel,
-    PositiveFloat, PromptTokens, RequestRate, Requests, Samples, Sequence, ServiceHours, TensorParallel, Text, Tokens,
-    TokensPerSecond, TpotMs, TtftMs, TtftPercentile, Variants, ZeroStage, model_reference,
+    Dropout, ExpertParallel, GpuCount, GradientAccumulation, LoraRank, Mfu, MicroBatch, Name, Params, PipelineParallel,
+    PositiveFloat, PromptTokens, Prose, RequestRate, Requests, Samples, Sequence, ServiceHours, TensorParallel, Text,
+    Tokens, TokensPerSecond, TpotMs, TtftMs, TtftPercentile, Variants, ZeroStage, model_reference,
 )
 
 KINDS = ("finetune", "pretrain", "inference")
@@ -43,9 +43,9 @@ def _knob(name: str, value: object = None):
 class Proposal(_Strict):
     """Title block of the report."""
 
-    title: Text | None = Field(None, description="Proposal title, shown on the report's title block.")
-    pi: Text | None = Field(None, description="Principal investigator.")
-    institution: Text | None = Field(None, description="Institution, shown on the report's title block.")
+    title: Prose | None = Field(None, description="Proposal title, shown on the report's title block.")
+    pi: Prose | None = Field(None, description="Principal investigator.")
+    institution: Prose | None = Field(None, description="Institution, shown on the report's title block.")
     resource: Text | None = Field(None, description="Target resource (catalog id): limits the GPU choice and sets the units.")
     track: Literal[TRACKS] | None = Field(None, description="NAIRR track: startup or standard (caps and warnings differ).")
     access_tier: Literal[ACCESS_TIERS] | None = Field(
@@ -56,7 +56,7 @@ class Proposal(_Strict):
 class ModelShape(_Strict):
     """A model not in the catalog: a parameter count, a shape, a local Hugging Face config.json, or a Hub id."""
 
-    name: Text | None = Field(None, description="Name shown in the plan and the report (default: custom; a config.json's "
+    name: Name | None = Field(None, description="Name shown in the plan and the report (default: custom; a config.json's "
                                                 "folder name).")
     params: Params | None = Field(None, description="Total parameters, e.g. 7B.")
     layers: Dimension | None = Field(None, description="Transformer blocks (config.json num_hidden_layers).")
@@ -195,7 +195,7 @@ class WorkloadFields(_Strict):
         None, description="Required for finetune: full (every weight), lora (adapters on a 16-bit base) or qlora "
                           "(adapters on a 4-bit NF4 base); pretrain is always full.")
     model: ModelRef | None = Field(None, description=MODEL_TEXT)
-    description: Text | None = Field(None, description="One line on what the workload is for (shown in the report).")
+    description: Prose | None = Field(None, description="One line on what the workload is for (shown in the report).")
     data: Data | None = Field(None, description="Training data, instead of tokens: tokens = samples × seq_len × epochs.")
     tokens: Tokens | None = Field(None, description="Training tokens of one variant, all epochs; or batch-inference tokens.")
     throughput: Throughput | None = Field(
@@ -257,7 +257,7 @@ NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 class Workload(WorkloadFields):
     """One job, or one set of identical jobs (variants), to plan."""
 
-    name: Annotated[Text, Field(pattern=NAME_PATTERN)] = Field(description="Unique id: lower-case letters, digits, - and _.")
+    name: Annotated[Name, Field(pattern=NAME_PATTERN)] = Field(description="Unique id: lower-case letters, digits, - and _.")
     kind: Literal[KINDS] = Field(description=KIND_TEXT)
     model: ModelRef = Field(description=MODEL_TEXT)
 

@@ -17,6 +17,8 @@ from pydantic_core import PydanticCustomError
 
 from ..units import parse_count
 from .bounds import BOUNDS
+from .text_rules import (NAME_CHARACTERS, NAME_WHY, PROSE_CHARACTERS, PROSE_WHY, TEXT_CHARACTERS,
+                         TEXT_WHY, text_problem)
 
 
 def describe(value: object) -> str:
@@ -211,7 +213,20 @@ TtftMs = _bounded_float("ttft_ms")
 TpotMs = _bounded_float("tpot_ms")
 ServiceHours = Annotated[float, _within(_positive_float, "hours"), WithJsonSchema(_capped(_FLOAT_SCHEMA, "hours"))]
 Bool = Annotated[bool, BeforeValidator(_boolean), WithJsonSchema({"type": "boolean"})]
-Text = Annotated[str, BeforeValidator(_text), WithJsonSchema({"type": "string"})]
+def _checked_text(limit: int, why: str):
+    """Text held to text_rules.py: no invisible character, at most `limit` characters."""
+    def check(value: object) -> str:
+        text = _text(value)
+        problem = text_problem(text, limit, why)
+        if problem is not None:
+            raise _fail(problem[0], text, problem[1])
+        return text
+    return Annotated[str, BeforeValidator(check), WithJsonSchema({"type": "string", "maxLength": limit})]
+
+
+Text = _checked_text(TEXT_CHARACTERS, TEXT_WHY)          # ids and paths
+Name = _checked_text(NAME_CHARACTERS, NAME_WHY)          # a workload's or a model's name
+Prose = _checked_text(PROSE_CHARACTERS, PROSE_WHY)       # title, PI, institution, description
 
 
 # Fields whose values have a rule of their own.

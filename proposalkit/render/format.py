@@ -3,8 +3,10 @@
 Numbers are formatted by type, never by key name (`FILTERS` are the report
 templates' filters; the text, diff and derivation lines call the same
 functions). User text is escaped for where it goes: `md_escape` for Markdown
-(report, plan tables, diff comments), `control_escape` for terminals and every
-other output (control characters shown as escapes, never sent raw).
+(report, plan tables, diff comments; words GitHub would link as code spans),
+`control_escape` for terminals and every other output (control, bidirectional
+and zero-width characters shown as escapes, never sent raw), and
+`formula_safe` for a table cell that a spreadsheet could run as a formula.
 """
 
 from __future__ import annotations
@@ -82,6 +84,26 @@ def fmt_factor(x: float) -> Safe:
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|~$!@&])")
+# What GitHub turns into a link, a notification or a cross-reference wherever it stands in text: the
+# GFM autolinks (GFM spec 0.29-gfm §6.9: www., http:// and https:// URLs, email addresses; cmark-gfm
+# also links ftp:// and any case of the scheme) and GitHub's references (@user, #123, GH-123,
+# owner/repo#123). A backslash escape does not stop them all: cmark-gfm finds an email address
+# after the escapes are gone (`a\@b.co` is still linked). Nothing is linked inside a code span.
+_LINKABLE = re.compile(r"://|www\.|@\w|#\d|\bgh-\d", re.IGNORECASE)
+# A cell a spreadsheet reads as a formula (OWASP, CSV Injection: '=', '+', '-', '@', tab and carriage
+# return; the full-width forms, which spreadsheets in East Asian locales also read as operators).
+_FORMULA_START = tuple("=+-@\t\r＝＋－＠")
+
+
+def md_code(text: object) -> Safe:
+    """User text as a Markdown code span that nothing in it can end: the backtick fence is longer
+    than any run of backticks inside (CommonMark), padded with a space where the text starts or ends
+    with one; a pipe is escaped, which GitHub honours inside code spans in tables; control
+    characters and newlines never pass. Inside it nothing is a link, a mention or markup."""
+    text = control_escape(re.sub(r"\s+", " ", str(text))).replace("|", "\\|")
+    fence = "`" * (1 + max((len(run) for run in re.findall("`+", text)), default=0))
+    pad = " " if text.startswith(("`", " ")) or text.endswith(("`", " ")) else ""
+    return Safe(f"{fence}{pad}{text}{pad}{fence}")
 
 
 def md_escape(text: object) -> Safe:
@@ -92,11 +114,33 @@ def md_escape(text: object) -> Safe:
     backslash escapes are CommonMark's, which GitHub honours in tables too
     (`\\|`). `$` is escaped because GitHub renders `$...$` as math, `@`
     because it mentions a user, `<` and `&` because Markdown passes HTML through.
+    A word GitHub would link (a URL, an email address, @user, #123) becomes a
+    code span (md_code) instead: escapes alone do not stop every link.
     """
     if isinstance(text, Safe):
         return text
     one_line = control_escape(re.sub(r"\s+", " ", str(text)))
-    return Safe(_MD_SPECIAL.sub(r"\\\1", one_line))
+    return Safe(" ".join(_md_word(word) for word in one_line.split(" ")))
+
+
+# Punctuation around a word that is not part of what GitHub would link: kept outside its code span.
+_AROUND = re.compile(r"^([(\[{\"'<]*)(.*?)([)\]}\"'>.,;:!?]*)$")
+
+
+def _md_word(word: str) -> str:
+    lead, core, trail = _AROUND.match(word).groups()
+    if _LINKABLE.search(core):
+        return _MD_SPECIAL.sub(r"\\\1", lead) + md_code(core) + _MD_SPECIAL.sub(r"\\\1", trail)
+    return _MD_SPECIAL.sub(r"\\\1", word)
+
+
+def formula_safe(text: object) -> str:
+    """User text for a table cell a spreadsheet may read (a report table copied into Excel, an HTML
+    report opened in one): a cell that would start with a formula character gets a leading
+    apostrophe, the spreadsheets' mark for text, which they do not show (OWASP, CSV Injection)."""
+    text = str(text)
+    stripped = text.lstrip()
+    return "'" + stripped if stripped.startswith(_FORMULA_START) else text
 
 
 FILTERS = {

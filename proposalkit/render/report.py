@@ -36,7 +36,7 @@ from ..errors import InputError, Problem
 from ..planning.records import Plan
 from . import TEMPLATES_DIR, folder_lock, pdf
 from .context import ReportContext, report_context
-from .format import FILTERS, Safe, control_escape, md_escape
+from .format import FILTERS, Safe, control_escape, formula_safe, md_escape
 
 
 def _refuse_float(value: object) -> object:
@@ -70,7 +70,8 @@ def environment(kind: str):
     """The Jinja2 environment for 'md' or 'html': StrictUndefined, filters in one place.
 
     HTML autoescapes; Markdown escapes every printed string with md_escape
-    (through `finalize`) unless it is already Safe.
+    (through `finalize`) unless it is already Safe. `cell` marks user text that
+    starts a table cell: formula_safe, so a spreadsheet reads it as text.
     """
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
@@ -86,6 +87,9 @@ def environment(kind: str):
     env.filters.update(FILTERS)
     if kind == "md":
         env.filters["md"] = md_escape
+        env.filters["cell"] = lambda text: md_escape(formula_safe(text))
+    else:
+        env.filters["cell"] = formula_safe     # then autoescaped
     return env
 
 

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from ..render.format import md_escape
+from ..render.format import md_code, md_escape
 from ..text import control_escape, json_control_escape
 from ..units import GiB
 from .sides import EMPTY, Side, Version, read_side  # noqa: F401  (EMPTY, Side: this module's API too)
@@ -35,17 +35,6 @@ def markdown_text(text: object) -> str:
     HTML, @mentions, table pipes), as report.md does. The budget workflow escapes
     the file names it prints with it."""
     return md_escape(control_escape(text))
-
-
-def _code(text: object) -> str:
-    """User text as a Markdown code span that nothing in it can end: the backtick
-    fence is longer than any run of backticks inside (CommonMark), padded with a
-    space where the text starts or ends with one; a pipe is escaped, which GitHub
-    honours inside code spans in tables; control characters and newlines never pass."""
-    text = control_escape(re.sub(r"\s+", " ", str(text))).replace("|", "\\|")
-    fence = "`" * (1 + max((len(run) for run in re.findall("`+", text)), default=0))
-    pad = " " if text.startswith(("`", " ")) or text.endswith(("`", " ")) else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 # ----------------------------------------------------------------- comparing
@@ -318,7 +307,7 @@ def markdown(d: Diff) -> str:
         out += ["| workload | change | before | after | delta | what changed |",
                 "| --- | --- | ---: | ---: | ---: | --- |"]
         for e in rows:
-            name = f"{_code(e.old_name)} → {_code(e.name)}" if e.category == "renamed" else _code(e.name)
+            name = f"{md_code(e.old_name)} → {md_code(e.name)}" if e.category == "renamed" else md_code(e.name)
             before = _hours(e.before.requested) if e.before else "—"
             after = _hours(e.after.requested) if e.after else "—"
             delta = _delta(e.delta)
