@@ -117,7 +117,7 @@ def test_a_stale_example_is_found():
     assert gendocs.update(page) != page and gendocs.examples(gendocs.update(page))[0][1:] == (want, want)
 
 
-# A file a page names (`proposalkit/input/bounds.py`, `estimate/loss.py`, `benchmarks/validation.py`): a
+# A file a page names (`proposalkit/bounds.py`, `estimate/loss.py`, `benchmarks/validation.py`): a
 # module moved or renamed leaves no page pointing at its old place.
 FILE_NAMED = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.(?:py|yaml|yml|json|md|txt))\b")
 PACKAGE_FOLDERS = ("catalog/", "input/", "pilot/", "estimate/", "planning/", "render/", "review/")

@@ -30,12 +30,13 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent / "proposalkit"
 # (its longest matching prefix wins). The lowest stage holds what every stage may name: the
 # catalogs (GPUs, models and their shapes, engines, resources), units, bytes per value, the option
 # lists a workload may name, the planning knobs and their defaults (knobs.py), bounded file reading,
-# the user errors, text escaping and the note record. The pilot-log readers sit with input/ (a workload
-# cites its pilot logs); the package's public API (proposalkit/__init__.py) and the CLI are the top.
+# the plausibility bounds (input/ and pilot/ check by them), the user errors, text escaping and the note
+# record. The pilot-log readers sit with input/ (a workload cites its pilot logs); the package's public
+# API (proposalkit/__init__.py) and the CLI are the top.
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("catalog/units", ("proposalkit.catalog", "proposalkit.units", "proposalkit.precision", "proposalkit.options",
                        "proposalkit.knobs", "proposalkit.files", "proposalkit.errors", "proposalkit.text",
-                       "proposalkit.notes")),
+                       "proposalkit.notes", "proposalkit.bounds")),
     ("input", ("proposalkit.input", "proposalkit.pilot")),
     ("estimate", ("proposalkit.estimate",)),
     ("planning", ("proposalkit.planning",)),

@@ -89,7 +89,7 @@ CASES = {
     "the vLLM benchmark's name": (
         HEAD + "    num_prompts: 1000\n",
         "FILE:5: workloads[0].num_prompts: unknown field 'num_prompts'; did you mean 'requests'?\n"),
-    # Bounds (input/bounds.py), each with its reason.
+    # Bounds (proposalkit/bounds.py), each with its reason.
     "request_rate a slip of the unit": (
         HEAD + "    request_rate: 5M\n    input_tokens: 1k\n    output_tokens: 256\n    hours: 10\n",
         "FILE:5: workloads[0].request_rate: implausibly large (got '5M', expected from 10^-6 to 10^6 requests per "

@@ -1,7 +1,7 @@
 """Bounds and cross-field rules: each slip is an input error (exit 2) with its reason, never exit 3.
 
 Every case here ended in exit 3 ("a bug in proposalkit") or printed a 300-digit
-number before the bounds table (proposalkit/input/bounds.py). Numbers are quoted
+number before the bounds table (proposalkit/bounds.py). Numbers are quoted
 as the user wrote them ('1e300' is text to YAML 1.1, which needs a dot in a
 float), or compactly (1e+300) when YAML read them as numbers.
 """
@@ -193,7 +193,7 @@ def test_every_bound_has_its_reason():
     """One table: each bound states its range in its message, and its source comment sits above it."""
     import inspect
 
-    from proposalkit.input import bounds
+    from proposalkit import bounds
 
     source = inspect.getsource(bounds)
     for name, bound in bounds.BOUNDS.items():

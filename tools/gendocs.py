@@ -527,7 +527,7 @@ def _plain_numbers(schema: dict) -> list[str]:
 
 
 def workload_format() -> str:
-    from proposalkit.input.bounds import BOUNDS
+    from proposalkit.bounds import BOUNDS
     from proposalkit.input.schema import json_schema
 
     schema = json_schema()
@@ -568,7 +568,7 @@ def workload_format() -> str:
     out.append("## Plausibility bounds\n\n"
                "Every number has a bound far beyond anything published, so a value outside it is a slip (of "
                "the exponent, the suffix or the unit); the message gives the reason below. One table holds "
-               "them, `proposalkit/input/bounds.py`.\n\n"
+               "them, `proposalkit/bounds.py`.\n\n"
                "| bound | from | to | reason |\n| --- | ---: | ---: | --- |\n")
     for name, bound in BOUNDS.items():
         high = "no limit" if bound.high == float("inf") else _number(bound.high)

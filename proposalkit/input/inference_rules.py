@@ -13,7 +13,7 @@ Targets that no GPU can meet need the estimate and are checked by the planner (p
 from __future__ import annotations
 
 from ..catalog.shapes import ModelSpec
-from .bounds import BOUNDS
+from ..bounds import BOUNDS
 
 BATCH_EXAMPLE = "requests: 200k, input_tokens: 1k, output_tokens: 256"
 SERVICE_EXAMPLE = "request_rate: 5, input_tokens: 1k, output_tokens: 256, hours: 720"

@@ -23,7 +23,7 @@ from .inference_rules import inference_problems
 from .mapping import from_mapping, lora_target_problem, params_only_problem
 from .model_config import read_config, read_hub_config
 from .pilots import measured_throughput, read_pilots
-from .bounds import BOUNDS
+from ..bounds import BOUNDS
 from ..files import WORKLOAD_FILE, Refused, read_limited
 from .frameworks import Behaviour, apply_preset, behaviour, framework_problem
 from .schema import UNION_TAGS, Proposal, Workload, WorkloadFile

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from ..catalog.modules import ALL_LINEAR, FAMILY_MODULES, module_names
 from ..catalog.shapes import GPT_FFN_FACTOR, ModelSpec, is_mla, parameter_count
-from .bounds import BOUNDS
+from ..bounds import BOUNDS
 from .messages import did_you_mean
 from .schema import ModelShape
 from .shape_rules import shape_problems

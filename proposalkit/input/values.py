@@ -16,7 +16,7 @@ from pydantic import BeforeValidator, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from ..units import parse_count
-from .bounds import BOUNDS
+from ..bounds import BOUNDS
 from .text_rules import (NAME_CHARACTERS, NAME_WHY, PROSE_CHARACTERS, PROSE_WHY, TEXT_CHARACTERS,
                          TEXT_WHY, text_problem)
 

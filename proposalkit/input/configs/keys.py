@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from ..bounds import BOUNDS
+from ...bounds import BOUNDS
 from ..values import describe
 
 REQUIRED = object()   # default= for a key the architecture cannot do without

@@ -1,4 +1,5 @@
-"""Plausibility bounds on the numbers of a workload file: the one table, each bound with its reason.
+"""Plausibility bounds on the numbers of a workload file and of the pilot logs it cites: the one table,
+each bound with its reason. It sits below every stage, since input/ and pilot/ both check by it.
 
 A value beyond a bound cannot be meant (a slip of the exponent or the suffix:
 1e300, 2000T), would print as nonsense in a proposal, and can overflow the
