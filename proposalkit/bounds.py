@@ -76,6 +76,10 @@ BOUNDS = {
     "tokens_per_second_per_gpu": Bound(0, 10**7, "at most 10^7 tokens per second per GPU: training even a "
                                                  "10M-parameter model that fast takes 6·10^14 FLOP/s, most of an "
                                                  "H100's dense 16-bit peak"),
+    # Memory one GPU reports (a pilot log's peak, an nvidia-smi sample), in bytes: the largest GPUs
+    # carry 288 GB (NVIDIA B300, AMD Instinct MI355X datasheets); 2^40 is 3.8× that.
+    "gpu_memory": Bound(0, 2**40, "at most 1 TiB on one GPU, 3.8× the 288 GB of the largest GPUs (NVIDIA B300, "
+                                  "AMD Instinct MI355X)", "check the unit"),
     # Llama 3.1 405B has 128 attention heads, the most published; each tensor-parallel rank
     # holds at least one head (Megatron-LM splits attention by heads, Shoeybi et al. 2019).
     "tensor_parallel": Bound(1, 128, "at most 128: each tensor-parallel rank holds at least one attention head, "

@@ -217,14 +217,20 @@ def cmd_pilot(args) -> int:
     return EXIT_OK
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return value
+def _bounded_int(bound: str):
+    """An argument type: a positive integer within bounds.py's bound of that name."""
+    def parse(text: str) -> int:
+        from .bounds import BOUNDS
+        from .input.values import describe
+
+        digits = text.strip().lstrip("+")
+        if not (digits.isascii() and digits.isdigit()) or not digits.strip("0"):
+            raise argparse.ArgumentTypeError(f"{describe(text)} is not a positive integer")
+        value = int(digits) if len(digits) <= 100 else None     # more digits: too large, not worth converting
+        if value is None or value > BOUNDS[bound].high:
+            raise argparse.ArgumentTypeError(f"{describe(text)} is implausibly large; expected {BOUNDS[bound].expected}")
+        return value
+    return parse
 
 
 def _pilot_arguments(p: argparse.ArgumentParser) -> None:
@@ -235,9 +241,9 @@ def _pilot_arguments(p: argparse.ArgumentParser) -> None:
                    help="yaml: a throughput: block to paste into a workload")
     p.add_argument("--log-format", choices=FORMATS, default=None, metavar="NAME",
                    help="the log's format (default: detected)")
-    p.add_argument("--seq-len", type=_positive_int, default=None, metavar="N",
+    p.add_argument("--seq-len", type=_bounded_int("sequence"), default=None, metavar="N",
                    help="tokens per sample, for logs that count samples (DeepSpeed)")
-    p.add_argument("--gpus", type=_positive_int, default=None, metavar="N",
+    p.add_argument("--gpus", type=_bounded_int("gpus"), default=None, metavar="N",
                    help="GPUs of the pilot run, for logs that do not say")
 
 
@@ -255,7 +261,8 @@ EXIT_CODES: dict[str, tuple[tuple[int, str], ...]] = {
               (2, "invalid input")),
     "catalog": ((0, "listed"), (2, "no such catalog")),
     "pilot": ((0, "read"), (2, "a log that is empty, truncated, of no known or of mixed formats, too short for a "
-                               "steady state, or in a unit not expected")),
+                               "steady state, in a unit not expected, with a number that is no measurement "
+                               "(negative, zero, implausible), too large, or not UTF-8 text")),
     "schema": ((0, "printed"),),
 }
 

@@ -90,9 +90,9 @@ def test_deepspeed_needs_seq_len(capsys, tmp_path):
 
 def test_truncated_json(capsys, tmp_path):
     text = (DATA / "trainer_state.json").read_text()[:300]
-    code, err = run(capsys, tmp_path, text)
-    assert code == 2 and err.startswith("LOG: truncated or invalid JSON (")
-    assert err.endswith("); expected one JSON document or one JSON object a line\n")
+    assert run(capsys, tmp_path, text) == (2, (
+        "LOG:8: truncated or invalid JSON (Unterminated string starting at); expected one JSON document or one JSON "
+        "object a line\n"))
 
 
 def test_truncated_jsonl_line(capsys, tmp_path):
@@ -139,13 +139,6 @@ def test_special_files_are_refused_before_reading(capsys, tmp_path):
     assert capsys.readouterr().err == (
         "/dev/zero: not a regular file (got a character device, expected a pilot log file)\n"
         f"{fifo}: not a regular file (got a FIFO (named pipe), expected a pilot log file)\n")
-
-
-def test_a_line_without_end_is_refused_not_read_whole(capsys, tmp_path, monkeypatch):
-    import proposalkit.pilot as pilot
-    monkeypatch.setattr(pilot, "MAX_LINE_CHARS", 100)     # the real bound is 64 Mi characters
-    assert run(capsys, tmp_path, "step: 1 " + "x" * 500) == (2, (
-        "LOG:1: a line longer than 100 characters; expected a text log\n"))
 
 
 def test_gpus_option_disagreeing_with_the_log(capsys, tmp_path):
@@ -196,14 +189,4 @@ def test_nan_or_inf_throughput_is_not_a_number(capsys, tmp_path, value):
 def test_serve_benchmark_with_infinite_throughput(capsys, tmp_path):
     text = '{"backend": "sglang", "output_throughput": Infinity, "total_token_throughput": 10.0}\n'
     assert run(capsys, tmp_path, text) == (2, (
-        "LOG: no positive finite output_throughput; expected a sglang benchmark result\n"))
-
-
-def test_one_document_json_is_capped(capsys, tmp_path, monkeypatch):
-    import proposalkit.pilot.documents as documents
-
-    monkeypatch.setattr(documents, "MAX_DOCUMENT_CHARS", 100)     # the real cap is 64 MiB
-    text = (DATA / "trainer_state.json").read_text()              # 618 characters
-    assert run(capsys, tmp_path, text) == (2, (
-        "LOG: a one-document JSON log over 64 MiB; expected a trainer_state.json or benchmark result "
-        "(kilobytes), or one JSON object a line\n"))
+        "LOG:1: no positive finite output_throughput; expected a sglang benchmark result\n"))

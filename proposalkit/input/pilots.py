@@ -115,7 +115,7 @@ def _read_one(workload, pilot: Pilot, base_dir: str, at, problem) -> tuple[Pilot
                                       "the workload file)")]
     seq_len = workload.seq_len or (workload.data.seq_len if workload.data else None)
     try:
-        result = read_log(full, Options(seq_len=seq_len))
+        result = read_log(full, Options(seq_len=seq_len, seq_len_name="seq_len", seq_len_ask="seq_len: N in the workload"))
     except InputError as error:
         return None, [problem(log_at, f"{pilot.log}{f':{p.line}' if p.line else ''}: {p.message}")
                       for p in error.problems]

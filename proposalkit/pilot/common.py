@@ -71,13 +71,23 @@ def fail(path: str, message: str, line: int | None = None) -> InputError:
 
 
 class StepSeries:
-    """Per-step throughput values, kept compactly; the steady figure is their median."""
+    """Per-step throughput values, kept compactly; the steady figure is their median.
+
+    A resumed run appended to its log (the step number falls back: the run restarted from a
+    checkpoint) is read as segments, each a process of its own with its own warm-up: the warm-up
+    rule is applied to each segment, and the median is over the steps every segment keeps."""
 
     def __init__(self) -> None:
         self.values = array("d")
         self.memory: dict[str, float] = {}
+        self.restarts: list[tuple[int, int]] = []   # (index of the segment's first value, its line)
+        self._last_step: int | None = None
 
-    def add(self, value: float) -> None:
+    def add(self, value: float, step: int | None = None, lineno: int = 0) -> None:
+        if step is not None:
+            if self._last_step is not None and step <= self._last_step and len(self.values):
+                self.restarts.append((len(self.values), lineno))
+            self._last_step = step
         self.values.append(value)
 
     def memory_max(self, statistic: str, value_bytes: float) -> None:
@@ -85,18 +95,41 @@ class StepSeries:
             self.memory[statistic] = value_bytes
 
     def steady(self, path: str, result: PilotResult, what: str) -> float:
-        """Median of the steps after warm-up; fills the step counts in `result`."""
+        """Median of the steps after warm-up (in each segment); fills the step counts in `result`."""
         n = len(self.values)
         if n == 0:
             raise fail(path, f"no {what} found: expected {result.format} step lines")
-        k = warmup_count(n)
-        if n - k < MIN_STEADY_STEPS:
-            raise fail(path, f"no steady state: {n} logged step(s), {k} of them warm-up; expected at least "
-                             f"{k + MIN_STEADY_STEPS} logged steps ({MIN_STEADY_STEPS} after warm-up)")
-        result.steps_logged, result.warmup_steps, result.steps_used = n, k, n - k
-        result.method = f"median of the {n - k} steps after warm-up"
+        segments = steady_segments(path, n, self.restarts, result)
+        result.method = f"median of the {result.steps_used} steps after warm-up"
         result.peak_memory = {s: int(round(b)) for s, b in self.memory.items()}
-        return median(self.values, k)
+        if not self.restarts:
+            return median(self.values, result.warmup_steps)
+        kept = array("d")
+        for _, first, end in segments:
+            kept.extend(islice(self.values, first, end))
+        result.method += f" of each of its {len(segments)} segments"
+        result.notes.append(resumed_note(len(segments), "the step number falls back", self.restarts))
+        return median(kept, 0)
+
+
+def steady_segments(path: str, n: int, restarts: list[tuple[int, int]], result: PilotResult) -> list[tuple[int, int, int]]:
+    """(first, first after warm-up, end) of each segment of n logged steps split at `restarts` (index,
+    line); the step counts filled in `result`. No steady state is an input error."""
+    bounds = [0] + [i for i, _ in restarts] + [n]
+    segments = [(begin, begin + warmup_count(end - begin), end) for begin, end in zip(bounds, bounds[1:])]
+    k = sum(first - begin for begin, first, _ in segments)
+    if n - k < MIN_STEADY_STEPS:
+        raise fail(path, f"no steady state: {n} logged step(s), {k} of them warm-up; expected at least "
+                         f"{k + MIN_STEADY_STEPS} logged steps ({MIN_STEADY_STEPS} after warm-up)")
+    result.steps_logged, result.warmup_steps, result.steps_used = n, k, n - k
+    return segments
+
+
+def resumed_note(segments: int, sign: str, restarts: list[tuple[int, int]]) -> str:
+    lines = [line for _, line in restarts]
+    where = ", ".join(str(line) for line in lines[:5]) + (f" and {len(lines) - 5} more" if len(lines) > 5 else "")
+    return (f"a resumed run: {segments} segments ({sign} at line{'s' if len(lines) > 1 else ''} {where}); "
+            f"each segment's warm-up excluded ({WARMUP_RULE} of each)")
 
 
 # A median of steps is found by narrowing histograms, never sorting them all: a list of
@@ -149,12 +182,3 @@ def _select(values: array, start: int, rank: int) -> float:
             return members[rank_in]
         lo, hi = new_lo, new_hi
     return lo
-
-
-def number(text: str) -> float:
-    """A logged number: thousands separators allowed (torchtitan prints `tps: 5,762`);
-    inf and nan are no measurement (ValueError, reported as not a number)."""
-    value = float(text.replace(",", ""))
-    if not math.isfinite(value):
-        raise ValueError(text)
-    return value

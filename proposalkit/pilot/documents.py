@@ -9,7 +9,8 @@ import math
 import re
 from array import array
 
-from .common import MIN_STEADY_STEPS, PilotResult, fail, warmup_count
+from .checks import DURATION, ELAPSED, JOB_RATE, MEMORY, TOKENS, BadValue, checked, shown
+from .common import PilotResult, fail, resumed_note, steady_segments
 from ..units import GiB
 
 
@@ -29,11 +30,13 @@ def trainer_state(path: str, data: dict) -> PilotResult:
             if isinstance(entry, dict) and entry.get("num_input_tokens_seen"):
                 tokens = entry["num_input_tokens_seen"]
                 break
-    if not _positive(tokens) or not _positive(runtime):
+    if tokens is None or runtime is None:
         raise fail(path, "no token count; expected num_input_tokens_seen (TrainingArguments "
                          "include_num_input_tokens_seen=True) and a positive train_runtime")
-    r.tokens_per_second = float(tokens) / runtime
-    r.steps_logged = data.get("global_step")
+    r.tokens_per_second = _value(path, None, tokens, "num_input_tokens_seen", TOKENS) / \
+        _value(path, None, runtime, "train_runtime", DURATION)
+    step = data.get("global_step")
+    r.steps_logged = step if isinstance(step, int) and not isinstance(step, bool) and 0 <= step < 2**63 else None
     r.method = "num_input_tokens_seen ÷ train_runtime (a whole-run average: the file has no per-step times)"
     r.notes.append("warm-up not excluded: trainer_state.json gives only the whole-run train_runtime")
     r.notes.append("no peak memory: the Trainer logs only memory deltas (skip_memory_metrics=False)")
@@ -44,19 +47,40 @@ def _positive(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
 
-_ELAPSED = re.compile(r"^(?:(\d+) days?, )?(\d+):(\d{2}):(\d{2})$")
+def _value(path: str, lineno: int | None, raw, what: str, expect, scale: float = 1) -> float:
+    """A JSON number × scale checked (common.checked), its problem located at the file (and line)."""
+    try:
+        return checked(raw, what, expect, scale)
+    except ValueError:
+        raise fail(path, f"{what} {shown(raw)} is not a number; expected {expect.noun}", lineno) from None
+    except BadValue as error:
+        raise fail(path, str(error), lineno) from None
+
+
+# Python's timedelta as str() writes it: H:MM:SS, with "N day(s), " before past 24 hours.
+_ELAPSED = re.compile(r"^(?:(\d{1,9}) days?, )?(\d{1,9}):([0-5]\d):([0-5]\d)$")
 
 
 def _seconds(path: str, lineno: int, text) -> float:
-    m = _ELAPSED.match(str(text))
+    m = _ELAPSED.match(str(text)[:40])
     if not m:
-        raise fail(path, f"elapsed_time {text!r}; expected H:MM:SS", lineno)
+        raise fail(path, f"elapsed_time {shown(text)}; expected H:MM:SS", lineno)
     days, h, mi, s = (int(g or 0) for g in m.groups())
-    return ((days * 24 + h) * 60 + mi) * 60 + s
+    seconds = ((days * 24 + h) * 60 + mi) * 60 + s
+    if seconds > ELAPSED.bound.high:
+        raise fail(path, f"elapsed_time {shown(text)} is implausibly large; expected {ELAPSED.bound.expected}", lineno)
+    return seconds
 
 
 class LlamaFactory:
-    """trainer_log.jsonl: cumulative `total_tokens` and `elapsed_time` per logged step (whole job)."""
+    """trainer_log.jsonl: cumulative `total_tokens` and `elapsed_time` per logged step (whole job).
+
+    A resumed run appends to the same file: `current_steps` falls back to the checkpoint's step and
+    `elapsed_time` restarts from 0 (LogCallback times from on_train_begin of each process), while
+    `total_tokens` carries on from the checkpoint's count. Tokens ÷ seconds across such a restart
+    counts the replayed steps' tokens in too little time, so each run (segment) is measured on its
+    own, between its last warm-up entry and its last entry, and the segments' tokens and seconds
+    are summed."""
 
     name = "llama-factory"
 
@@ -64,48 +88,63 @@ class LlamaFactory:
         self.path = path
         self.elapsed, self.tokens = array("d"), array("d")
         self.memory: dict[str, float] = {}
+        self.restarts: list[tuple[int, int]] = []     # (index of the segment's first entry, its line)
+        self._last: tuple[int, float, float] | None = None
 
     def feed(self, lineno: int, entry: dict) -> None:
         if "current_steps" not in entry:
             raise fail(self.path, "entry without current_steps; expected LLaMA-Factory trainer_log.jsonl lines", lineno)
+        step = entry["current_steps"]
+        if isinstance(step, bool) or not isinstance(step, int):
+            raise fail(self.path, f"current_steps {shown(step)} is not a step number; expected a whole number", lineno)
         if "total_tokens" in entry:
-            if not _positive(entry["total_tokens"]) and entry["total_tokens"] != 0:
-                raise fail(self.path, "total_tokens is not a number; expected a token count", lineno)
-            self.elapsed.append(_seconds(self.path, lineno, entry.get("elapsed_time")))
-            self.tokens.append(float(entry["total_tokens"]))
+            tokens = _value(self.path, lineno, entry["total_tokens"], "total_tokens", TOKENS)
+            elapsed = _seconds(self.path, lineno, entry.get("elapsed_time"))
+            if self._last is not None and (step <= self._last[0] or elapsed < self._last[1] or tokens < self._last[2]):
+                self.restarts.append((len(self.tokens), lineno))
+            self._last = (step, elapsed, tokens)
+            self.elapsed.append(elapsed)
+            self.tokens.append(tokens)
         for key, stat in (("vram_reserved", "reserved"), ("vram_allocated", "allocated")):
-            if key in entry and _positive(entry[key]) and entry[key] * GiB > self.memory.get(stat, -1):
-                self.memory[stat] = entry[key] * GiB     # LLaMA-Factory logs GiB
+            if key in entry:
+                value = _value(self.path, lineno, entry[key], key, MEMORY, GiB)     # LLaMA-Factory logs GiB
+                if value > self.memory.get(stat, -1):
+                    self.memory[stat] = value
 
     def finish(self, options) -> PilotResult:
-        n = len(self.tokens)
-        if n == 0:
+        if not self.tokens:
             raise fail(self.path, "no total_tokens in any entry; expected include_num_input_tokens_seen: true")
-        k = warmup_count(n)
-        if n - k < MIN_STEADY_STEPS:
-            raise fail(self.path, f"no steady state: {n} logged step(s), {k} of them warm-up; expected at least "
-                                  f"{k + MIN_STEADY_STEPS} logged steps ({MIN_STEADY_STEPS} after warm-up)")
-        seconds = self.elapsed[-1] - self.elapsed[k - 1]
+        r = PilotResult(self.path, self.name, token_definition="all input tokens, padding included (total_tokens)")
+        segments = steady_segments(self.path, len(self.tokens), self.restarts, r)
+        tokens = seconds = 0.0
+        for _, first, end in segments:     # from the last warm-up entry to the segment's last entry
+            if end > first:
+                tokens += self.tokens[end - 1] - self.tokens[first - 1]
+                seconds += self.elapsed[end - 1] - self.elapsed[first - 1]
         if seconds <= 0:
             raise fail(self.path, "elapsed_time does not advance after warm-up; expected increasing H:MM:SS")
-        r = PilotResult(self.path, self.name, token_definition="all input tokens, padding included (total_tokens)")
-        r.tokens_per_second = (self.tokens[-1] - self.tokens[k - 1]) / seconds
-        r.steps_logged, r.warmup_steps, r.steps_used = n, k, n - k
-        r.method = f"tokens ÷ seconds between the last warm-up entry and the last entry ({n - k} entries)"
+        r.tokens_per_second = tokens / seconds
+        r.method = f"tokens ÷ seconds between the last warm-up entry and the last entry ({r.steps_used} entries)"
+        if self.restarts:
+            r.method = (f"tokens ÷ seconds between the last warm-up entry and the last entry of each of its "
+                        f"{len(segments)} segments, summed ({r.steps_used} entries)")
+            r.notes.append(resumed_note(len(segments), "current_steps, elapsed_time or total_tokens falls back",
+                                        self.restarts))
         r.peak_memory = {s: int(round(b)) for s, b in self.memory.items()}
         return r
 
 
-def serve_benchmark(path: str, results: list[dict], bare_infinity: bool) -> PilotResult:
+def serve_benchmark(path: str, results: list[dict], bare_infinity: bool, lineno: int | None = None) -> PilotResult:
+    """`lineno`: the last result's line, in a file of one result a line."""
     last = results[-1]
     backend = str(last.get("backend", ""))
     name = "sglang" if bare_infinity or backend.startswith("sglang") else "vllm"
     for key in ("output_throughput", "total_token_throughput"):
         if not _positive(last.get(key)) or not math.isfinite(last[key]):
-            raise fail(path, f"no positive finite {key}; expected a {name} benchmark result")
+            raise fail(path, f"no positive finite {key}; expected a {name} benchmark result", lineno)
     r = PilotResult(path, name, token_definition="output (generated) tokens")
-    r.output_tokens_per_second = float(last["output_throughput"])
-    r.total_tokens_per_second = float(last["total_token_throughput"])
+    r.output_tokens_per_second = _value(path, lineno, last["output_throughput"], "output_throughput", JOB_RATE)
+    r.total_tokens_per_second = _value(path, lineno, last["total_token_throughput"], "total_token_throughput", JOB_RATE)
     r.tokens_per_second = r.output_tokens_per_second
     r.method = "the benchmark's own figure (output tokens ÷ benchmark duration)"
     if len(results) > 1:
@@ -113,20 +152,27 @@ def serve_benchmark(path: str, results: list[dict], bare_infinity: bool) -> Pilo
     return r
 
 
-def read_json_log(path: str, first: str, rest, forced: str | None, options) -> PilotResult:
-    """`first` is the first non-blank line; `rest` iterates (lineno, line) after it."""
+def read_json_log(path: str, first: str, first_lineno: int, rest, forced: str | None, options) -> PilotResult:
+    """`first` is the first non-blank line, at `first_lineno`; `rest` iterates (lineno, line) after it."""
     try:
         obj = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         obj = None
-    if isinstance(obj, dict):          # one JSON object a line
-        return _jsonl(path, first, obj, rest, forced, options)
-    text = _whole_document(path, first, rest)
+    if isinstance(obj, dict) and ("current_steps" in obj or "output_throughput" in obj):    # one object a line
+        return _jsonl(path, first, first_lineno, obj, rest, forced, options)
+    text = _whole_document(first, rest)
     try:
         data = json.loads(text)
-    except ValueError as error:
-        raise fail(path, f"truncated or invalid JSON ({error.msg} at line {error.lineno}); "
-                         "expected one JSON document or one JSON object a line") from None
+    except json.JSONDecodeError as error:
+        if isinstance(obj, dict):     # an object a line, of no format known
+            raise fail(path, _UNKNOWN_LINES, first_lineno) from None
+        raise fail(path, f"truncated or invalid JSON ({error.msg}); expected one JSON document or one JSON object "
+                         "a line", first_lineno + error.lineno - 1) from None
+    except ValueError:         # the one other error of json.loads: an integer past int's 4,300 digits
+        raise fail(path, "invalid JSON: a number of more than 4,300 digits; expected one JSON document or one "
+                         "JSON object a line") from None
+    except RecursionError:
+        raise fail(path, _TOO_DEEP) from None
     if isinstance(data, dict) and "log_history" in data and forced in (None, "hf-trainer"):
         return trainer_state(path, data)
     if isinstance(data, dict) and "output_throughput" in data and forced in (None, "vllm", "sglang"):
@@ -140,40 +186,30 @@ def read_json_log(path: str, first: str, rest, forced: str | None, options) -> P
 def offline_throughput(path: str, data: dict) -> PilotResult:
     """vLLM `benchmark_throughput --output-json`: its tokens_per_second counts prompt and output tokens."""
     tokens, seconds = data.get("total_num_tokens"), data.get("elapsed_time")
-    if not (_positive(tokens) and _positive(seconds) and math.isfinite(tokens / seconds)):
+    if tokens is None or seconds is None:
         raise fail(path, "no positive total_num_tokens and elapsed_time; expected a vLLM benchmark_throughput result")
     r = PilotResult(path, "vllm-throughput", token_definition="prompt and output tokens (total_num_tokens)")
-    r.total_tokens_per_second = r.tokens_per_second = tokens / seconds
+    r.total_tokens_per_second = r.tokens_per_second = _value(path, None, tokens, "total_num_tokens", TOKENS) / \
+        _value(path, None, seconds, "elapsed_time", DURATION)
     r.method = "total_num_tokens ÷ elapsed_time (the benchmark's own figure; no output-only rate in this file)"
     return r
 
 
-# One JSON document (trainer_state.json, a benchmark result) is parsed whole; real ones are
-# kilobytes to a few MB (one log_history entry a logged step), so a cap keeps memory bounded.
-MAX_DOCUMENT_CHARS = 64 * 2**20
+def _whole_document(first: str, rest) -> str:
+    """The document's text: bounded by the file's (reading.PILOT_LOG)."""
+    return first + "".join(line for _, line in rest)
 
 
-def _whole_document(path: str, first: str, rest) -> str:
-    parts, size = [first], len(first)
-    for _, line in rest:
-        size += len(line)
-        if size > MAX_DOCUMENT_CHARS:
-            raise fail(path, "a one-document JSON log over 64 MiB; expected a trainer_state.json or benchmark "
-                             "result (kilobytes), or one JSON object a line")
-        parts.append(line)
-    return "".join(parts)
-
-
-def _jsonl(path, first, obj, rest, forced, options) -> PilotResult:
+def _jsonl(path, first, first_lineno, obj, rest, forced, options) -> PilotResult:
     if "current_steps" in obj and forced in (None, "llama-factory"):
         reader = LlamaFactory(path)
-        reader.feed(1, obj)
+        reader.feed(first_lineno, obj)
         for lineno, line in rest:
             if line.strip():
                 reader.feed(lineno, _loads(path, lineno, line))
         return reader.finish(options)
     if "output_throughput" in obj and forced in (None, "vllm", "sglang"):
-        results, infinity = [obj], ": Infinity" in first
+        results, infinity, last = [obj], ": Infinity" in first, first_lineno
         for lineno, line in rest:
             if line.strip():
                 entry = _loads(path, lineno, line)
@@ -181,9 +217,17 @@ def _jsonl(path, first, obj, rest, forced, options) -> PilotResult:
                     raise fail(path, "mixed formats: a line without output_throughput; expected benchmark results", lineno)
                 results.append(entry)
                 infinity = infinity or bool(re.search(r":\s*-?Infinity\b", line))
-        return serve_benchmark(path, results, infinity)
-    raise fail(path, "unknown JSON lines; expected LLaMA-Factory trainer_log.jsonl (current_steps) or "
-                     "vLLM/SGLang benchmark results (output_throughput)", 1)
+                last = lineno
+        return serve_benchmark(path, results, infinity, last)
+    raise fail(path, _UNKNOWN_LINES, first_lineno)
+
+
+_UNKNOWN_LINES = ("unknown JSON lines; expected LLaMA-Factory trainer_log.jsonl (current_steps) or vLLM/SGLang "
+                  "benchmark results (output_throughput)")
+
+
+# Python's json parser recurses once a nesting level (about 1,000 levels deep at most); no log nests so deep.
+_TOO_DEEP = "JSON nested too deeply for a log; expected a trainer_state.json, a benchmark result or one JSON object a line"
 
 
 def _loads(path: str, lineno: int, line: str) -> dict:
@@ -191,6 +235,8 @@ def _loads(path: str, lineno: int, line: str) -> dict:
         entry = json.loads(line)
     except ValueError:
         raise fail(path, "truncated or invalid JSON line; expected one JSON object a line", lineno) from None
+    except RecursionError:
+        raise fail(path, _TOO_DEEP, lineno) from None
     if not isinstance(entry, dict):
         raise fail(path, "not a JSON object; expected one JSON object a line", lineno)
     return entry

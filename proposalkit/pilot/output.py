@@ -35,7 +35,9 @@ def as_dict(r: PilotResult) -> dict:
 
 
 def render_json(results: list[PilotResult]) -> str:
-    return json.dumps({"logs": [as_dict(r) for r in results]}, indent=2, ensure_ascii=False) + "\n"
+    # allow_nan=False: never `Infinity` or `NaN`, which are not JSON (checks.check_result keeps them out of
+    # every result; were one to slip through, this fails loudly instead of printing invalid JSON).
+    return json.dumps({"logs": [as_dict(r) for r in results]}, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def _rate(value: float | None) -> str:

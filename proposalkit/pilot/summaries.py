@@ -6,39 +6,39 @@ from __future__ import annotations
 
 import re
 
-from .common import PilotResult, StepSeries, fail, number
+from .checks import (GPU_COUNT, JOB_RATE, MEMORY, PER_GPU_RATE, PIPELINE_PARALLEL, TENSOR_PARALLEL, BadValue, Expect,
+                     checked)
+from .common import PilotResult, StepSeries, fail
 from .training import LineReader
 from ..units import GiB, KiB, MiB
 
 
 class Summary(LineReader):
-    """Collects `Key: value` lines; keys named in `fields`."""
+    """Collects `Key: value` lines; keys named in `fields`, each with what its value must be."""
 
-    fields: dict[str, str] = {}
+    fields: dict[str, tuple[str, Expect]] = {}
 
     def __init__(self, path: str):
         super().__init__(path)
         self.values: dict[str, float] = {}
         self._key = re.compile(r"^\s*(" + "|".join(map(re.escape, self.fields)) + r")\s*:\s*(\S+)")
 
-    def step(self, line: str) -> bool:
-        return False
-
     def feed(self, lineno: int, line: str) -> bool:
         m = self._key.match(line)
         if not m:
             return False
-        self.values[self.fields[m.group(1)]] = number(m.group(2))
+        name, expect = self.fields[m.group(1)]
+        self.values[name] = checked(m.group(2), m.group(1), expect)
         return True
 
 
 class TrtllmBench(Summary):
     name = "trtllm-bench"
     signature = re.compile(r"^\s*(Request Throughput \(req/sec\)|Total Output Throughput \(tokens/sec\)|TP Size)\s*:")
-    fields = {"TP Size": "tp", "PP Size": "pp",
-              "Total Output Throughput (tokens/sec)": "output",
-              "Per GPU Output Throughput (tokens/sec/gpu)": "per_gpu",
-              "Total Token Throughput (tokens/sec)": "total"}
+    fields = {"TP Size": ("tp", TENSOR_PARALLEL), "PP Size": ("pp", PIPELINE_PARALLEL),
+              "Total Output Throughput (tokens/sec)": ("output", JOB_RATE),
+              "Per GPU Output Throughput (tokens/sec/gpu)": ("per_gpu", PER_GPU_RATE),
+              "Total Token Throughput (tokens/sec)": ("total", JOB_RATE)}
 
     def finish(self, options) -> PilotResult:
         if "output" not in self.values:
@@ -59,8 +59,8 @@ class MLPerf(Summary):
     name = "mlperf"
     signature = re.compile(r"MLPerf Results Summary")
     # Offline prints `Tokens per second:`, Server `Completed tokens per second:` (output tokens).
-    fields = {"Tokens per second": "tokens", "Completed tokens per second": "tokens",
-              "Samples per second": "samples", "Completed samples per second": "samples"}
+    fields = {"Tokens per second": ("tokens", JOB_RATE), "Completed tokens per second": ("tokens", JOB_RATE),
+              "Samples per second": ("samples", JOB_RATE), "Completed samples per second": ("samples", JOB_RATE)}
 
     def finish(self, options) -> PilotResult:
         if "tokens" not in self.values:
@@ -88,9 +88,6 @@ class NvidiaSmi(LineReader):
         self.gpus: set[str] = set()
         self.samples = 0
 
-    def step(self, line: str) -> bool:
-        return False
-
     def feed(self, lineno: int, line: str) -> bool:
         cells = [c.strip() for c in line.split(",")]
         if self.column is None:
@@ -111,7 +108,7 @@ class NvidiaSmi(LineReader):
         amount, _, unit = value.partition(" ")
         if unit and unit != self.unit:
             raise self.error(lineno, f"memory.used {value!r}; expected {self.unit} as the header says")
-        self.series.memory_max("device", number(amount) * _UNITS[self.unit])
+        self.series.memory_max("device", checked(amount, "memory.used", MEMORY, _UNITS[self.unit]))
         self.samples += 1
         if self.gpu_column is not None and len(cells) > self.gpu_column:
             self.gpus.add(cells[self.gpu_column])
@@ -120,6 +117,9 @@ class NvidiaSmi(LineReader):
     def finish(self, options) -> PilotResult:
         if not self.samples:
             raise fail(self.path, "no memory.used value; expected nvidia-smi CSV rows under the header")
+        if not self.series.memory["device"]:
+            raise fail(self.path, f"memory.used is 0 in all {self.samples} sample(s); expected samples taken while "
+                                  "the pilot ran")
         r = PilotResult(self.path, self.name, token_definition="nvidia-smi measures memory only")
         r.peak_memory = {"device": int(round(self.series.memory["device"]))}
         r.method = f"peak memory.used over {self.samples} sample(s) (whole device: reserved + CUDA context)"
@@ -142,9 +142,6 @@ class Lightning(LineReader):
         self.columns: dict[str, int] | None = None
         self.kind = ""
 
-    def step(self, line: str) -> bool:
-        return False
-
     def feed(self, lineno: int, line: str) -> bool:
         cells = line.split(",")
         if self.columns is None:
@@ -157,9 +154,9 @@ class Lightning(LineReader):
             raise self.error(lineno, f"{len(cells)} column(s); expected as many as the header (truncated?)")
         whole, device = (cells[self.columns[k]].strip() if k in self.columns else "" for k in ("", "device/"))
         if whole:
-            self.series.add(number(whole))
+            self.series.add(checked(whole, f"train/{self.kind}_per_sec", JOB_RATE))
         if device:
-            self.device_series.add(number(device))
+            self.device_series.add(checked(device, f"train/device/{self.kind}_per_sec", PER_GPU_RATE))
         return True
 
     def finish(self, options) -> PilotResult:
@@ -167,10 +164,10 @@ class Lightning(LineReader):
         if self.kind == "samples":
             if not options.seq_len:
                 raise fail(self.path, "Lightning logged samples per second, not items (tokens); expected "
-                                      "--seq-len N (tokens per sample) to convert")
+                                      f"{options.seq_len_ask} (tokens per sample) to convert")
             scale = options.seq_len
         definition = ("items as ThroughputMonitor's length_fn counts them (tokens)" if self.kind == "items"
-                      else f"all input tokens (samples × --seq-len {options.seq_len})")
+                      else f"all input tokens (samples × {options.seq_len_name} {options.seq_len})")
         r = PilotResult(self.path, self.name, token_definition=definition)
         if len(self.series.values):
             r.tokens_per_second = self.series.steady(self.path, r, "throughput rows") * scale
@@ -179,7 +176,17 @@ class Lightning(LineReader):
         if r.tokens_per_second is None and r.tokens_per_second_per_gpu is None:
             raise fail(self.path, f"no train/{self.kind}_per_sec value; expected ThroughputMonitor rows")
         if r.tokens_per_second and r.tokens_per_second_per_gpu:
-            r.gpus = round(r.tokens_per_second / r.tokens_per_second_per_gpu)
+            ratio = r.tokens_per_second / r.tokens_per_second_per_gpu
+            # ThroughputMonitor's whole-job rate is the device rate × world size, so the medians' ratio is
+            # the GPU count; 1% leaves room for rounding in the CSV.
+            if abs(ratio - round(ratio)) > 0.01 * ratio:
+                raise fail(self.path, f"train/{self.kind}_per_sec ÷ train/device/{self.kind}_per_sec = {ratio:.3g}, "
+                                      "not a whole number of GPUs; expected the whole job's rate = the device rate "
+                                      "× the GPU count")
+            try:
+                r.gpus = checked(float(round(ratio)), "the GPU count (whole-job ÷ per-device rate)", GPU_COUNT)
+            except BadValue as error:
+                raise fail(self.path, str(error)) from None
             r.gpus_source = "whole-job ÷ per-device rate"
         if scale != 1:
             r.method += " (samples × seq-len)"
