@@ -122,7 +122,7 @@ def test_invalid_yaml(tmp_path, capsys):
     path.write_text("workloads:\n  - name: a\n    kind: [finetune\n", encoding="utf-8")
     code, out, err = run(capsys, path)
     assert (code, out) == (2, "")
-    assert err.startswith(f"{path}:4: malformed YAML: ") and "Traceback" not in err
+    assert err.startswith(f"{path}:3: malformed YAML: ") and "Traceback" not in err
 
 
 def test_invalid_field_in_one_of_two_files(tmp_path, capsys):

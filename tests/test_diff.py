@@ -312,7 +312,7 @@ def test_invalid_yaml_in_new(files, capsys, tmp_path):
     bad.write_text("workloads:\n  - name: a\n    kind: [finetune\n", encoding="utf-8")
     code, out, err = run(capsys, "diff", files[0], bad)
     assert (code, out) == (2, "")
-    assert err.startswith(f"{bad}:4: malformed YAML: ")
+    assert err.startswith(f"{bad}:3: malformed YAML: ")   # the line with the '[' not closed
 
 
 def test_invalid_input_at_rev_is_named_rev_path_and_line(repo, capsys):

@@ -436,7 +436,7 @@ def test_malformed_yaml_names_file_and_line(tmp_path, capsys):
     the pure-Python parser, and between releases); the tool owns the file, the line and the prefix."""
     code, err, _ = run(tmp_path, "workloads:\n  - name: a\n    kind: [finetune\n", capsys)
     assert code == 2
-    assert err.startswith("FILE:4: malformed YAML: ")
+    assert err.startswith("FILE:3: malformed YAML: ")   # the line with the '[' not closed
     assert err.count("\n") == 1 and "Traceback" not in err
 
 

@@ -192,16 +192,70 @@ def parse_yaml(path: str, raw: bytes) -> tuple[object, Source]:
     except RecursionError:
         raise InputError([Problem(path, None, "", NESTED_TOO_DEEPLY)]) from None
     except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line = mark.line + 1 if mark else None
-        what = error.problem or "malformed YAML"
-        if "nesting depth" in what:     # libyaml's own depth limit (PyYAML ≥ 6.0.3 builds)
-            raise InputError([Problem(path, line, "", NESTED_TOO_DEEPLY)]) from None
-        if error.context:
-            what = f"{error.context}, {what}"
-        raise InputError([Problem(path, line, "", f"malformed YAML: {what}")]) from None
+        if error.problem and "nesting depth" in error.problem:   # libyaml's own limit (PyYAML ≥ 6.0.3 builds)
+            mark = error.problem_mark or error.context_mark
+            raise InputError([Problem(path, mark.line + 1 if mark else None, "", NESTED_TOO_DEEPLY)]) from None
+        raise InputError([syntax_problem(path, text, error)]) from None
     except yaml.YAMLError as error:
         raise InputError([Problem(path, None, "", f"malformed YAML: {error}")]) from None
     finally:
         loader.dispose()
     return data, source
+
+
+TAB_IN_INDENTATION = "tab characters are not allowed in YAML indentation; use spaces"
+
+# Parser states that begin where something was opened and is reported only where the parser gave up,
+# often a line or more later: (words in PyYAML's context, and in its problem, → what to tell the user).
+# PyYAML's context_mark is where the thing was opened, its problem_mark where the parser gave up.
+_UNFINISHED = (
+    ("simple key", "", "a key without ':' after it (expected 'key: value')"),
+    ("quoted scalar", "end of stream", "a quote that is not closed (expected the closing quote)"),
+    ("quoted scalar", "document", "a quote that is not closed (expected the closing quote)"),
+    ("flow sequence", "", "a '[' that is not closed (expected ',' between items and ']' at the end)"),
+    ("flow mapping", "", "a '{' that is not closed (expected ',' between fields and '}' at the end)"),
+)
+
+
+def syntax_problem(path: str, text: str, error: yaml.MarkedYAMLError) -> Problem:
+    """PyYAML's syntax error as a Problem at the line a user has to change.
+
+    That is the problem mark (where the parser gave up), except for something opened and never
+    finished (a key without ':', a quote or bracket not closed), which is reported at the context
+    mark (where it was opened), naming the line where the parser gave up. A mark at the start of a
+    line past the end of the text or on a blank line (the parser had read the line break before it
+    gave up) stands for the end of the last line before it.
+    """
+    lines = text.splitlines()
+    problem, context = error.problem_mark, error.context_mark
+    what = error.problem or "malformed YAML"
+    if problem is not None and _tab_at(lines, problem.line, problem.column):
+        return Problem(path, problem.line + 1, "", TAB_IN_INDENTATION)
+    if problem is not None and context is not None and context.line < problem.line:
+        for where, found, meaning in _UNFINISHED:
+            if where in (error.context or "") and found in what:
+                stopped = _line(lines, problem)
+                if stopped != context.line:
+                    meaning += f"; the parser stopped on line {stopped + 1} ({what})"
+                return Problem(path, context.line + 1, "", f"malformed YAML: {meaning}")
+    mark = problem or context
+    message = f"malformed YAML: {error.context}, {what}" if error.context else f"malformed YAML: {what}"
+    return Problem(path, _line(lines, mark) + 1 if mark else None, "", message)
+
+
+def _line(lines: list[str], mark) -> int:
+    """The 0-based line of `mark`, moved back from the start of a blank line or the end of the text."""
+    line = mark.line
+    if mark.column == 0:
+        while line > 0 and (line >= len(lines) or not lines[line].strip()):
+            line -= 1
+    return line
+
+
+def _tab_at(lines: list[str], line: int, column: int) -> bool:
+    """Whether the parser stopped at a tab: in the indentation of `line`, or at `column` of it."""
+    if line >= len(lines):
+        return False
+    text = lines[line]
+    indentation = text[: len(text) - len(text.lstrip(" \t-"))]
+    return "\t" in indentation or text[column: column + 1] == "\t"
