@@ -6,6 +6,7 @@ Field paths are written the way a user reads them: `workloads[2].data.seq_len`.
 from __future__ import annotations
 
 import difflib
+import re
 
 from ..errors import Problem
 from ..options import INFERENCE_ATTENTION, LOSSES
@@ -43,22 +44,64 @@ FIELD_ALIASES = {
 }
 
 
-def did_you_mean(word: object, choices) -> str:
+def did_you_mean(word: object, choices, aliases: dict[str, str] | None = None) -> str:
+    """'; did you mean ...?' naming the choices `word` was probably meant as, or ''.
+
+    `aliases` maps other spellings of catalog ids (lower case, '-' for spaces: catalog_aliases) to the id.
+    """
     if not isinstance(word, str):
         return ""
     choices = list(choices)
-    if word != word.lower() and word.lower() in choices:          # 'vLLM', 'H100-80GB'
-        return f"; did you mean '{word.lower()}'?"
-    alias = FIELD_ALIASES.get(word, FIELD_ALIASES.get(word.lower()))
+    lower = word.lower()
+    if word != lower and lower in choices:          # 'vLLM', 'H100-80GB'
+        return f"; did you mean '{lower}'?"
+    alias = FIELD_ALIASES.get(word, FIELD_ALIASES.get(lower))
     if alias in choices:
         return f"; did you mean '{alias}'?"
+    if aliases is not None:
+        lower = catalog_spelling(word)
+        if lower in choices and lower != word:      # 'Llama 3.1 8B', 'A100_80GB'
+            return f"; did you mean '{lower}'?"
+        if lower in aliases:                        # a row's name: 'NVIDIA A100 80GB SXM4', 'A100 80GB SXM4'
+            return f"; did you mean '{aliases[lower]}'?"
+        # A tuned variant's Hub name ('Llama-3.1-8B-Instruct', 'gemma-3-1b-it'): the base model's shape.
+        base = re.sub(r"-(instruct|it|chat|hf|base)$", "", lower)
+        if base != lower and (base in choices or base in aliases):
+            return f"; did you mean '{aliases.get(base, base)}' (the same shape)?"
     # An id given without its variant ('h100' for h100-80gb or h100-pcie) names
     # every id it starts; a spelling slip gets the closest one.
-    starts = sorted(c for c in choices if c.startswith(word) and c[len(word):len(word) + 1] in "-_.")
-    if word and 1 <= len(starts) <= 3:
+    starts = sorted(c for c in choices if c.startswith(lower) and c[len(lower):len(lower) + 1] in "-_.")
+    if lower and 1 <= len(starts) <= 3:
         return "; did you mean " + " or ".join(f"'{c}'" for c in starts) + "?"
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
-    return f"; did you mean '{close[0]}'?" if close else ""
+    if lower and len(starts) > 3:
+        return (f"; did you mean one of the {len(starts)} ids that start with '{lower}' ("
+                + ", ".join(f"'{c}'" for c in starts[:3]) + ", ...)?")
+    spellings = {c: c for c in choices} | (aliases or {})
+    close = difflib.get_close_matches(lower, spellings, n=1, cutoff=0.6)
+    return f"; did you mean '{spellings[close[0]]}'?" if close else ""
+
+
+def catalog_spelling(word: str) -> str:
+    """A catalog id or name as the catalog spells ids: lower case, '-' for spaces and '_'."""
+    return "-".join(word.lower().replace("_", " ").split())
+
+
+def catalog_aliases(rows) -> dict[str, str]:
+    """Other spellings of catalog rows' ids → the id: each row's name, with and without its vendor and its
+    parenthesised remark ('NVIDIA H100 80GB SXM5', 'H100 80GB SXM5'; 'Gemma 3 1B (text only)', 'Gemma 3 1B'),
+    and its Hugging Face Hub id with and without the organization. A spelling two rows share is left out."""
+    seen: dict[str, set[str]] = {}
+    for row in rows:
+        names = []
+        for name in (getattr(row, "name", ""), getattr(row, "hf_id", None) or ""):
+            names += [name, name.split("(")[0], name.rsplit("/", 1)[-1]]
+        vendor = getattr(row, "vendor", "")
+        names += [n[len(vendor):] for n in names if vendor and n.startswith(vendor + " ")]
+        for name in names:
+            spelt = catalog_spelling(name)
+            if spelt and spelt != row.id:
+                seen.setdefault(spelt, set()).add(row.id)
+    return {spelt: ids.pop() for spelt, ids in seen.items() if len(ids) == 1}
 
 
 _FIELDS_BY_PARENT = {
@@ -142,12 +185,25 @@ def translate(error: dict, source: Source) -> Problem:
 
 
 def unknown_model(got: str, known) -> str:
-    return (f"unknown model (got {got!r}, expected a catalog id{did_you_mean(got, known)} — "
+    return (f"unknown model (got {got!r}, expected a catalog id{did_you_mean(got, known, _aliases(known))} — "
             "see 'proposalkit catalog models', or give a mapping with params or config)")
 
 
 def unknown_gpu(got: str, known) -> str:
-    return f"unknown GPU (got {got!r}, expected a catalog id{did_you_mean(got, known)} — see 'proposalkit catalog gpus')"
+    return (f"unknown GPU (got {got!r}, expected a catalog id{did_you_mean(got, known, _aliases(known))} — see "
+            "'proposalkit catalog gpus')")
+
+
+def _aliases(known) -> dict[str, str]:
+    """catalog_aliases of a catalog's rows (id → row), kept for the run; {} for ids alone."""
+    rows = known.values() if isinstance(known, dict) else ()
+    key = tuple(known) if rows else ()
+    if key not in _ALIASES:
+        _ALIASES[key] = catalog_aliases(rows)
+    return _ALIASES[key]
+
+
+_ALIASES: dict[tuple, dict[str, str]] = {}
 
 
 def unknown_resource(got: str, known) -> str:
