@@ -207,19 +207,46 @@ def _count(n: int) -> str:
     return str(n)
 
 
+def _replicas(inference) -> str:
+    """'3 × 2': replicas × GPUs per replica (tensor parallel); '—' for training."""
+    return f"{inference.replicas} × {inference.tensor_parallel}" if inference is not None else "—"
+
+
+def _latency(inference) -> str:
+    """'920 (p99) / 48': a service's time to first token and per output token, ms; '—' for the rest."""
+    if inference is None or inference.mode == "batch" or inference.ttft_ms is None or inference.tpot_ms is None:
+        return "—"
+    percentile = f" (p{inference.ttft_percentile:g})" if inference.ttft_percentile else ""
+    tpot = f"{inference.tpot_ms:.0f}" if inference.tpot_ms >= 10 else f"{inference.tpot_ms:.1f}"
+    return f"{inference.ttft_ms:,.0f}{percentile} / {tpot}"
+
+
 def plan_text(plan: Plan) -> str:
-    """A fixed-width table a person reads in a terminal; user text with control characters escaped."""
-    header = ("workload", "kind", "model", "GPUs", "mem/GPU", "tokens", "h/run", "runs", "GPU-h", "+buffer")
+    """A fixed-width table a person reads in a terminal; user text with control characters escaped.
+
+    Where inference is served by more than one GPU, a column says how (replicas × tensor-parallel GPUs
+    per replica); where a service is sized for latency, one gives it (time to first token, p99 for a
+    service by load, and time per output token after it). Columns that would say nothing are left out.
+    """
+    replicas = [_replicas(w.inference) for w in plan.workloads]
+    latency = [_latency(w.inference) for w in plan.workloads]
+    show_replicas = any(r not in ("—", "1 × 1") for r in replicas)
+    show_latency = any(t != "—" for t in latency)
+    header = (("workload", "kind", "model", "GPUs") + (("replicas × TP",) if show_replicas else ())
+              + ("mem/GPU", "tokens", "h/run", "runs", "GPU-h", "+buffer") + (("TTFT / TPOT ms",) if show_latency else ()))
     rows = []
-    for w in plan.workloads:
+    for w, served, latent in zip(plan.workloads, replicas, latency):
         kind = w.kind if w.kind == "inference" else f"{w.kind}/{w.method}"
-        rows.append((control_escape(w.name), kind, control_escape(w.model.id), f"{w.gpu_count}× {w.gpu.id}",
-                     f"{w.memory.total / GiB:.1f} GiB", _count(w.tokens) if w.tokens else "—",
-                     _hours(w.runtime_hours), str(w.settings.variants), _hours(w.gpu_hours),
-                     _hours(w.gpu_hours_requested)))
-    rows.append(("total", "", "", "", "", "", "", "", _hours(plan.gpu_hours), _hours(plan.gpu_hours_requested)))
+        rows.append((control_escape(w.name), kind, control_escape(w.model.id), f"{w.gpu_count}× {w.gpu.id}")
+                    + ((served,) if show_replicas else ())
+                    + (f"{w.memory.total / GiB:.1f} GiB", _count(w.tokens) if w.tokens else "—",
+                       _hours(w.runtime_hours), str(w.settings.variants), _hours(w.gpu_hours),
+                       _hours(w.gpu_hours_requested))
+                    + ((latent,) if show_latency else ()))
+    rows.append(("total",) + ("",) * (len(header) - 3 - show_latency)
+                + (_hours(plan.gpu_hours), _hours(plan.gpu_hours_requested)) + (("",) if show_latency else ()))
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
-    numeric = {4, 5, 6, 7, 8, 9}
+    numeric = set(range(header.index("GPUs") + 1, len(header)))
 
     def line(row) -> str:
         return "  ".join(c.rjust(widths[i]) if i in numeric else c.ljust(widths[i]) for i, c in enumerate(row)).rstrip()
