@@ -36,6 +36,10 @@ class Note:
                 return value
         raise KeyError(f"{self.kind} note has no value {name!r}")
 
+    def __contains__(self, name: object) -> bool:
+        """Whether the note has a value named `name` (never a search of its words)."""
+        return any(key == name for key, _ in self.values)
+
     def get(self, name: str, default: Value = None) -> Value:
         for key, value in self.values:
             if key == name:

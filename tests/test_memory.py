@@ -166,7 +166,8 @@ def test_pure_bf16_training_has_no_master_copy():
     p = 7_000_000_000
     m = training_memory(SEVEN_B, TrainingSetup(method="full", seq_len=1, mixed_precision=False))
     assert (m.weights, m.gradients, m.optimizer) == (2 * p, 2 * p, 4 * p)
-    assert any("pure 16-bit" in note for note in m.notes)
+    (states,) = of_kind(m.notes, "model-states")
+    assert states["pure_16bit"] and not states["master_copy"] and states["total_bytes"] == 8
     # LoRA adapters in bf16 with bf16 AdamW moments: 2 + 2 + 4 bytes per adapter parameter
     lora = LoraSpec(rank=8, targets=("q_proj", "v_proj"), adapter_precision="bf16")
     m = training_memory(LLAMA2_7B, TrainingSetup(method="lora", seq_len=1, lora=lora, mixed_precision=False))

@@ -113,7 +113,8 @@ def test_expert_parallel_divides_the_experts_model_states(ep):
     assert one.weights - split.weights == saved * 2             # bf16 weights
     assert one.gradients - split.gradients == saved * 2         # bf16 gradients
     assert one.optimizer - split.optimizer == saved * 12        # fp32 master + AdamW moments
-    assert any(f"expert parallel {ep}:" in note for note in split.notes)
+    (states,) = of_kind(split.notes, "expert-parallel-states")
+    assert (states["expert_parallel"], states["expert_params"]) == (ep, experts)
 
 
 def test_expert_parallel_must_divide_the_data_parallel_gpus_and_the_experts():

@@ -16,6 +16,7 @@ from proposalkit.catalog.modules import LoraSpec
 from proposalkit.estimate.lora import lora_trainable_params
 from proposalkit.estimate.memory import TrainingSetup, kv_cache_bytes_per_token, training_memory
 from proposalkit.catalog.shapes import ModelSpec
+from proposalkit.notes import of_kind
 
 GB = 10**9
 
@@ -252,5 +253,5 @@ def test_qlora_adapter_dtype_is_stated_and_counted():
     fp32_run = training_memory(LLAMA_65B, fp32)
     assert (fp32_run.weights + fp32_run.gradients) - (bf16_run.weights + bf16_run.gradients) == 799_539_200 * 4
     assert fp32_run.optimizer == bf16_run.optimizer == 799_539_200 * 8   # fp32 m and v either way
-    assert any("bf16 weights and gradients" in note for note in bf16_run.notes)
-    assert any("fp32 weights and gradients" in note for note in fp32_run.notes)
+    assert [n["adapter_precision"] for n in of_kind(bf16_run.notes, "lora-adapters")] == ["bf16"]
+    assert [n["adapter_precision"] for n in of_kind(fp32_run.notes, "lora-adapters")] == ["fp32"]

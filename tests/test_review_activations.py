@@ -71,5 +71,6 @@ def test_the_estimates_own_lora_default_uses_the_models_module_names():
     from proposalkit.estimate.memory import training_memory
     gpt2 = _read("gpt2.json")
     memory = training_memory(gpt2, TrainingSetup(method="lora", seq_len=512))
-    assert any(n.startswith("LoRA adapters: 589,824 trainable parameters") for n in memory.notes)
-    assert "LoRA defaults: rank 16 on c_attn" in memory.notes
+    from proposalkit.notes import of_kind
+    assert [n["adapters"] for n in of_kind(memory.notes, "lora-adapters")] == [589_824]
+    assert [n.as_dict() for n in of_kind(memory.notes, "lora-defaults")] == [{"rank": 16, "targets": ("c_attn",)}]

@@ -93,10 +93,10 @@ _WORKS: tuple[tuple[str, str, str], ...] = (
     ("takacs-1962", "Takács 1962",
      ("L. Takács. Introduction to the Theory of Queues. Oxford University Press, 1962. (The number in an "
       "M/G/∞ system is Poisson with mean λ·E[W]: a service's requests in flight about Little's mean.)")),
-    ("torchtune", "torchtune",
+    ("torchtune-readme", "torchtune",
      ("pytorch/torchtune, README at commit 30b8519e: memory and throughput table (Llama 3.1 8B LoRA and "
       "QLoRA on one RTX 4090).")),
-    ("torchtitan", "torchtitan",
+    ("torchtitan-sac", "torchtitan",
      ("pytorch/torchtitan, torchtitan/models/llama/parallelize_llama.py at commit 82010c79: op-level "
       "selective activation checkpointing (every second matmul recomputed).")),
     ("trt-llm-perf", "TensorRT-LLM performance overview",
@@ -150,8 +150,8 @@ _LEGACY_PATTERNS: tuple[tuple[str, re.Pattern], ...] = (
     ("narayanan-2021", re.compile(r"Narayanan et al\.? 2021")),
     ("rajbhandari-2020", re.compile(r"Rajbhandari et al\.? 2020|ZeRO")),
     ("takacs-1962", re.compile(r"M/G/∞")),
-    ("torchtune", re.compile(r"torchtune")),
-    ("torchtitan", re.compile(r"torchtitan")),
+    ("torchtune-readme", re.compile(r"torchtune")),
+    ("torchtitan-sac", re.compile(r"torchtitan")),
     ("trt-llm-perf", re.compile(r"TensorRT-LLM performance overview")),
     ("touvron-2023", re.compile(r"Touvron et al\.? 2023")),
 )

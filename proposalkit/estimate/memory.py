@@ -154,27 +154,18 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
     _validate_training(model, setup)
     t, p, n, stage = setup.tensor_parallel, setup.pipeline_parallel, setup.data_parallel, setup.zero_stage
     states = model_states(model, setup)
-    notes: list[str] = list(states.notes)
+    notes: list[Note | str] = list(states.notes)
     if stage and n > 1:
-        sharded = {1: "optimizer states", 2: "optimizer states and gradients", 3: "weights, gradients and optimizer states"}[stage]
-        notes.append(f"ZeRO stage {stage} over {n} data-parallel GPUs shards the {sharded} (Rajbhandari et al. 2020 §5)")
+        notes.append(note("zero-shards", ("rajbhandari-2020",), zero_stage=stage, gpus=n))
     if setup.expert_parallel > 1:
-        notes.append(
-            f"expert parallel {setup.expert_parallel}: the routed experts ({expert_params(model):,} of "
-            f"{model.params:,} parameters) are split over {setup.expert_parallel} GPUs of the data-parallel group, "
-            f"their weights, gradients and optimizer states ÷ {setup.expert_parallel}"
-            + (f"; ZeRO shards them over the {n // setup.expert_parallel} GPUs that hold the same experts"
-               if stage and n > setup.expert_parallel else "")
-            + " (Megatron-Core MoE expert parallelism)"
-        )
+        ep = setup.expert_parallel
+        zero_gpus = n // ep if stage and n > ep else None     # ZeRO shards the experts over these
+        notes.append(note("expert-parallel-states", ("rajbhandari-2020",) if zero_gpus else (), expert_parallel=ep,
+                          expert_params=expert_params(model), params=model.params, zero_gpus=zero_gpus))
     if t * p > 1:
-        notes.append(
-            f"tensor parallel {t} × pipeline parallel {p} divide the model states first"
-            + (f"; the fullest pipeline stage is counted: ⌈{model.layers}/{p}⌉ layers with the embeddings (first "
-               "stage) or the LM head (last stage), "
-               f"{float(worst_stage_fraction(model, p)):.1%} of the parameters"
-               if p > 1 and model.has_architecture else "")
-        )
+        fullest = float(worst_stage_fraction(model, p)) if p > 1 and model.has_architecture else None
+        notes.append(note("model-parallel-states", tensor_parallel=t, pipeline_parallel=p, layers=model.layers,
+                          fullest_stage_fraction=fullest))
 
     acts = training_activations(model, setup)
     notes.extend(acts.notes)
@@ -203,8 +194,8 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
         phase_at = len(notes)    # the note is written below, once the step and tied moments are weighed
         notes.append("")
     else:
-        if (note := phase_note(model, setup, None)) is not None:
-            notes.append(note)
+        if (said := phase_note(model, setup, None)) is not None:
+            notes.append(said)
         # Gradients kept from before the backward stay beside it; none yet where the optimizer steps in the backward
         # or the gradients stream to an offloaded optimizer (their GPU buffers counted conservatively otherwise).
         held = 0 if setup.optimizer_in_backward or setup.offload_optimizer or setup.offload_params else gradients

@@ -29,7 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .arith import exact, fmt_bytes_per_param
+from .arith import exact
+from ..notes import Note, note
 from ..catalog.modules import default_lora
 from .lora import lora_matrices, lora_trainable_params
 from ..precision import (
@@ -68,10 +69,6 @@ OPTIMIZER_IMPLS = ("torch", "fp32-gradient-buffer", "fp32-main-gradients")
 # it casts and matmul saves it for backward (PyTorch autocast docs, cache_enabled), 2 B/param at the end
 # of a forward; the fp32 gradients then exist only under gradient accumulation (zero_grad sets them to None
 # otherwise); activations.py counts the copies where autocast runs over fp32 parameters.
-AMP_NOTE = ("; with fp32 parameters under autocast (Hugging Face Trainer AMP) the same 16 bytes are 4 + 4 + 8, "
-            "and autocast's 16-bit weight copies (2 bytes/parameter, beside the fp32 gradients under gradient "
-            "accumulation) are counted with the activations where the framework runs autocast over fp32 parameters "
-            "(hf-trainer, llama-factory full fine-tunes)")
 
 
 # bitsandbytes pages a state only for a parameter of at least 1e5 values; smaller ones get ordinary
@@ -95,7 +92,7 @@ class ModelStates:
     optimizer: Fraction | int
     paged: Fraction | int
     host: Fraction | int
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
     moments: Fraction | int = 0      # the optimizer moments on the GPU (within `optimizer`; phases.py's step)
 
 
@@ -237,39 +234,31 @@ def model_states(model: ModelSpec, setup: TrainingSetup) -> ModelStates:
     pure = setup.precision != "fp32" and not mixed
     paged_states = setup.optimizer in PAGED_OPTIMIZERS
     fsdp_pp = stage == 3 and setup.pipeline_parallel > 1 and n > 1
-    notes: list[str] = []
+    notes: list[Note] = []
     if setup.method == "full":
-        weights, gradients, master, moments, note = _full(model, setup, mixed, pure, fsdp_pp)
-        notes.append(note)
+        weights, gradients, master, moments, said = _full(model, setup, mixed, pure, fsdp_pp)
+        notes.append(said)
     else:
         weights, gradients, master, moments = _lora(model, setup, pure, notes)
 
     if setup.optimizer_in_backward:
-        gradients, note = _in_backward(model, setup, gradients)
-        notes.append(note)
+        gradients, said = _in_backward(model, setup, gradients)
+        notes.append(said)
 
     gathered_weights, gathered_grads = (0, 0) if fsdp_pp else zero3_gathered_bytes(model, setup)
     host = 0
     if setup.offload_params and not model.has_architecture:
-        notes.append("parameter offload not applied: the model gives only a parameter count, so the working set "
-                     "gathered to the GPU is unknown; the weight and gradient shards are counted on the GPU")
+        notes.append(note("param-offload-not-applied"))
     elif setup.offload_params:
         host += weights + gradients
-        notes.append(
-            f"parameters offloaded to the CPU (ZeRO-Infinity offload_param; FSDP CPUOffload): the "
-            f"{fmt_gib(weights + gradients)} of weight and gradient shards live in host memory and only the "
-            "gathered working set below is on the GPU")
+        notes.append(note("params-offloaded", ("rajbhandari-2020",), host_bytes=float(weights + gradients)))
         weights, gradients = 0, 0
     if gathered_weights:
         weights += gathered_weights
         gradients += gathered_grads
-        notes.append(
-            "ZeRO-3/FSDP working set: the largest unit (a layer, or the embeddings) all-gathered, "
-            "twice for the prefetched next unit, plus its unsharded gradients before the reduce-scatter "
-            "(PyTorch FSDP notes, prefetching)"
-        )
+        notes.append(note("zero3-working-set", ("rajbhandari-2020",)))
     elif stage == 3 and n > 1 and not model.has_architecture:
-        notes.append("ZeRO-3/FSDP all-gathered working set not counted: the model gives only a parameter count")
+        notes.append(note("zero3-working-set-not-counted", ("rajbhandari-2020",)))
 
     paged = 0
     if setup.offload_optimizer:
@@ -290,12 +279,8 @@ def model_states(model: ModelSpec, setup: TrainingSetup) -> ModelStates:
             one = (Fraction(largest_parameter(model) * width, setup.tensor_parallel)
                    if setup.method == "full" and model.has_architecture else 0)
             gradients = min(gradients, DEEPSPEED_REDUCE_BUCKET * width + max(one, gathered_grads))
-        notes.append(
-            f"optimizer states offloaded to the CPU ({fmt_gib(host)} per GPU in host memory: "
-            + ("fp32 master weights, " if master else "")
-            + "moments and fp32 gradients; the optimizer step runs on the CPU): ZeRO-Offload keeps the 16-bit "
-            "weights on the GPU and streams the gradients to the host through one reduce bucket of "
-            f"{DEEPSPEED_REDUCE_BUCKET:.0e} values (Ren et al. 2021 §3-4; DeepSpeed offload_optimizer)")
+        notes.append(note("optimizer-offloaded", ("rajbhandari-2020",), host_bytes=float(host), master=bool(master),
+                          bucket_values=DEEPSPEED_REDUCE_BUCKET))
         master = moments = 0
     elif paged_states:
         share = paged_share(model, setup)
@@ -303,20 +288,10 @@ def model_states(model: ModelSpec, setup: TrainingSetup) -> ModelStates:
         # ordinary GPU tensor (precision.py ADAM8BIT_BLOCK): 1 of the 1 + 4/256 bytes per moment value is paged.
         paged = moments * share * (1 / ADAM8BIT_MOMENT_BYTES if setup.optimizer == "paged-adamw-8bit" else 1)
         moments -= paged
-        notes.append(
-            f"paged optimizer ({setup.optimizer}): its states ({fmt_gib(paged)} per GPU) are in CUDA unified "
-            "memory, outside PyTorch's allocator statistics, and are evicted to host memory when the GPU runs "
-            "short, so they are shown apart and not counted in the memory that must fit (bitsandbytes "
-            "paged optimizers; Dettmers et al. 2023 §3)"
-            + (f"; the states of tensors under {PAGED_MIN_ELEMENTS:,} values ({1 - float(share):.1%}) stay in "
-               "ordinary GPU memory" if share != 1 else "")
-            + ("; the 8-bit states' fp32 absmax per block of 256 stays in GPU memory"
-               if setup.optimizer == "paged-adamw-8bit" else ""))
+        notes.append(note("paged-optimizer", ("dettmers-2023",), optimizer=setup.optimizer, paged_bytes=float(paged),
+                          min_elements=PAGED_MIN_ELEMENTS, paged_share=float(share),
+                          eight_bit=setup.optimizer == "paged-adamw-8bit"))
     return ModelStates(weights, gradients, master + moments, paged, host, tuple(notes), moments)
-
-
-def fmt_gib(value) -> str:
-    return f"{float(value) / 2**30:.2f} GiB"
 
 
 def _full(model: ModelSpec, setup: TrainingSetup, mixed: bool, pure: bool, fsdp_pp: bool) -> tuple:
@@ -338,33 +313,26 @@ def _full(model: ModelSpec, setup: TrainingSetup, mixed: bool, pure: bool, fsdp_
         weights = whole * wb
         gradients = whole * unsharded_grad + shard * (FP32_BYTES if mixed else wb)
         optimizer_master, optimizer_moments = shard * master, shard * moments
-        note = (f"FSDP under pipeline parallelism (torchtitan): the stage's parameters stay gathered "
-                f"({fmt_bytes_per_param(wb)} B/param) and its gradients accumulate unsharded in "
-                f"{'fp32' if mixed else setup.precision} across micro-batches; master weights, moments and "
-                "gradient shards ÷ the data-parallel GPUs")
-        return weights, gradients, optimizer_master, optimizer_moments, note
+        note_ = note("fsdp-under-pipeline", ("torchtitan-sac",), weight_bytes=float(wb),
+                     gradient_dtype="fp32" if mixed else setup.precision)
+        return weights, gradients, optimizer_master, optimizer_moments, note_
     weights = _params_per_gpu(model, setup, stage >= 3) * wb
     grad_sharded = stage >= 2 and setup.optimizer_impl != "fp32-gradient-buffer"
     gradients = _params_per_gpu(model, setup, grad_sharded) * grad
     per_opt = _params_per_gpu(model, setup, opt_sharded)
     total = wb + grad + master + moments
-    note = (
-        f"model states: {fmt_bytes_per_param(wb)} (weights) + {fmt_bytes_per_param(grad)} (gradients"
-        + {"fp32-main-gradients": ", Megatron fp32 main gradients" if setup.precision == "bf16" else "",
-           "fp32-gradient-buffer": ", DeepSpeed BF16_Optimizer: bf16 gradients + an fp32 accumulation buffer of the "
-                             "whole replica"}.get(setup.optimizer_impl, "")
-        + f") + {fmt_bytes_per_param(master + moments)} ({setup.optimizer} states"
-        + (", fp32 master copy included" if mixed else "")
-        + (", pure 16-bit: moments in " + setup.precision + ", no master copy"
-           if pure and setup.optimizer not in PAGED_OPTIMIZERS else "")
-        + (", pure 16-bit: no master copy" if pure and setup.optimizer in PAGED_OPTIMIZERS else "")
-        + f") = {fmt_bytes_per_param(total)} bytes/parameter (Rajbhandari et al. 2020 §3.1)"
-        + (AMP_NOTE if mixed and setup.optimizer_impl == "torch" else "")
-    )
-    return weights, gradients, per_opt * master, per_opt * moments, note
+    # The gradients' own arrangement where an optimizer keeps more than the weights' dtype (OPTIMIZER_IMPLS).
+    gradient_form = {"fp32-main-gradients": "megatron-fp32-main" if setup.precision == "bf16" else None,
+                     "fp32-gradient-buffer": "deepspeed-fp32-buffer"}.get(setup.optimizer_impl)
+    states = note("model-states", ("rajbhandari-2020",) + (("micikevicius-2018",) if mixed else ()),
+                  weight_bytes=float(wb), gradient_bytes=float(grad), gradient_form=gradient_form,
+                  state_bytes=float(master + moments), optimizer=setup.optimizer, precision=setup.precision,
+                  master_copy=mixed, pure_16bit=pure, paged=setup.optimizer in PAGED_OPTIMIZERS,
+                  total_bytes=float(total), autocast=mixed and setup.optimizer_impl == "torch")
+    return weights, gradients, per_opt * master, per_opt * moments, states
 
 
-def _lora(model: ModelSpec, setup: TrainingSetup, pure: bool, notes: list[str]) -> tuple:
+def _lora(model: ModelSpec, setup: TrainingSetup, pure: bool, notes: list[Note]) -> tuple:
     stage, n = setup.zero_stage, setup.data_parallel
     weight_shard = exact(1, n) if stage >= 3 else 1
     grad_shard = exact(1, n) if stage >= 2 else 1
@@ -372,24 +340,21 @@ def _lora(model: ModelSpec, setup: TrainingSetup, pure: bool, notes: list[str]) 
     model_split = Fraction(worst_stage_fraction(model, setup.pipeline_parallel)) / setup.tensor_parallel
     lora = setup.lora or default_lora(model)
     if setup.lora is None:
-        notes.append(f"LoRA defaults: rank {lora.rank} on {', '.join(lora.targets)}")
+        notes.append(note("lora-defaults", ("hu-2021",), rank=lora.rank, targets=tuple(lora.targets)))
     if setup.method == "qlora":
         base = weight_bytes(model, "nf4", unquantized=setup.precision)
         if model.has_architecture:
-            notes.append(
-                "base weights: block matrices NF4 with double quantization, 4 + 8/64 + 32/(64·256) = 4.127 bits/param; "
-                f"embeddings, LM head and norms at {setup.precision} (Dettmers et al. 2023 §3)"
-            )
+            notes.append(note("qlora-base-weights", ("dettmers-2023",), precision=setup.precision))
         else:
-            notes.append("base weights: all parameters counted at NF4 4.127 bits (the model gives only a parameter count)")
+            notes.append(note("qlora-base-weights-params-only", ("dettmers-2023",)))
     else:
         base = model.params * bytes_per_element(setup.precision)
-        notes.append(f"base weights frozen at {setup.precision}: no gradients or optimizer states for them (Hu et al. 2021)")
+        notes.append(note("lora-base-frozen", ("hu-2021",), precision=setup.precision))
     if model.has_architecture:
         adapters = lora_trainable_params(model, lora)
     else:
         adapters = 0
-        notes.append("LoRA adapters not counted: the model gives only a parameter count (adapters are usually < 1% of it)")
+        notes.append(note("lora-adapters-not-counted", ("hu-2021",)))
     adapter_bytes = bytes_per_element(lora.adapter_precision)
     paged = setup.optimizer in PAGED_OPTIMIZERS
     moment_dtype = lora.adapter_precision if pure and not paged else "fp32"
@@ -407,25 +372,18 @@ def _lora(model: ModelSpec, setup: TrainingSetup, pure: bool, notes: list[str]) 
     gradients = adapter_params * adapter_bytes * grad_shard
     moments = adapter_params * adapter_opt * opt_shard
     if adapters:
-        if lora.adapter_precision == "fp32":
-            why = " (PEFT upcasts adapters to fp32 by default)"
-        elif pure:
-            why = f" (pure 16-bit training: adapters in {lora.adapter_precision})"
-        else:
-            why = ""
-        notes.append(
-            f"LoRA adapters: {adapters:,} trainable parameters, {lora.adapter_precision} weights and gradients "
-            f"+ {fmt_bytes_per_param(adapter_opt)} bytes of {moment_dtype} {setup.optimizer} states = "
-            f"{fmt_bytes_per_param(2 * adapter_bytes + adapter_opt)} bytes/parameter" + why
-        )
+        # why the adapters' width: PEFT's fp32 upcast by default, or pure 16-bit training
+        why = "peft-upcast" if lora.adapter_precision == "fp32" else "pure-16bit" if pure else None
+        notes.append(note("lora-adapters", ("hu-2021",), adapters=adapters, adapter_precision=lora.adapter_precision,
+                          state_bytes=float(adapter_opt), state_dtype=moment_dtype, optimizer=setup.optimizer,
+                          bytes_per_param=float(2 * adapter_bytes + adapter_opt), why=why))
     return weights, gradients, 0, moments
 
 
 def _in_backward(model: ModelSpec, setup: TrainingSetup, gradients) -> tuple:
     """Gradients under the optimizer step in backward: the largest one parameter's (torchtune optimizer_in_bwd)."""
     if not model.has_architecture:
-        return gradients, ("optimizer step in backward: the full gradient is still counted (the model gives only "
-                           "a parameter count, so its largest parameter is unknown)")
+        return gradients, note("optimizer-in-backward-params-only", ("torchtune-readme",))
     if setup.method == "full":
         largest = largest_parameter(model)
         wb = bytes_per_element(setup.precision)
@@ -436,7 +394,5 @@ def _in_backward(model: ModelSpec, setup: TrainingSetup, gradients) -> tuple:
         wb = bytes_per_element(lora.adapter_precision)
         what = "adapter matrix"
     one = Fraction(largest * wb, setup.tensor_parallel)
-    return min(one, gradients), (
-        f"optimizer step in backward (torchtune optimizer_in_bwd): each gradient is applied and freed as it is "
-        f"produced, so only the largest {what}'s gradient ({largest:,} values × {fmt_bytes_per_param(wb)} B) is "
-        "counted, not a full gradient buffer")
+    return min(one, gradients), note("optimizer-in-backward", ("torchtune-readme",), what=what, largest=largest,
+                                     value_bytes=float(wb))

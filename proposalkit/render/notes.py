@@ -96,6 +96,52 @@ def _nodes(n: Note) -> str:
     return f"{node}-GPU nodes of {n['resource']} (its gpus_per_node)"
 
 
+# ------------------------------------------------------------- model states (estimate/model_states.py)
+
+def _gib(x: float) -> str:
+    return f"{x / GiB:.2f} GiB"
+
+
+_GRADIENT_FORMS = {"megatron-fp32-main": ", Megatron fp32 main gradients",
+                   "deepspeed-fp32-buffer": ", DeepSpeed BF16_Optimizer: bf16 gradients + an fp32 accumulation "
+                                            "buffer of the whole replica"}
+_AUTOCAST = ("; with fp32 parameters under autocast (Hugging Face Trainer AMP) the same 16 bytes are 4 + 4 + 8, "
+             "and autocast's 16-bit weight copies (2 bytes/parameter, beside the fp32 gradients under gradient "
+             "accumulation) are counted with the activations where the framework runs autocast over fp32 "
+             "parameters (hf-trainer, llama-factory full fine-tunes)")
+
+
+def _model_states(n: Note) -> str:
+    pure = ""
+    if n["pure_16bit"]:
+        pure = ", pure 16-bit: no master copy" if n["paged"] else f", pure 16-bit: moments in {n['precision']}, no master copy"
+    return (f"model states: {_per_param(n['weight_bytes'])} (weights) + {_per_param(n['gradient_bytes'])} (gradients"
+            + _GRADIENT_FORMS.get(n["gradient_form"], "")
+            + f") + {_per_param(n['state_bytes'])} ({n['optimizer']} states"
+            + (", fp32 master copy included" if n["master_copy"] else "") + pure
+            + f") = {_per_param(n['total_bytes'])} bytes/parameter (Rajbhandari et al. 2020 §3.1)"
+            + (_AUTOCAST if n["autocast"] else ""))
+
+
+def _lora_adapters(n: Note) -> str:
+    why = {"peft-upcast": " (PEFT upcasts adapters to fp32 by default)",
+           "pure-16bit": f" (pure 16-bit training: adapters in {n['adapter_precision']})"}.get(n["why"], "")
+    return (f"LoRA adapters: {n['adapters']:,} trainable parameters, {n['adapter_precision']} weights and gradients "
+            f"+ {_per_param(n['state_bytes'])} bytes of {n['state_dtype']} {n['optimizer']} states = "
+            f"{_per_param(n['bytes_per_param'])} bytes/parameter" + why)
+
+
+def _paged_optimizer(n: Note) -> str:
+    share = n["paged_share"]
+    return (f"paged optimizer ({n['optimizer']}): its states ({_gib(n['paged_bytes'])} per GPU) are in CUDA unified "
+            "memory, outside PyTorch's allocator statistics, and are evicted to host memory when the GPU runs "
+            "short, so they are shown apart and not counted in the memory that must fit (bitsandbytes "
+            "paged optimizers; Dettmers et al. 2023 §3)"
+            + (f"; the states of tensors under {n['min_elements']:,} values ({1 - share:.1%}) stay in "
+               "ordinary GPU memory" if share != 1 else "")
+            + ("; the 8-bit states' fp32 absmax per block of 256 stays in GPU memory" if n["eight_bit"] else ""))
+
+
 WORDS: dict[str, Callable[[Note], str]] = {
     TEXT: lambda n: n["text"],
     "overhead": lambda n: (
@@ -181,6 +227,66 @@ WORDS: dict[str, Callable[[Note], str]] = {
         f"network at {n['link_bytes_per_second'] / 1e9:g} GB/s per GPU, the {n['gpu']} figure "
         f"{n['network_bytes_per_second'] * 8 / 1e9:g} Gb/s ({n['why']}); the resource catalog has no network "
         "figure of its own"),
+    # ------------------------------------------------------------------------------------ model states
+    "model-states": _model_states,
+    "zero-shards": lambda n: (
+        f"ZeRO stage {n['zero_stage']} over {n['gpus']} data-parallel GPUs shards the "
+        + {1: "optimizer states", 2: "optimizer states and gradients",
+           3: "weights, gradients and optimizer states"}[n["zero_stage"]] + " (Rajbhandari et al. 2020 §5)"),
+    "expert-parallel-states": lambda n: (
+        f"expert parallel {n['expert_parallel']}: the routed experts ({n['expert_params']:,} of {n['params']:,} "
+        f"parameters) are split over {n['expert_parallel']} GPUs of the data-parallel group, their weights, "
+        f"gradients and optimizer states ÷ {n['expert_parallel']}"
+        + (f"; ZeRO shards them over the {n['zero_gpus']} GPUs that hold the same experts" if n["zero_gpus"] else "")
+        + " (Megatron-Core MoE expert parallelism)"),
+    "model-parallel-states": lambda n: (
+        f"tensor parallel {n['tensor_parallel']} × pipeline parallel {n['pipeline_parallel']} divide the model "
+        "states first"
+        + (f"; the fullest pipeline stage is counted: ⌈{n['layers']}/{n['pipeline_parallel']}⌉ layers with the "
+           "embeddings (first stage) or the LM head (last stage), "
+           f"{n['fullest_stage_fraction']:.1%} of the parameters" if n["fullest_stage_fraction"] is not None else "")),
+    "fsdp-under-pipeline": lambda n: (
+        f"FSDP under pipeline parallelism (torchtitan): the stage's parameters stay gathered "
+        f"({_per_param(n['weight_bytes'])} B/param) and its gradients accumulate unsharded in {n['gradient_dtype']} "
+        "across micro-batches; master weights, moments and gradient shards ÷ the data-parallel GPUs"),
+    "lora-defaults": lambda n: f"LoRA defaults: rank {n['rank']} on {', '.join(n['targets'])}",
+    "qlora-base-weights": lambda n: (
+        "base weights: block matrices NF4 with double quantization, 4 + 8/64 + 32/(64·256) = 4.127 bits/param; "
+        f"embeddings, LM head and norms at {n['precision']} (Dettmers et al. 2023 §3)"),
+    "qlora-base-weights-params-only": lambda n: (
+        "base weights: all parameters counted at NF4 4.127 bits (the model gives only a parameter count)"),
+    "lora-base-frozen": lambda n: (
+        f"base weights frozen at {n['precision']}: no gradients or optimizer states for them (Hu et al. 2021)"),
+    "lora-adapters-not-counted": lambda n: (
+        "LoRA adapters not counted: the model gives only a parameter count (adapters are usually < 1% of it)"),
+    "lora-adapters": _lora_adapters,
+    "optimizer-in-backward-params-only": lambda n: (
+        "optimizer step in backward: the full gradient is still counted (the model gives only a parameter count, "
+        "so its largest parameter is unknown)"),
+    "optimizer-in-backward": lambda n: (
+        f"optimizer step in backward (torchtune optimizer_in_bwd): each gradient is applied and freed as it is "
+        f"produced, so only the largest {n['what']}'s gradient ({n['largest']:,} values × "
+        f"{_per_param(n['value_bytes'])} B) is counted, not a full gradient buffer"),
+    "param-offload-not-applied": lambda n: (
+        "parameter offload not applied: the model gives only a parameter count, so the working set gathered to "
+        "the GPU is unknown; the weight and gradient shards are counted on the GPU"),
+    "params-offloaded": lambda n: (
+        f"parameters offloaded to the CPU (ZeRO-Infinity offload_param; FSDP CPUOffload): the "
+        f"{_gib(n['host_bytes'])} of weight and gradient shards live in host memory and only the gathered working "
+        "set below is on the GPU"),
+    "zero3-working-set": lambda n: (
+        "ZeRO-3/FSDP working set: the largest unit (a layer, or the embeddings) all-gathered, twice for the "
+        "prefetched next unit, plus its unsharded gradients before the reduce-scatter (PyTorch FSDP notes, "
+        "prefetching)"),
+    "zero3-working-set-not-counted": lambda n: (
+        "ZeRO-3/FSDP all-gathered working set not counted: the model gives only a parameter count"),
+    "optimizer-offloaded": lambda n: (
+        f"optimizer states offloaded to the CPU ({_gib(n['host_bytes'])} per GPU in host memory: "
+        + ("fp32 master weights, " if n["master"] else "")
+        + "moments and fp32 gradients; the optimizer step runs on the CPU): ZeRO-Offload keeps the 16-bit weights "
+        f"on the GPU and streams the gradients to the host through one reduce bucket of {n['bucket_values']:.0e} "
+        "values (Ren et al. 2021 §3-4; DeepSpeed offload_optimizer)"),
+    "paged-optimizer": _paged_optimizer,
     # ------------------------------------------------------- the planner's defaults (planning/planner.py)
     "precision-given": lambda n: (
         f"precision {n['precision']} as the workload says, not the checkpoint's ({n['checkpoint_method']})"),
