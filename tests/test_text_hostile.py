@@ -394,3 +394,37 @@ def test_text_at_the_limits_is_planned_and_reported(tmp_path, capsys):
     path.write_text(text, encoding="utf-8")
     code, out, err = run(capsys, "report", path, "-o", tmp_path / "out", "--format", "md,html")
     assert code == 0, err
+
+
+def test_text_at_the_limits_stays_inside_the_pdf_page(tmp_path):
+    """Unbroken 100-character names and 1,000-character prose wrap inside the page's width (the
+    footer's title line aside, a margin box WeasyPrint sizes by its content). WeasyPrint's laid-out
+    boxes are read directly (Page._page_box, the locked version's internal API)."""
+    from conftest import weasyprint_available
+
+    if not weasyprint_available():
+        pytest.skip("WeasyPrint or Pango cannot be loaded")
+    import weasyprint
+
+    from proposalkit.input.loading import load_files
+    from proposalkit.planning.planner import plan_files
+    from proposalkit.render import context, report
+
+    text = (BASE.replace("description: Desc", "description: " + "D" * 1000)
+            .replace("name: tiny", "name: " + "M" * 100).replace("name: tune", "name: t" + "u" * 99)
+            .replace("pi: PI", "pi: " + "P" * 1000).replace("institution: Inst", "institution: " + "I" * 1000))
+    path = tmp_path / "w.yaml"
+    path.write_text(text, encoding="utf-8")
+    html = report.render_html(context.report_context(plan_files(load_files([str(path)]))))
+    document = weasyprint.HTML(string=html).render()
+
+    def boxes(box):
+        yield box
+        for child in getattr(box, "children", None) or []:
+            yield from boxes(child)
+
+    outside = [(i + 1, type(b).__name__, round(b.position_x + b.margin_width() - page.width))
+               for i, page in enumerate(document.pages) for b in boxes(page._page_box)
+               if hasattr(b, "margin_width") and type(b).__name__ != "MarginBox"
+               and b.position_x + b.margin_width() > page.width + 1]
+    assert outside == []
