@@ -201,8 +201,11 @@ def cmd_catalog(args) -> int:
     else:
         from .catalog import resources
 
-        lines = [f"{r.id:<24} {r.unit:<12} {','.join(r.gpus):<24} {r.gpus_per_node}/node  {r.source}"
-                 for r in resources.resources().values()]
+        lines = [f"{'id':<25} {'unit':<12} {'GPUs':<24} {'per node':>8} {'nodes':>7} {'GPUs':>7} {'largest job':>12}  "
+                 "source; size source"]
+        lines += [f"{r.id:<25} {r.unit:<12} {g:<24} {r.gpus_per_node:>8} {r.node_count(g):>7,} {r.gpu_count(g):>7,} "
+                  f"{resources.gpus_text(r.largest_job_gpus(g)):>12}  {r.source}; {r.size_source}"
+                  for r in resources.resources().values() for g in r.gpus]
     _emit("".join(line + "\n" for line in lines))
     return EXIT_OK
 

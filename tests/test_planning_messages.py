@@ -38,7 +38,8 @@ def test_mfu_at_or_below_the_published_maximum_is_not_warned(tmp_path, capsys, m
 
 # ---------------------------------------------------------------- fits nowhere: what to change
 # TACC Lonestar6 H100 partition (catalog/resources.yaml): h100-pcie, 2 GPUs per node, 1 node per job,
-# so at most 2 GPUs; h100-pcie has 79.1 GiB usable (catalog/gpus.yaml).
+# so at most 2 GPUs; h100-pcie has 79.1 GiB usable (catalog/gpus.yaml). A workload that fits in no job of
+# the target names its largest job and, where one exists, the fewest GPUs that would hold it elsewhere.
 H100 = "resource: tacc-lonestar6-h100"
 SERVE_405B = f"name: serve, kind: inference, model: llama-3.1-405b, context: 8192, hours: 10, {H100}"
 
@@ -49,8 +50,9 @@ def test_inference_dominated_by_weights_suggests_quantization_with_the_numbers(t
     # The int4 figure is the same estimate with precision int4 (precision.py INT4_BITS).
     code, out, err, path = run(tmp_path, capsys, SERVE_405B)
     assert (code, out) == (1, "")
-    assert err == (f"{path}:2: workloads[0]: serve does not fit: it needs 420.8 GiB per GPU on 2× h100-pcie, which "
-                   "has 79.1 GiB usable; per GPU the KV cache of context 8,192 × batch 1 takes 2.0 GiB and the bf16 "
+    assert err == (f"{path}:2: workloads[0]: serve does not fit in any job tacc-lonestar6-h100 takes: on 2× "
+                   "h100-pcie (tacc-lonestar6-h100 allows 1 node of 2 GPUs per job) it needs 420.8 GiB per GPU, which has 79.1 GiB usable; "
+                   "it would fit on 16× h100-pcie, more than tacc-lonestar6-h100 takes in one job: target another resource; or per GPU the KV cache of context 8,192 × batch 1 takes 2.0 GiB and the bf16 "
                    "weights 378.0 GiB: quantize the weights (precision: int8, fp8 or int4; with int4 it needs "
                    "118.7 GiB per GPU)\n")
 
@@ -62,8 +64,8 @@ def test_quantized_inference_suggests_int4_and_a_pinned_count_more_gpus(tmp_path
     # int8 weights: 405,853,388,800 × 1 byte ÷ 2 GPUs = 189.0 GiB, plus the bf16 embedding and head kept
     # unquantized; on 1 GPU everything doubles (no relaxed fit: the partition takes 2 GPUs at most).
     assert err.splitlines() == [
-        f"{path}:2: workloads[0]: serve does not fit: it needs 215.1 GiB per GPU on 2× h100-pcie, which has 79.1 GiB "
-        "usable; per GPU the KV cache of context 8,192 × batch 1 takes 2.0 GiB and the int8 weights 190.9 GiB: "
+        f"{path}:2: workloads[0]: serve does not fit in any job tacc-lonestar6-h100 takes: on 2× h100-pcie "
+        "(tacc-lonestar6-h100 allows 1 node of 2 GPUs per job) it needs 215.1 GiB per GPU, which has 79.1 GiB usable; it would fit on 8× h100-pcie, more than tacc-lonestar6-h100 takes in one job: target another resource; or per GPU the KV cache of context 8,192 × batch 1 takes 2.0 GiB and the int8 weights 190.9 GiB: "
         "quantize the weights (precision: int4; with int4 it needs 118.7 GiB per GPU)",
         f"{path}:3: workloads[1]: one does not fit: it needs 840.1 GiB per GPU on 1× h100-pcie, which has 79.1 GiB "
         "usable; per GPU the KV cache of context 8,192 × batch 1 takes 3.9 GiB and the bf16 weights 756.0 GiB: "
@@ -78,8 +80,8 @@ def test_inference_dominated_by_the_kv_cache_suggests_context_or_batch(tmp_path,
     code, out, err, path = run(tmp_path, capsys, "name: long, kind: inference, model: llama-3.1-8b, context: 131072, "
                                                  f"batch: 64, hours: 10, {H100}")
     assert (code, out) == (1, "")
-    assert err == (f"{path}:2: workloads[0]: long does not fit: it needs 573.0 GiB per GPU on 2× h100-pcie, which "
-                   "has 79.1 GiB usable; per GPU the KV cache of context 131,072 × batch 64 takes 512.0 GiB and "
+    assert err == (f"{path}:2: workloads[0]: long does not fit in any job tacc-lonestar6-h100 takes: on 2× h100-pcie "
+                   "(tacc-lonestar6-h100 allows 1 node of 2 GPUs per job) it needs 573.0 GiB per GPU, which has 79.1 GiB usable; per GPU the KV cache of context 131,072 × batch 64 takes 512.0 GiB and "
                    "the bf16 weights 7.5 GiB: lower context or batch\n")
 
 
@@ -101,8 +103,8 @@ def test_training_suggestions_fit_the_larger_part_and_the_settings_given(tmp_pat
     # output 2·28,672 and K/V copied to 64 heads 2·2·(64 - 8)·128 = 151,552 B × 16,384 tokens × 80 layers +
     # the final norm's copy 4·16,384·8,192 = 185.5 GiB: 544.8 GiB; the total 1,552.7 + 185.5 × 1.1 (reserve).
     assert err.splitlines() == [
-        f"{path}:2: workloads[0]: states does not fit: it needs 597.9 GiB per GPU on 2× h100-pcie, which has 79.1 GiB "
-        "usable; per GPU the model states take 531.5 GiB and the activations 11.1 GiB: try method: lora or qlora, "
+        f"{path}:2: workloads[0]: states does not fit in any job tacc-lonestar6-h100 takes: on 2× h100-pcie "
+        "(tacc-lonestar6-h100 allows 1 node of 2 GPUs per job) it needs 597.9 GiB per GPU, which has 79.1 GiB usable; it would fit on 32× h100-pcie, more than tacc-lonestar6-h100 takes in one job: target another resource; or per GPU the model states take 531.5 GiB and the activations 11.1 GiB: try method: lora or qlora, "
         "or a larger tensor_parallel or pipeline_parallel (now 1 × 1)",
         f"{path}:3: workloads[1]: pinned does not fit: it needs 1,756.7 GiB per GPU on 1× h100-pcie, which has "
         "79.1 GiB usable; per GPU the model states take 1,051.3 GiB and the activations 544.8 GiB: try method: lora "

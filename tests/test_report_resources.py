@@ -24,7 +24,7 @@ from proposalkit.planning.planner import plan_files
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "workloads" / "code-models.yaml"
-TABLE_HEADER = "| resource | node, partition | requested GPU-h | charging rule | amount | walltime per job |"
+TABLE_HEADER = "| resource | node, partition, size | requested GPU-h | charging rule | amount | walltime per job |"
 
 
 def plan_from(tmp_path: Path, text: str):
@@ -105,7 +105,9 @@ def test_six_gpus_for_ten_hours_on_polaris_are_twenty_node_hours(tmp_path):
     assert row.rule_mark == "" and row.walltime_mark == ""        # both read on the ALCF page
     assert view.summed == ()                                      # one row: no total row to repeat it
     md = report.render_markdown(ctx.report_context(plan))
-    assert ("| alcf-polaris | 4× a100-40gb, prod / capacity / preemptable | 60.0 | "
+    # ALCF 'Polaris': 560 nodes of 4 A100; prod takes at most 496 nodes per job.
+    assert ("| alcf-polaris | 4× a100-40gb, prod / capacity / preemptable, 560 nodes (2,240 GPUs), 496 nodes per "
+            "job | 60.0 | "
             "node-hours, whole nodes of 4 GPUs | 20.0 node-hours | 168 h (1–4 nodes) |") in table_lines(md)
     assert "†" not in body_of(md)
     assert "(20.0 node-hours on alcf-polaris; by resource in B.3)" in md      # the lead
@@ -131,8 +133,11 @@ def test_delta_partitions_add_up_and_the_h200_rule_is_marked_second_hand(tmp_pat
 
     md = report.render_markdown(ctx.report_context(plan))
     assert table_lines(md)[2:] == [
-        "| ncsa-delta-h200 | 8× h200, gpuH200x8 | 200.0 | 3 SUs per GPU-hour, 1 SU minimum † | 600.0 SUs | 48 h † |",
-        "| ncsa-delta-a40 | 4× a40, gpuA40x4 | 150.0 | 0.5 SU per GPU-hour, 1 SU minimum | 75.0 SUs | 48 h |",
+        # Delta 'System Architecture' and 'Partitions/Queues': 8 H200 nodes, 1 per job; 100 A40 nodes.
+        "| ncsa-delta-h200 | 8× h200, gpuH200x8, 8 nodes (64 GPUs), 1 node per job | 200.0 | 3 SUs per GPU-hour, "
+        "1 SU minimum † | 600.0 SUs | 48 h † |",
+        "| ncsa-delta-a40 | 4× a40, gpuA40x4, 100 nodes (400 GPUs) | 150.0 | 0.5 SU per GPU-hour, 1 SU minimum | "
+        "75.0 SUs | 48 h |",
         "| **total, ncsa-delta** | | **350.0** | | **675.0 SUs** | |",
     ]
     assert "† Second-hand source, not the provider's own page: re-check before quoting." in md

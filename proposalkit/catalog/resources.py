@@ -80,13 +80,51 @@ class Resource:
     walltime_by_nodes: tuple[WalltimeTier, ...] = ()
     walltime_source: str = ""
     walltime_confidence: str = ""
-    max_nodes_per_job: int | None = None
+    max_nodes_per_job: int | None = None   # the most nodes one job may take (None: the partition's size)
+    nodes: tuple[tuple[str, int], ...] = ()  # (GPU id, nodes of gpus_per_node GPUs) for each GPU type
+    size_source: str = ""
+    size_confidence: str = ""
     access_credits: CreditRate | None = None
     notes: str = ""
 
     def nodes_for(self, gpus_per_job: int) -> int:
         """Whole nodes a job of this many GPUs occupies: ⌈GPUs ÷ GPUs per node⌉."""
         return math.ceil(gpus_per_job / self.gpus_per_node)
+
+    def node_count(self, gpu: str | None = None) -> int:
+        """Nodes of the partition (with `gpu`, those of that GPU type; a job runs on one type)."""
+        return sum(n for g, n in self.nodes if gpu is None or g == gpu)
+
+    def gpu_count(self, gpu: str | None = None) -> int:
+        """GPUs of the partition: nodes × GPUs per node (of one type with `gpu`)."""
+        return self.node_count(gpu) * self.gpus_per_node
+
+    def largest_job_nodes(self, gpu: str | None = None) -> int:
+        """The most nodes one job may take: the per-job limit, at most the nodes there are (of `gpu`)."""
+        there = self.node_count(gpu) if gpu is not None else max(n for _, n in self.nodes)
+        return there if self.max_nodes_per_job is None else min(self.max_nodes_per_job, there)
+
+    def largest_job_gpus(self, gpu: str | None = None) -> int:
+        """The most GPUs one job may take: largest_job_nodes × GPUs per node."""
+        return self.largest_job_nodes(gpu) * self.gpus_per_node
+
+    def size_short(self, gpu: str | None = None) -> str:
+        """'100 nodes (400 GPUs)'; '8 nodes (64 GPUs), 1 node per job' where a job may take fewer than all."""
+        nodes = self.node_count(gpu)
+        text = f"{nodes:,} node{'s' if nodes != 1 else ''} ({gpus_text(nodes * self.gpus_per_node)})"
+        limit = self.max_nodes_per_job
+        if limit is not None and limit < nodes:
+            text += f", {limit:,} node{'s' if limit != 1 else ''} per job"
+        return text
+
+    def size_text(self, gpu: str | None = None) -> str:
+        """'100 nodes × 4 = 400 GPUs, no per-job node limit'; '8 nodes × 8 = 64 GPUs, 1 node per job'."""
+        nodes = self.node_count(gpu)
+        text = f"{nodes:,} node{'s' if nodes != 1 else ''} × {self.gpus_per_node} = {gpus_text(nodes * self.gpus_per_node)}"
+        if self.max_nodes_per_job is None:
+            return text + ", no per-job node limit"
+        limit = self.max_nodes_per_job
+        return text + f", {limit:,} node{'s' if limit != 1 else ''} per job"
 
     def walltime_limit_hours(self, gpus_per_job: int) -> float | None:
         """Per-job walltime limit for a job of this many GPUs (None: no limit known)."""
@@ -191,6 +229,18 @@ def _resource_from_row(row: dict) -> Resource:
                 or not float(credits["per_unit"]) > 0:
             raise bad(f"access_credits: expected per_unit > 0, source and confidence, got {credits!r}")
         row["access_credits"] = CreditRate(float(credits["per_unit"]), credits["source"], credits["confidence"])
+    nodes = row.get("nodes")
+    if isinstance(nodes, int) and not isinstance(nodes, bool):
+        nodes = {g: nodes for g in row["gpus"]} if len(row["gpus"]) == 1 else None
+    if not isinstance(nodes, dict) or set(nodes) != set(row["gpus"]) or \
+            not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in nodes.values()):
+        raise bad(f"nodes: expected a positive integer (or GPU id -> nodes for each of its GPUs), got {row.get('nodes')!r}")
+    row["nodes"] = tuple(nodes.items())
+    limit = row.get("max_nodes_per_job")
+    if limit is not None and not (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1):
+        raise bad(f"max_nodes_per_job: expected a positive integer or null, got {limit!r}")
+    if not row.get("size_source") or row.get("size_confidence") not in CONFIDENCE_LEVELS:
+        raise bad("size_source and size_confidence: every row says where its size was read")
     walltime = row.get("max_walltime_hours")
     row["max_walltime_hours"] = float(walltime) if walltime is not None else None
     row["gpus"] = tuple(row["gpus"])
@@ -319,10 +369,11 @@ def describe_rule(res: Resource | str) -> str:
     return text
 
 
-def fits(res: Resource | str, gpus_per_job: int) -> bool:
-    """Whether a job of this many GPUs is allowed on the resource (max nodes per job)."""
+def fits(res: Resource | str, gpus_per_job: int, gpu: str | None = None) -> bool:
+    """Whether one job of this many GPUs (of type `gpu`) is allowed on the resource: within its per-job node
+    limit and within the nodes it has (Resource.largest_job_nodes)."""
     res = as_resource(res)
-    return res.max_nodes_per_job is None or res.nodes_for(gpus_per_job) <= res.max_nodes_per_job
+    return res.nodes_for(gpus_per_job) <= res.largest_job_nodes(gpu)
 
 
 # ----------------------------------------------------------------- tracks, tiers

@@ -16,6 +16,7 @@ Charging rules (one per catalog row):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 
@@ -115,6 +116,28 @@ def charge(res: Resource | str, gpu_type: str, gpus_per_job: int, hours_per_job:
     )
 
 
+def charge_groups(res: Resource | str, gpu_type: str, tensor_parallel: int, replicas: int, hours_per_job: float,
+                  jobs: int = 1) -> Charge:
+    """A service whose replicas one job cannot hold: each job holds as many whole replicas as the partition's
+    largest job takes, k = ⌊largest job's GPUs ÷ tensor_parallel⌋, so ⌊replicas ÷ k⌋ full jobs and one job of
+    the rest, each charged by ``charge`` (its own whole nodes and minimums), `jobs` times over (variants)."""
+    res = as_resource(res)
+    per_job = res.largest_job_gpus(gpu_type) // tensor_parallel
+    full, rest = divmod(replicas, per_job)
+    parts = [charge(res, gpu_type, per_job * tensor_parallel, hours_per_job, full * jobs)] if full else []
+    if rest:
+        parts.append(charge(res, gpu_type, rest * tensor_parallel, hours_per_job, jobs))
+    if len(parts) == 1:
+        return parts[0]
+    first, last = parts
+    amount = first.amount + last.amount
+    text = (f"{replicas:,} replicas of {gpus_text(tensor_parallel)}, {per_job:,} per job (the largest job "
+            f"{res.id} takes): {first.arithmetic}; and the rest, {last.arithmetic}; together {fmt_amount(amount)} "
+            f"{res.unit}")
+    return dataclasses.replace(first, amount=amount, arithmetic=text, jobs=first.jobs + last.jobs,
+                               gpu_hours=first.gpu_hours + last.gpu_hours)
+
+
 def convert_gpu_hours(res: Resource | str, gpu_hours: float, gpus_per_job: int,
                       gpu_type: str | None = None) -> Charge:
     """Convert a plan's GPU-hours, run as jobs of ``gpus_per_job`` GPUs, into the unit.
@@ -143,9 +166,9 @@ def choose_partition(name: str, gpu_type: str, gpus_per_job: int, hours_per_job:
     if not rows:
         offered = sorted({g for r in resolve(name) for g in r.gpus})
         raise ResourceError(f"{name} has no '{gpu_type}' GPUs (it has {', '.join(offered)})")
-    allowed = [r for r in rows if fits(r, gpus_per_job)]
+    allowed = [r for r in rows if fits(r, gpus_per_job, gpu_type)]
     if not allowed:
-        limits = ", ".join(f"{r.id}: {r.max_nodes_per_job} node(s) of {r.gpus_per_node} GPUs" for r in rows)
+        limits = ", ".join(f"{r.id}: {r.largest_job_nodes(gpu_type)} node(s) of {r.gpus_per_node} GPUs" for r in rows)
         raise ResourceError(f"no {name} partition takes a {gpus_per_job}-GPU job of '{gpu_type}' ({limits})")
     return min(allowed, key=lambda r: charge(r, gpu_type, gpus_per_job, hours_per_job).amount)
 

@@ -103,6 +103,23 @@ def does_not_fit(lw, s: Settings, closest: Candidate, relaxed: str | None) -> st
     return msg + "; " + hint(lw, s, closest, memory)
 
 
+def beyond_resource(lw, s: Settings, closest: Candidate, target: Target, anywhere: str | None) -> str:
+    """The message for a workload that fits in no job the target resource takes: the closest of its largest jobs
+    (the partition's size and per-job limit in words), what it would take elsewhere (`anywhere`: the fewest GPUs
+    that hold it where jobs are not limited), and what to change in the workload to fit here."""
+    w = lw.spec
+    where = f"{lw.path}:{lw.line}: workloads[{lw.index}]" if lw.line else lw.path
+    _, rule = target.most_per_job(closest.gpu)
+    msg = (f"{where}: {w.name} does not fit in any job {target.id} takes: on {closest.count:,}× {closest.gpu} "
+           f"({rule}) it needs {closest.per_gpu_bytes / GiB:,.1f} GiB per GPU, which has "
+           f"{closest.usable_bytes / GiB:,.1f} GiB usable")
+    if anywhere:
+        msg += f"; it would fit on {anywhere}, more than {target.id} takes in one job: target another resource"
+    memory = search.memory_of(lw.model, w, s, closest.count, closest.zero_stage, closest.activation_checkpointing)
+    hint = _inference_hint if w.kind == "inference" else _training_hint
+    return msg + ("; or " if anywhere else "; ") + hint(lw, s, closest, memory)
+
+
 def would_fit(w, relaxed: str) -> str:
     """'; it would fit on 4× a100-40gb (remove the gpu/gpus pin, or pin that)': the smallest configuration
     that holds the workload (planner._relaxed_fit), for a message that says the pinned one does not."""

@@ -236,7 +236,7 @@ def placements(target, gpu: str, count: int) -> list[tuple[int, object]]:
     and the planner can take the larger node where it costs less."""
     if target is None:
         return [(NODE_GPUS, None)]
-    rows = [r for r in target.partitions if gpu in r.gpus and resources.fits(r, count)]
+    rows = [r for r in target.partitions if gpu in r.gpus and resources.fits(r, count, gpu)]
     sizes = sorted({r.gpus_per_node for r in rows})
     if len(sizes) <= 1:
         return [(sizes[0] if sizes else min(target.node_sizes(gpu) or {NODE_GPUS}), target)]
@@ -311,13 +311,23 @@ def choose(lw, s: Settings, target, gpus: dict, e: Engine, notes: list[Note | st
                                                     None, False))
                         failed[(gpu.id, t)] = str(error)
                     continue
-                served = True
                 mem = _memory(model, s, rep, option.batch, s.context)
                 count, hours = option.gpus, option.hours
                 requested = hours * count * s.variants * (1 + s.buffer)
                 charge = None
                 if where is not None and gpu.id in where.gpus:
-                    charge = where.charge(gpu.id, count, hours * (1 + s.buffer), s.variants)
+                    # Each replica, or each group of replicas one job holds, is a job of its own.
+                    charge = where.charge_replicas(gpu.id, t, count // t, hours * (1 + s.buffer), s.variants)
+                    if charge is None:
+                        if (gpu.id, t) not in failed:
+                            candidates.append(Candidate(gpu.id, t, False, mem.total, gpu.usable_memory_bytes, None,
+                                                        None, None, False))
+                            most = max(r.gpu_count(gpu.id) for r in where.partitions if gpu.id in r.gpus)
+                            failed[(gpu.id, t)] = (f"{count // t:,} replicas of {resources.gpus_text(t)} need "
+                                                   f"{count:,} {gpu.id} GPUs, more than any partition of "
+                                                   f"{where.id} has ({most:,})")
+                        continue
+                served = True
                 cost = charge.amount if charge is not None else requested
                 cand = Candidate(gpu.id, count, True, mem.total, gpu.usable_memory_bytes, requested, None, None,
                                  False, cost=cost, cost_unit=charge.unit if charge is not None else "GPU-hours",

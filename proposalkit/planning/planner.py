@@ -14,6 +14,7 @@ from .. import catalog
 from ..errors import InfeasibleError, InputError, Problem
 from ..estimate import storage as storage_model
 from ..estimate.cross_checks import cross_checks
+from ..estimate.flops import runtime_hours
 from ..estimate.inference import kv_note
 from ..estimate.links import NODE_GPUS
 from ..catalog.modules import FAMILY_MODULES, LoraSpec, default_targets
@@ -177,9 +178,11 @@ def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | Non
         dataset_arithmetic=text)
 
 
-def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain: bool = True) -> WorkloadPlan:
+def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain: bool = True,
+                  period_days: float | None = None) -> WorkloadPlan:
     """`explain`: an infeasible workload's message says what would fit (False: the planner's own
-    searches for it, which need only whether it fits)."""
+    searches for it, which need only whether it fits). `period_days`: the allocation period, which one
+    training run on the target resource must fit even on the largest job it takes."""
     w, model = lw.spec, lw.model
     gpus = catalog.gpus()
     target = search.target(resource_id)
@@ -237,6 +240,8 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
         # A note, not a warning: sizing inference without a pilot is what the estimate is for, and its
         # measured error is in docs/validation.md (the training FLOPs estimate warns: it asks for a pilot).
         notes.append(note("inference-roofline"))
+    if charge is not None and period_days is not None and w.kind != "inference" and hours > period_days * 24:
+        _within_period(lw, s, target, candidates, tokens, mfu, period_days)
     if tp.source == "pilot-extrapolated":
         warnings.append(f"{w.name}: throughput extrapolated from the pilot: {tp.derivation}")
     if tp.source == "flops":
@@ -277,12 +282,12 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
 
     walltime, walltime_tier, segments = None, None, 1
     if charge is not None:
-        partition = resources.resource(charge.resource_id)
-        walltime = partition.walltime_limit_hours(chosen.count)
-        walltime_tier = partition.walltime_tier(chosen.count)
+        # Per job: a service whose replicas one job cannot hold runs as several (charges.charge_groups).
+        partition, per_job = resources.resource(charge.resource_id), charge.gpus_per_job
+        walltime = partition.walltime_limit_hours(per_job)
+        walltime_tier = partition.walltime_tier(per_job)
         segments = charges.walltime_segments(hours, walltime)
-        warnings += [f"{w.name}: {text}" for text in charges.job_limit_warnings(partition, chosen.count, hours,
-                                                                                    w.kind)]
+        warnings += [f"{w.name}: {text}" for text in charges.job_limit_warnings(partition, per_job, hours, w.kind)]
     if w.kind != "inference" and s.tensor_parallel > 1:
         warnings += _tensor_parallel_nodes(w.name, s.tensor_parallel, charge)
     gpu_hours = hours * chosen.count * s.variants
@@ -304,6 +309,32 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
     )
 
 
+def _within_period(lw: LoadedWorkload, s: Settings, target: search.Target, candidates: list[Candidate],
+                   tokens: int, mfu, period_days: float) -> None:
+    """One training run longer than the allocation period even on the largest job the target takes of each GPU
+    type that holds it (at the FLOPs estimate's or the pilot's rate there): exit 1 with the tokens that fit the
+    period on the fastest of them."""
+    w, model, gpus = lw.spec, lw.model, catalog.gpus()
+    options = []
+    for c in candidates:
+        largest = search.largest_count(w, s, gpus[c.gpu], target)
+        if c.fits and largest is not None and c.gpu not in (o[2] for o in options):
+            tp = search.throughput(model, w, s, gpus[c.gpu], largest, c.activation_checkpointing, gpus, mfu)
+            options.append((runtime_hours(tokens, tp.tokens_per_second), largest, c.gpu))
+    if not options:     # a pinned count: the calendar warning says it
+        return
+    hours, largest, gpu = min(options)
+    if hours <= period_days * 24:
+        return
+    fit = int(tokens * period_days * 24 / hours)
+    where = f"{lw.path}:{lw.line}: workloads[{lw.index}]" if lw.line else lw.path
+    _, rule = target.most_per_job(gpu)
+    raise InfeasibleError([f"{where}: {w.name} does not finish within the {period_days:,.0f}-day allocation period on "
+                           f"any job {target.id} takes: one run of {tokens:,} tokens takes {hours / 24:,.0f} days even "
+                           f"on {largest:,}× {gpu} ({rule}); at most {fit:,} tokens fit the period there: fewer "
+                           "tokens, or target another resource"])
+
+
 def _tensor_parallel_nodes(name: str, t: int, charge) -> list[str]:
     """Training's runtime is FLOPs at an MFU, which prices no communication: tensor parallelism beyond one
     node (the charged partition's gpus_per_node; NODE_GPUS where no resource is pinned) is warned of."""
@@ -322,7 +353,24 @@ def _infeasible_message(lw: LoadedWorkload, s: Settings, candidates: list[Candid
     closest = min(candidates, key=lambda c: (c.per_gpu_bytes / c.usable_bytes, c.count))
     pinned = w.gpu is not None or w.gpus is not None or (w.kind == "inference" and w.tensor_parallel is not None)
     relaxed = _relaxed_fit(lw, s, resource_id) if pinned else None
-    return infeasible.does_not_fit(lw, s, closest, relaxed)
+    target = search.target(resource_id)
+    if target is None or pinned:
+        return infeasible.does_not_fit(lw, s, closest, relaxed)
+    return infeasible.beyond_resource(lw, s, closest, target, _fit_anywhere(lw, target))
+
+
+def _fit_anywhere(lw: LoadedWorkload, target: search.Target) -> str | None:
+    """The fewest GPUs of one of the target's types that hold the workload where jobs are not limited by the
+    target's size (no resource, that type pinned): what a workload too large for the resource would take."""
+    best = None
+    for gpu in target.gpus:
+        try:
+            p = plan_workload(_with(lw, lw.spec.model_copy(update={"gpu": gpu, "gpus": None})), None, explain=False)
+        except (InfeasibleError, InputError):
+            continue
+        if best is None or p.gpu_count < best[0]:
+            best = (p.gpu_count, gpu)
+    return f"{best[0]:,}× {best[1]}" if best else None
 
 
 def _relaxed_fit(lw: LoadedWorkload, s: Settings, resource_id: str | None) -> str | None:
@@ -368,11 +416,12 @@ def plan_files(files: list[LoadedFile]) -> Plan:
     before raising."""
     plans, problems, mistakes = [], [], []
     proposal = next((f.proposal for f in files if f.proposal is not None), None)
+    period = resources.allocation_period_days(proposal.track if proposal is not None and proposal.track else "standard")
     for f in files:
         for lw in f.workloads:
             resource_id = lw.spec.resource or (f.proposal.resource if f.proposal else None)
             try:
-                plans.append(plan_workload(lw, resource_id))
+                plans.append(plan_workload(lw, resource_id, period_days=period))
             except InfeasibleError as error:
                 problems += error.messages
             except InputError as error:

@@ -209,25 +209,39 @@ class Target:
     def node_sizes(self, gpu: str) -> set[int]:
         return {r.gpus_per_node for r in self.partitions if gpu in r.gpus}
 
-    def most_per_job(self, gpu: str) -> tuple[int, str] | None:
-        """The most GPUs of this type one job may take, with the partition's limit in words
-        (None: some partition sets no limit)."""
+    def most_per_job(self, gpu: str) -> tuple[int, str]:
+        """The most GPUs of this type one job may take (its partition's per-job node limit, else its size),
+        with that limit in words."""
         limits = []
         for r in self.partitions:
             if gpu in r.gpus:
-                if r.max_nodes_per_job is None:
-                    return None
-                nodes = f"{r.max_nodes_per_job} node{'s' if r.max_nodes_per_job > 1 else ''}"
-                limits.append((r.max_nodes_per_job * r.gpus_per_node,
-                               f"{r.id} allows {nodes} of {resources.gpus_text(r.gpus_per_node)} per job"))
-        return max(limits, default=None)
+                nodes = r.largest_job_nodes(gpu)
+                what = f"{nodes:,} node{'s' if nodes > 1 else ''} of {resources.gpus_text(r.gpus_per_node)}"
+                limits.append((r.largest_job_gpus(gpu),
+                               f"{r.id} allows {what} per job" if r.max_nodes_per_job is not None
+                               and r.max_nodes_per_job <= r.node_count(gpu) else
+                               f"{r.id} has {what}, with no per-job node limit"))
+        return max(limits)
 
     def takes(self, gpu: str, count: int) -> bool:
-        return any(gpu in r.gpus and resources.fits(r, count) for r in self.partitions)
+        return any(gpu in r.gpus and resources.fits(r, count, gpu) for r in self.partitions)
 
     def charge(self, gpu: str, count: int, hours_per_job: float, jobs: int) -> charges.Charge:
         partition = charges.choose_partition(self.id, gpu, count, hours_per_job)
         return charges.charge(partition, gpu, count, hours_per_job, jobs)
+
+    def charge_replicas(self, gpu: str, tensor_parallel: int, replicas: int, hours_per_job: float,
+                        jobs: int) -> charges.Charge | None:
+        """A service of `replicas` replicas of `tensor_parallel` GPUs: one job where one job takes them all (as
+        charge), else each group of replicas that fits a job its own job, on the partition where they cost
+        least (charges.charge_groups); None where no partition of this GPU holds them all."""
+        count = replicas * tensor_parallel
+        if self.takes(gpu, count):
+            return self.charge(gpu, count, hours_per_job, jobs)
+        options = [charges.charge_groups(r, gpu, tensor_parallel, replicas, hours_per_job, jobs)
+                   for r in self.partitions if gpu in r.gpus and resources.fits(r, tensor_parallel, gpu)
+                   and r.gpu_count(gpu) >= count]
+        return min(options, key=lambda c: c.amount) if options else None
 
 
 def target(resource_id: str | None) -> Target | None:
@@ -294,6 +308,24 @@ def _counts(first: int | None, model_parallel: int, gpu: str, target: Target | N
     return tuple(dict.fromkeys(out))
 
 
+def largest_count(w, s: Settings, gpu: GPUSpec, target: Target | None) -> int | None:
+    """The most GPUs of this type one training job on the target may take, in whole model copies (None: no
+    target, or a pinned count)."""
+    if target is None or w.gpus is not None or w.kind == "inference":
+        return None
+    copy = s.tensor_parallel * s.pipeline_parallel * s.expert_parallel * s.context_parallel
+    most = target.most_per_job(gpu.id)[0] // copy * copy
+    return most or None
+
+
+def _then_largest(counts: tuple[int, ...], largest: int | None, fitted):
+    """The counts to try, then the target's largest job where none of them fitted (a workload that needs
+    more GPUs than the ladder's last count below the partition's size is tried on all it allows)."""
+    yield from counts
+    if largest is not None and largest not in counts and not fitted():
+        yield largest
+
+
 def choose(model: ModelSpec, w, s: Settings, target: Target | None, gpus: dict[str, GPUSpec], tokens: int,
            mfu: tuple[float, str] | tuple[None, None]):
     """Every candidate tried, and the best: (sort key, candidate, memory, throughput, hours, charge) or None."""
@@ -304,7 +336,8 @@ def choose(model: ModelSpec, w, s: Settings, target: Target | None, gpus: dict[s
     for gpu in candidate_gpus(w, target, gpus, s.precision):
         counts = _candidate_counts(w, s, gpu, target, model)
         measured = pilots.measured_counts(w, gpu.id) & set(counts)   # every count a pilot log measured is tried
-        for count in counts:
+        for count in _then_largest(counts, largest_count(w, s, gpu, target),
+                                   lambda: any(c.fits for c in candidates if c.gpu == gpu.id)):
             measured.discard(count)
             fits, mem, stage, ckpt = fit(model, w, s, gpu, count, memory_cache)
             if not fits:

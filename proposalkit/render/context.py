@@ -85,6 +85,7 @@ class ResourceRow:
     walltime_source: str
     walltime_confidence: str
     workloads: tuple[str, ...]
+    size: str = ""               # the partition's nodes and GPUs of this type, and its per-job node limit
 
     @property
     def rule_mark(self) -> str:
@@ -281,7 +282,7 @@ def resources_view(plan: Plan) -> ResourcesView | None:
             gpu_hours_requested=g.gpu_hours, amount=g.amount, unit=g.unit,
             walltime=_walltime_text(g.walltimes),
             walltime_source=" ".join(res.walltime_source.split()), walltime_confidence=res.walltime_confidence,
-            workloads=g.workloads,
+            workloads=g.workloads, size=res.size_short(g.gpu_type),
         ))
     totals = []
     for total in plan.system_totals():

@@ -30,7 +30,9 @@ def references(plan: Plan) -> tuple[Reference, ...]:
         if charge is not None and charge.resource_id not in seen:
             seen.add(charge.resource_id)
             r = charge.resource
-            refs.append(Reference(r.name, " ".join(r.source.split())))
+            source = " ".join(r.source.split())
+            refs.append(Reference(r.name, source + ("" if source.endswith(".") else ".") + " Size: "
+                                  + " ".join(r.size_source.split())))
     for w in plan.workloads:
         if w.model.id not in seen and w.model.source:
             seen.add(w.model.id)
