@@ -66,6 +66,9 @@ PUBLISHED = [
     pytest.param("gemma3_text", 999_885_952, 0, id="gemma3_text gemma-3-1b-it"),
     # microsoft/phi-2, HF total [ATLAS], [LLMFIT]
     pytest.param("phi", 2_779_683_840, 0, id="phi phi-2"),
+    # microsoft/phi-2 as it shipped before transformers' phi (model_type phi-msft, its remote-code PhiConfig; the
+    # keys as mlabonne/phixtral-4x2_8 restates them without its experts): the same weights, the same HF total
+    pytest.param("phi-msft", 2_779_683_840, 0, id="phi-msft phi-2 (legacy config)"),
     # microsoft/Phi-3-mini-4k-instruct, HF total [LLMFIT], [KVFIT], [AUDIT]
     pytest.param("phi3", 3_821_079_552, 0, id="phi3 Phi-3-mini-4k"),
     # microsoft/Phi-4-mini-instruct, HF total [KVFIT], [AUDIT]; tied, partial rotary 0.75

@@ -31,10 +31,14 @@ FAMILY_MODULES: dict[str, dict[str, tuple[tuple[str, ...], ...]]] = {
     "gpt_neox": _NEOX,                   # modeling_gpt_neox.py: attention.query_key_value, attention.dense, mlp.*
     "falcon": _NEOX,                     # modeling_falcon.py: self_attention.query_key_value, .dense, mlp.*
     "phi": {**_SEPARATE_QKV, "dense": (("o_proj",),), "fc1": (("up_proj",),), "fc2": (("down_proj",),)},
+    # microsoft/phi-2's remote-code modeling_phi.py (model_type phi-msft): mixer.Wqkv, mixer.out_proj, mlp.fc1/fc2.
+    "phi-msft": {"Wqkv": (_QKV,), "out_proj": (("o_proj",),), "fc1": (("up_proj",),), "fc2": (("down_proj",),)},
     "phi3": {"qkv_proj": (_QKV,), "o_proj": (("o_proj",),), "gate_up_proj": (("gate_proj", "up_proj"),),
              "down_proj": (("down_proj",),)},
     "opt": {**_SEPARATE_QKV, "out_proj": (("o_proj",),), "fc1": (("up_proj",),), "fc2": (("down_proj",),)},
     "gptj": {**_SEPARATE_QKV, "out_proj": (("o_proj",),), "fc_in": (("up_proj",),), "fc_out": (("down_proj",),)},
+    # modeling_codegen.py: attn.qkv_proj (q, k and v in one matrix), attn.out_proj, mlp.fc_in/fc_out.
+    "codegen": {"qkv_proj": (_QKV,), "out_proj": (("o_proj",),), "fc_in": (("up_proj",),), "fc_out": (("down_proj",),)},
     "starcoder2": {**_SEPARATE_QKV, "o_proj": (("o_proj",),), "c_fc": (("up_proj",),), "c_proj": (("down_proj",),)},
     "mixtral": {**_SEPARATE_QKV, "o_proj": (("o_proj",),), "w1": (("gate_proj",),), "w3": (("up_proj",),),
                 "w2": (("down_proj",),)},   # block_sparse_moe.experts.N.w1/w3/w2

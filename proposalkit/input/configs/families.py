@@ -42,7 +42,7 @@ def decoder(k: Keys, names: dict = HF_NAMES, *, tied: bool, ffn_factor: int | No
         "head_dim": k.count("head_dim", default=head_dim, field="head_dim"),
         "ffn_hidden": k.count(*names["ffn"], default=ffn_default, field="ffn_hidden"),
         "vocab": k.count("vocab_size", field="vocab"),
-        "max_context": k.count(*names["context"], default=None, bound="sequence"),
+        "max_context": k.count(*names["context"], default=None, bound="sequence", field="max_context"),
         "tied_embeddings": k.flag("tie_word_embeddings", tied),
         "dropout": any(k.fraction(key) > 0 for key in DROPOUT_KEYS),
     }
@@ -145,6 +145,26 @@ def gpt2(k: Keys) -> dict:
     spec = decoder(k, GPT2_NAMES, tied=True, ffn_factor=GPT_FFN_FACTOR, mlp="plain", norm="layernorm",
                    attention_bias=True, attention_out_bias=True, mlp_bias=True)
     spec["learned_positions"] = k.count("n_positions", default=1024, bound="sequence")
+    return spec
+
+
+def phi_msft(k: Keys) -> dict:
+    """microsoft/phi-2's config before transformers' PhiConfig (model_type phi-msft, its remote-code
+    configuration_phi.py and modeling_phi.py): the same block as phi, with GPT-2 key names. One LayerNorm
+    feeding attention (Wqkv and out_proj, biases) and the MLP (fc1/fc2 of n_inner, 4 × n_embd when null) in
+    parallel; n_head_kv key/value heads (n_head when null); rotary_dim of each head rotated; the LM head
+    has its LayerNorm and a bias; vocab_size rounded up to pad_vocab_size_multiple (64). Phixtral's
+    num_local_experts (a mixture of phi-2 MLPs) is not read."""
+    if k.has("num_local_experts"):
+        k.problems.append((k.key("num_local_experts"), "a mixture of experts in a phi-msft config (Phixtral) is "
+                                                       "not read (expected a dense phi-msft or phi config)"))
+    spec = decoder(k, {**GPT2_NAMES, "kv": ("n_head_kv",)}, tied=False, ffn_factor=GPT_FFN_FACTOR, mlp="plain",
+                   norm="layernorm", norms_per_layer=1, parallel_attention=True, attention_bias=True,
+                   attention_out_bias=True, mlp_bias=True, lm_head_bias=True)
+    multiple = k.count("pad_vocab_size_multiple", default=64)
+    spec["vocab"] = -(-spec["vocab"] // multiple) * multiple
+    rotary = k.count("rotary_dim", default=32)
+    spec["rotary_fraction"] = min(rotary / (spec["hidden"] // spec["heads"] or 1), 1.0)
     return spec
 
 
@@ -270,12 +290,18 @@ FAMILIES: dict[str, Family] = {
     "gemma3_text": Family(gemma3_text, "gated MLP (GeGLU), 4 RMSNorms per layer, per-head q/k norms, tied unless "
                                        "tie_word_embeddings is false"),
     "phi": Family(phi, "parallel attention and MLP after one LayerNorm, biases on every linear and the LM head"),
+    "phi-msft": Family(phi_msft, "parallel attention and MLP after one LayerNorm, biases on every linear and the "
+                                 "LM head (microsoft/phi-2's config before transformers' phi)"),
     "phi3": Family(phi3, "gated MLP (fused gate_up_proj), RMSNorm, no biases"),
     "gpt2": Family(gpt2, "plain MLP (GELU), LayerNorm, biases, learned positions, tied"),
     "gpt_bigcode": Family(gpt_bigcode, "plain MLP (GELU), LayerNorm, biases, learned positions, tied, one "
                                        "key/value head when multi_query"),
     "gpt_neox": Family(gpt_neox, "plain MLP (GELU), LayerNorm, biases, parallel residual"),
     "gptj": Family(gptj, "parallel attention and MLP after one LayerNorm, plain MLP, LM head bias"),
+    # CodeGenConfig: GPT-J's block (modeling_codegen.py: CodeGenBlock "Copied from GPTJBlock", qkv_proj and
+    # out_proj without bias, fc_in/fc_out with, lm_head with a bias, untied by default).
+    "codegen": Family(gptj, "parallel attention and MLP after one LayerNorm, plain MLP, LM head bias (GPT-J's "
+                            "block)"),
     "falcon": Family(falcon, "plain MLP (GELU), LayerNorm; multi_query: one key/value head; new decoder "
                              "architecture: num_kv_heads and two LayerNorms"),
     "olmo2": Family(olmo2, "gated MLP (SwiGLU), RMSNorm after attention and MLP, q/k norms over the full width"),

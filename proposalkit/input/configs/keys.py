@@ -15,6 +15,14 @@ from ..values import describe
 
 REQUIRED = object()   # default= for a key the architecture cannot do without
 
+# Four keys GPT-2-style configs name differently, either name read for the other: transformers'
+# attribute_map of GPT2Config, GPTJConfig, GPTBigCodeConfig and CodeGenConfig (hidden_size → n_embd,
+# max_position_embeddings → n_positions, num_attention_heads → n_head, num_hidden_layers → n_layer), which
+# microsoft/phi-2's own PhiConfig (model_type phi-msft, before transformers' phi) repeats.
+ATTRIBUTE_MAP = {"hidden_size": "n_embd", "max_position_embeddings": "n_positions",
+                 "num_attention_heads": "n_head", "num_hidden_layers": "n_layer"}
+SAME_KEY = {**ATTRIBUTE_MAP, **{gpt2: hf for hf, gpt2 in ATTRIBUTE_MAP.items()}}
+
 
 def shown(value: object) -> str:
     """A JSON value as the file wrote it ("4096", 4096.5, NaN, true), kept short."""
@@ -60,10 +68,14 @@ class Keys:
         return self.prefix + name
 
     def _first(self, names: tuple[str, ...]) -> str | None:
-        return next((n for n in names if self.config.get(n) is not None), None)
+        """The first of `names` given, else the first given under its other name (SAME_KEY)."""
+        given = next((n for n in names if self.config.get(n) is not None), None)
+        if given is None:
+            given = next((SAME_KEY[n] for n in names if self.config.get(SAME_KEY.get(n)) is not None), None)
+        return given
 
     def has(self, name: str) -> bool:
-        return self.config.get(name) is not None
+        return self._first((name,)) is not None
 
     def text(self, name: str, default: str = "") -> str:
         value = self.config.get(name)

@@ -9,7 +9,8 @@ from ...catalog.shapes import ModelSpec
 from .families import (ENCODERS, FAMILIES, GEMMA3_TEXT_DEFAULTS, LLAMA_DEFAULTS, UNKNOWN_ASSUMED, UNKNOWN_REQUIRED,
                        UNKNOWN_UNREADABLE, llama_style)
 from ..shape_rules import shape_problems
-from .keys import Keys
+from ...bounds import BOUNDS
+from .keys import Keys, count_problem, shown
 from .quantization import read_quantization
 from .moe import MOE_FAMILIES
 
@@ -78,6 +79,9 @@ def model_from_config(config: dict, name: str) -> tuple[ModelSpec | None, Proble
         if text is keys and keys.has("vision_config"):
             note += "; its vision_config is not counted"
         warnings.insert(0, note)
+    context_note = _rope_scaled_context(text, model_type, fields)
+    if context_note:
+        assumptions.append(context_note)
     weight_format, unread = read_quantization(keys)
     if weight_format is not None:
         assumptions.append(f"quantized checkpoint (quantization_config): {weight_format.what}")
@@ -127,3 +131,52 @@ def _vision(keys: Keys, model_type: str, projector: str | None, text: Keys) -> t
         count += vision.gemma3_projector_params(hidden, text_hidden)
     return count, (f"vision tower ({vision_type}) and projector: {count:,} parameters, counted in the weights; "
                    "FLOPs and activations are the language model's")
+
+
+# rope_scaling types whose factor stretches the positions a model was trained on (transformers' LlamaConfig
+# docstring: "In most scaling types, a `factor` of x will enable the model to handle sequences of length x *
+# original maximum pre-trained length"). 'llama3', 'longrope' and 'su' configs state the stretched length as
+# max_position_embeddings already; so does Gemma 3's linear factor. As vLLM derives max_model_len
+# (vllm/config.py _get_and_verify_max_len): factor × original_max_position_embeddings for yarn, factor ×
+# max_position_embeddings for linear and dynamic, gemma3 skipped.
+STRETCHING_ROPE = ("linear", "dynamic", "yarn")
+
+
+def _rope_scaled_context(k: Keys, model_type: str, fields: dict) -> str | None:
+    """Raise fields["max_context"] to the context rope_scaling stretches it to; the sentence that says so.
+
+    Only ever raised: a config whose max_position_embeddings is already the longer one (DeepSeek-V3: 163,840
+    = 40 × 4,096) keeps it. Qwen2.5's cards ask for rope_scaling {type: yarn, factor: 4,
+    original_max_position_embeddings: 32768} to serve 131,072 tokens.
+    """
+    rope = k.config.get("rope_scaling")
+    stated = fields.get("max_context")
+    if not isinstance(rope, dict) or stated is None or "gemma3" in model_type:
+        return None
+    kind = rope.get("rope_type", rope.get("type"))
+    if kind not in STRETCHING_ROPE:
+        return None
+    factor = rope.get("factor")
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 1 <= factor < float("inf"):
+        k.problems.append((k.key("rope_scaling.factor"), f"not a scaling factor (got {shown(factor)}, expected a "
+                                                         "number of at least 1)"))
+        return None
+    base, base_key = stated, k.names.get("max_context", k.key("max_position_embeddings"))
+    if kind == "yarn" and rope.get("original_max_position_embeddings") is not None:
+        base, base_key = rope["original_max_position_embeddings"], k.key("rope_scaling.original_max_position_embeddings")
+        problem = count_problem(base, "sequence")
+        if problem:
+            k.problems.append((base_key, problem))
+            return None
+    bound = BOUNDS["sequence"]
+    if factor * base > bound.high:      # inf included
+        k.problems.append((k.key("rope_scaling.factor"), f"implausibly large (got {shown(factor)}: the context "
+                                                         f"it stretches {base:,} tokens to is expected "
+                                                         f"{bound.expected})"))
+        return None
+    stretched = int(factor * base)
+    if stretched <= stated:
+        return None
+    fields["max_context"] = stretched
+    return (f"maximum context {stretched:,} tokens: rope_scaling {kind} factor {factor:g} × {base_key} {base:,} "
+            f"(max_position_embeddings says {stated:,})")
