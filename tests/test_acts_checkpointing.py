@@ -152,4 +152,5 @@ def test_torchtitan_op_policy_keeps_about_64_kb_per_token_and_layer():
     # The recomputed layer (139,392 B per token) is smaller than the loss: phases, not a sum. Fused kernels
     # (torchtitan's count above; no eager final-norm copy).
     assert got == L * per_token * S + 2 * 2 * S * H + LOSS
-    assert any("torchtitan's op-level selective checkpointing" in n for n in notes)
+    (policy,) = [n for n in notes if n.kind == "selective-policy"]
+    assert policy["policy"] == "op" and policy.sources == ("torchtitan-sac",)

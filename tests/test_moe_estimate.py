@@ -190,11 +190,11 @@ def test_training_activations_of_an_all_moe_model_by_hand():
     output = 2 * e * s * 4096 + 12 * s * 32000
     total, notes = training_activation_bytes(MIXTRAL, dataclasses.replace(_training(MIXTRAL, 1), kernels="fused"))
     assert total == 32 * layer + output         # Korthikanti's count: fused kernels, no eager extras
-    assert any("2 routed experts a token visits (of 8)" in n for n in notes)
-    assert not any("larger of its dense and MoE kinds" in n for n in notes)
+    (moe,) = of_kind(notes, "moe-activations")
+    assert moe.as_dict() == {"experts_per_token": 2, "experts": 8, "shared_experts": 0, "mixed_kinds": False}
     _, notes = training_activation_bytes(V2_LITE, _training(V2_LITE, 1))
-    assert any("6 routed experts a token visits (of 64) and of 2 shared experts, every layer counted at the "
-               "larger of its dense and MoE kinds" in n for n in notes)
+    (moe,) = of_kind(notes, "moe-activations")
+    assert moe.as_dict() == {"experts_per_token": 6, "experts": 64, "shared_experts": 2, "mixed_kinds": True}
 
 
 def test_zero3_gathers_only_the_local_experts_under_expert_parallelism():

@@ -24,7 +24,7 @@ from ..precision import FP32_BYTES
 from ..catalog.modules import default_lora
 from .lora import lora_activation_bytes_per_layer
 from .checkpointing import (
-    OFFLOAD_STASH_TENSORS, POLICY_SOURCES, attention_core_bytes, offloaded_stash_bytes, op_policy_saved_bytes,
+    OFFLOAD_STASH_TENSORS, POLICY_REFERENCES, POLICY_SOURCES, attention_core_bytes, offloaded_stash_bytes, op_policy_saved_bytes,
 )
 from .kernels import (
     AUTOCAST_NOTE, AUTOCAST_RESIDUAL_BYTES, COMPILE_NOTE, HEAD_COPY_NOTE, autocast_terms, eager_note, eager_terms,
@@ -37,6 +37,7 @@ from ..catalog.shapes import (
     projection_widths, require_architecture, routed_experts, shared_expert_ffn_hidden,
 )
 from .setups import TrainingSetup
+from ..notes import Note, note
 
 # A dropout mask is stored as 1 byte per element (Korthikanti et al. 2022 §4.1).
 MASK_BYTES = 1
@@ -369,62 +370,45 @@ def training_activations(model: ModelSpec, setup: TrainingSetup) -> TrainingActi
     return TrainingActivations(ceil(total), ceil(at_loss), ceil(at_backward), notes, ceil(at_head))
 
 
-_CHECKPOINTING = {False: "no activation checkpointing",
-                  True: "full activation checkpointing (layer inputs + one layer recomputed)",
-                  "selective": "selective activation checkpointing"}
-
-
 @memo
 def _mechanism_notes(model: ModelSpec, checkpointing, policy: str, offload: bool, cp: int, e: int,
-                     tokens) -> tuple[str, ...]:
+                     tokens) -> tuple[Note, ...]:
     """Notes on selective checkpointing, activation offloading and context parallelism, where used."""
     notes = []
     if checkpointing == "selective":
-        notes.append(f"selective checkpointing policy: {POLICY_SOURCES[policy]}")
+        notes.append(note("selective-policy", POLICY_REFERENCES[policy], policy=policy, why=POLICY_SOURCES[policy]))
     if offload:
-        notes.append(f"activation offloading (torchtune OffloadActivations @ e511d5a2): saved activations copied to "
-                     f"CPU in the forward; the last {OFFLOAD_STASH_TENSORS} saved tensors stay on the GPU until "
-                     "their copies finish, and each layer's come back in the backward; the output layer and the loss "
-                     "stay on the GPU")
+        notes.append(note("activation-offload", ("torchtune-readme",), stash_tensors=OFFLOAD_STASH_TENSORS))
     if cp > 1:
-        notes.append(f"context parallel {cp} (torchtitan, ring attention): each GPU holds {tokens:,} of the sequence's "
-                     "tokens, every activation and the loss ÷ "
-                     f"{cp}; two K/V blocks in flight and the fp32 merged attention output counted while a layer runs")
+        notes.append(note("context-parallel", ("torchtitan-sac",), context_parallel=cp, tokens=tokens))
     return tuple(notes)
 
 
 @memo
 def _training_notes(model: ModelSpec, method: str, e: int, checkpointing: bool, flash_attention: bool, p: int,
                     t: int, sp: bool, layers_per_stage: int, mixed_kinds: bool, loss: str,
-                    softmax_fp32: bool, kernels: str = "fused") -> tuple[str, ...]:
+                    softmax_fp32: bool, kernels: str = "fused") -> tuple[Note, ...]:
     """training_activation_bytes()'s notes: the same for every GPU count and ZeRO stage tried."""
     notes = []
     if is_moe(model):
-        notes.append(
-            f"mixture of experts: each MoE layer stores the activations of the {model.experts_per_token} routed "
-            f"experts a token visits (of {model.experts})"
-            + (f" and of {model.shared_experts} shared expert{'s' if model.shared_experts > 1 else ''}"
-               if model.shared_experts else "")
-            + (", every layer counted at the larger of its dense and MoE kinds" if mixed_kinds else "")
-        )
+        notes.append(note("moe-activations", experts_per_token=model.experts_per_token, experts=model.experts,
+                          shared_experts=model.shared_experts, mixed_kinds=mixed_kinds))
     if method in ("lora", "qlora"):
-        notes.append("LoRA activations: counted as for full training plus each adapter's rank-r product "
-                     "(an upper bound: autograd need not keep the inputs of frozen, unadapted matrices)")
+        notes.append(note("lora-activations", ("hu-2021",)))
     if method == "qlora":
-        notes.append("QLoRA: one block matrix dequantized to 16 bits at a time for its matmul (transient buffer counted)")
-    attention = ("FlashAttention (no s×s scores stored)" if flash_attention else
-                 "attention scores stored (no FlashAttention"
-                 + ("; softmax in fp32, as eager PyTorch under autocast: 4 + e B per score, + 1 with dropout)"
-                    if softmax_fp32 and e < 4 else ")"))
-    notes.append(f"activations: {attention}, {e}-byte values, {_CHECKPOINTING[checkpointing]} "
-                 "(Korthikanti et al. 2022 eq. 1, §4.3)")
+        notes.append(note("qlora-dequant-buffer", ("dettmers-2023", "hu-2021")))
+    notes.append(note("training-activations", ("dao-2022", "korthikanti-2022"), flash_attention=flash_attention,
+                      softmax_fp32=not flash_attention and softmax_fp32 and e < 4, value_bytes=e,
+                      checkpointing=checkpointing))
     if kernels != "fused":
         notes.append(COMPILE_NOTE if kernels == "compiled" else eager_note(model))
         if head_copy_terms(model, 1, 1, Fraction(1)):
             notes.append(HEAD_COPY_NOTE)
     notes.append(loss_note(loss, e, compiled=kernels == "compiled"))
     if p > 1:
-        notes.append(f"pipeline parallel {p} with 1F1B: the first stage holds {p} microbatches × {layers_per_stage} layers (Korthikanti §4.2.3)")
+        notes.append(note("pipeline-activations", ("korthikanti-2022",), pipeline_parallel=p,
+                          layers_per_stage=layers_per_stage))
     if t > 1:
-        notes.append(f"tensor parallel {t}{' with sequence parallelism' if sp else ' without sequence parallelism'} divides activations (Korthikanti Table 2)")
+        notes.append(note("tensor-parallel-activations", ("korthikanti-2022",), tensor_parallel=t,
+                          sequence_parallel=sp))
     return tuple(notes)

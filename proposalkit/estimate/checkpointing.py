@@ -51,6 +51,8 @@ POLICY_SOURCES = {
     "op": "torchtitan's op-level selective checkpointing (@ 82010c79 parallelize_llama.py: every other "
           "matmul's output and the attention kernel's output kept, the rest recomputed)",
 }
+# The works the references list that each policy's account cites (catalog/references.py ids).
+POLICY_REFERENCES = {"attention": ("korthikanti-2022",), "op": ("torchtitan-sac",)}
 
 
 def attention_core_bytes(terms: dict[str, Fraction]) -> Fraction | int:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..precision import FP32_BYTES
+from ..notes import Note, note
 from ..catalog.shapes import (
     ModelSpec, expert_ffn_hidden, is_mla, mlp_matrices, projection_widths, routed_experts,
     shared_expert_ffn_hidden,
@@ -70,11 +71,6 @@ def autocast_terms(model: ModelSpec, sb: int, e: int, replicated: Fraction) -> d
 
 
 
-AUTOCAST_NOTE = ("autocast over fp32 parameters (Hugging Face Trainer AMP): the residual stream and the norms' "
-                 "inputs stay fp32 (4 bytes), and each linear fed by a norm (q, k, v; the MLP's input projections) "
-                 "saves its own 16-bit copy of that input (PyTorch torch.amp autocast op lists, type promotion); "
-                 "autocast's cached 16-bit copies of the weights (2 bytes per block and output-projection weight) "
-                 "live to the forward's end, beside the fp32 gradients under gradient accumulation")
 
 
 # Eager PyTorch's RMSNorm computes in fp32 and saves that copy: transformers' LlamaRMSNorm @ d0fed636
@@ -111,10 +107,16 @@ def norm_extra_bytes(model: ModelSpec, counted: int) -> int:
     return EAGER_NORM_FP32_COPY
 
 
-def eager_note(model: ModelSpec) -> str:
-    """The assumption on eager PyTorch's extras: EAGER_NOTE where eager_terms() adds something (an RMSNorm or a
-    gated MLP), else that nothing is added (LayerNorm and a plain MLP: GPT-2, BERT, Falcon)."""
-    return EAGER_NOTE if model.norm == "rmsnorm" or mlp_matrices(model) == 3 else EAGER_NONE_NOTE
+def eager_note(model: ModelSpec) -> Note:
+    """The assumption on eager PyTorch's extras: "eager-extras" where eager_terms() adds something (an RMSNorm
+    or a gated MLP), else "eager-no-extras" (LayerNorm and a plain MLP: GPT-2, BERT, Falcon); render/notes.py
+    words them."""
+    return note("eager-extras" if model.norm == "rmsnorm" or mlp_matrices(model) == 3 else "eager-no-extras")
+
+
+AUTOCAST_NOTE = note("autocast-fp32-params")     # autocast over fp32 parameters: what it saves (autocast_terms)
+COMPILE_NOTE = note("compiled-layers")           # torch.compile: the layers keep what fused kernels keep
+HEAD_COPY_NOTE = note("gqa-head-copies")         # K and V copied to every query head are saved (head_copy_terms)
 
 
 def eager_terms(model: ModelSpec, sb: int, e: int, split: Fraction, replicated: Fraction, moe: bool,
@@ -178,13 +180,3 @@ def final_norm_extra(model: ModelSpec, sb: int, norm_input_bytes: int, replicate
     return norm_extra_bytes(model, norm_input_bytes) * sb * model.hidden * replicated
 
 
-EAGER_NOTE = ("eager PyTorch (no torch.compile): each RMSNorm keeps its fp32 copy (4 bytes per value; Gemma's "
-              "also its fp32 normalised tensor) and a gated MLP its activation's output, beside what fused "
-              "kernels keep (Hugging Face transformers' Llama model code and the PyTorch trainers' own)")
-EAGER_NONE_NOTE = ("eager PyTorch (no torch.compile): nothing beyond what fused kernels keep in this model "
-                   "(LayerNorm saves its input, mean and rstd, as counted; a plain MLP's activation saves its input "
-                   "only)")
-COMPILE_NOTE = ("torch.compile: the layers keep what fused kernels keep; the final norm stays eager "
-                "(trainers compile each layer), its fp32 copy counted")
-HEAD_COPY_NOTE = ("grouped-query attention: K and V copied to every query head before attention are saved "
-                  "(PyTorch model code, eager and compiled; not under Megatron's fused attention)")

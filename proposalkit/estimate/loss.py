@@ -79,6 +79,7 @@ from fractions import Fraction
 from .arith import exact
 from ..options import LOSSES
 from ..precision import FP32_BYTES
+from ..notes import Note, note
 
 # torchtune CEWithChunkedOutputLoss(num_output_chunks: int = 8) (@ ce5433b0).
 CHUNKED_LOSS_CHUNKS = 8
@@ -91,6 +92,8 @@ LOSS_SOURCES = {
     "chunked": f"torchtune CEWithChunkedOutputLoss, {CHUNKED_LOSS_CHUNKS} chunks upcast one at a time (@ ce5433b0)",
     "fused": "fused linear + cross-entropy (Liger Kernel @ e11c2d6c): logits never materialised",
 }
+# The works the references list that each loss's account names (catalog/references.py ids).
+LOSS_REFERENCES = {"standard": ("torchtitan-sac",), "chunked": ("torchtune-readme",), "fused": ()}
 
 
 def loss_bytes_per_logit(loss: str, e: int, compiled: bool = False) -> tuple[Fraction | int, Fraction | int]:
@@ -138,17 +141,12 @@ def head_backward_bytes(loss: str, tokens: int, hidden: int, vocab: int, e: int,
     return exact((n - 2) * e * tokens * vocab, n * tensor_parallel) + exact(2 * residual * tokens * hidden, n)
 
 
-def loss_note(loss: str, e: int, compiled: bool = False) -> str:
+def loss_note(loss: str, e: int, compiled: bool = False) -> Note:
+    """The loss's note: what it keeps per logit at the forward and backward peaks (the fused loss: none per
+    logit), with LOSS_SOURCES' account of it; render/notes.py words it."""
     if loss == "fused":
-        return f"loss: {LOSS_SOURCES[loss]}; the LM head's input gradient and one chunk of logits kept"
+        return note("loss", LOSS_REFERENCES[loss], loss=loss, why=LOSS_SOURCES[loss])
     compiled = compiled and loss == "chunked"
     forward, backward = loss_bytes_per_logit(loss, e, compiled)
-    peak = max(forward, backward)
-    how = (" under torch.compile (16-bit logits and per-row log-sum-exp saved, the log-softmax recomputed in the "
-           "backward)" if compiled else "")
-    return (f"loss: {LOSS_SOURCES[loss]}{how}: {_fmt(forward)} B/logit at the forward peak, {_fmt(backward)} at the "
-            f"backward peak; {_fmt(peak)}·s·b·v counted on top of the saved activations")
-
-
-def _fmt(x) -> str:
-    return f"{float(x):g}"
+    return note("loss", LOSS_REFERENCES[loss], loss=loss, why=LOSS_SOURCES[loss], compiled=compiled,
+                forward_bytes_per_logit=float(forward), backward_bytes_per_logit=float(backward))

@@ -19,7 +19,7 @@ from ..estimate.inference import kv_note
 from ..estimate.links import NODE_GPUS
 from ..catalog.modules import FAMILY_MODULES, LoraSpec, default_targets
 from ..estimate.lora import lora_trainable_params
-from ..estimate.loss import LOSS_SOURCES
+from ..estimate.loss import LOSS_REFERENCES, LOSS_SOURCES
 from ..knobs import KNOBS, Knob, default, knob
 from ..catalog.shapes import ModelSpec, is_mla
 from ..input import frameworks
@@ -106,8 +106,8 @@ def _settings(w, model: ModelSpec, notes: list[Note | str], behaviour: framework
     if w.storage is None and w.kind != "inference":
         notes.append(note("checkpoints-default", retained=default("checkpoints_retained")))
     if w.loss is None and w.kind != "inference":
-        notes.append(f"loss: {default('loss')}, {LOSS_SOURCES[default('loss')]} (planner default; set loss: chunked "
-                     "or fused where the trainer chunks the loss or fuses it with the LM head)")
+        notes.append(note("loss-default", LOSS_REFERENCES[default("loss")], loss=default("loss"),
+                          why=LOSS_SOURCES[default("loss")]))
     if w.flash_attention is None and w.kind != "inference":
         notes.append(note("flash-attention-default", ("dao-2022",), why=knob("flash_attention").source))
     precision = _precision(w, model, notes)

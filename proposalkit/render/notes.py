@@ -142,6 +142,40 @@ def _paged_optimizer(n: Note) -> str:
             + ("; the 8-bit states' fp32 absmax per block of 256 stays in GPU memory" if n["eight_bit"] else ""))
 
 
+# ---------------------------------------------------------- training activations (estimate/activations.py)
+
+_CHECKPOINTING = {False: "no activation checkpointing",
+                  True: "full activation checkpointing (layer inputs + one layer recomputed)",
+                  "selective": "selective activation checkpointing"}
+
+
+def _training_activations(n: Note) -> str:
+    attention = ("FlashAttention (no s×s scores stored)" if n["flash_attention"] else
+                 "attention scores stored (no FlashAttention"
+                 + ("; softmax in fp32, as eager PyTorch under autocast: 4 + e B per score, + 1 with dropout)"
+                    if n["softmax_fp32"] else ")"))
+    return (f"activations: {attention}, {n['value_bytes']}-byte values, {_CHECKPOINTING[n['checkpointing']]} "
+            "(Korthikanti et al. 2022 eq. 1, §4.3)")
+
+
+def _moe_activations(n: Note) -> str:
+    shared = n["shared_experts"]
+    return (f"mixture of experts: each MoE layer stores the activations of the {n['experts_per_token']} routed "
+            f"experts a token visits (of {n['experts']})"
+            + (f" and of {shared} shared expert{'s' if shared > 1 else ''}" if shared else "")
+            + (", every layer counted at the larger of its dense and MoE kinds" if n["mixed_kinds"] else ""))
+
+
+def _loss(n: Note) -> str:
+    if n["loss"] == "fused":
+        return f"loss: {n['why']}; the LM head's input gradient and one chunk of logits kept"
+    forward, backward = n["forward_bytes_per_logit"], n["backward_bytes_per_logit"]
+    how = (" under torch.compile (16-bit logits and per-row log-sum-exp saved, the log-softmax recomputed in the "
+           "backward)" if n["compiled"] else "")
+    return (f"loss: {n['why']}{how}: {forward:g} B/logit at the forward peak, {backward:g} at the backward peak; "
+            f"{max(forward, backward):g}·s·b·v counted on top of the saved activations")
+
+
 WORDS: dict[str, Callable[[Note], str]] = {
     TEXT: lambda n: n["text"],
     "overhead": lambda n: (
@@ -227,6 +261,54 @@ WORDS: dict[str, Callable[[Note], str]] = {
         f"network at {n['link_bytes_per_second'] / 1e9:g} GB/s per GPU, the {n['gpu']} figure "
         f"{n['network_bytes_per_second'] * 8 / 1e9:g} Gb/s ({n['why']}); the resource catalog has no network "
         "figure of its own"),
+    # ------------------------------------------------------------------------------ training activations
+    "training-activations": _training_activations,
+    "moe-activations": _moe_activations,
+    "lora-activations": lambda n: (
+        "LoRA activations: counted as for full training plus each adapter's rank-r product (an upper bound: "
+        "autograd need not keep the inputs of frozen, unadapted matrices)"),
+    "qlora-dequant-buffer": lambda n: (
+        "QLoRA: one block matrix dequantized to 16 bits at a time for its matmul (transient buffer counted)"),
+    "pipeline-activations": lambda n: (
+        f"pipeline parallel {n['pipeline_parallel']} with 1F1B: the first stage holds {n['pipeline_parallel']} "
+        f"microbatches × {n['layers_per_stage']} layers (Korthikanti §4.2.3)"),
+    "tensor-parallel-activations": lambda n: (
+        f"tensor parallel {n['tensor_parallel']}"
+        + (" with sequence parallelism" if n["sequence_parallel"] else " without sequence parallelism")
+        + " divides activations (Korthikanti Table 2)"),
+    "selective-policy": lambda n: f"selective checkpointing policy: {n['why']}",
+    "activation-offload": lambda n: (
+        f"activation offloading (torchtune OffloadActivations @ e511d5a2): saved activations copied to CPU in the "
+        f"forward; the last {n['stash_tensors']} saved tensors stay on the GPU until their copies finish, and each "
+        "layer's come back in the backward; the output layer and the loss stay on the GPU"),
+    "context-parallel": lambda n: (
+        f"context parallel {n['context_parallel']} (torchtitan, ring attention): each GPU holds {n['tokens']:,} of "
+        f"the sequence's tokens, every activation and the loss ÷ {n['context_parallel']}; two K/V blocks in flight "
+        "and the fp32 merged attention output counted while a layer runs"),
+    "loss": _loss,
+    "loss-default": lambda n: (
+        f"loss: {n['loss']}, {n['why']} (planner default; set loss: chunked or fused where the trainer chunks the "
+        "loss or fuses it with the LM head)"),
+    # kernels (estimate/kernels.py): what eager PyTorch, torch.compile and autocast keep beyond fused kernels
+    "autocast-fp32-params": lambda n: (
+        "autocast over fp32 parameters (Hugging Face Trainer AMP): the residual stream and the norms' inputs stay "
+        "fp32 (4 bytes), and each linear fed by a norm (q, k, v; the MLP's input projections) saves its own 16-bit "
+        "copy of that input (PyTorch torch.amp autocast op lists, type promotion); autocast's cached 16-bit copies "
+        "of the weights (2 bytes per block and output-projection weight) live to the forward's end, beside the "
+        "fp32 gradients under gradient accumulation"),
+    "eager-extras": lambda n: (
+        "eager PyTorch (no torch.compile): each RMSNorm keeps its fp32 copy (4 bytes per value; Gemma's also its "
+        "fp32 normalised tensor) and a gated MLP its activation's output, beside what fused kernels keep (Hugging "
+        "Face transformers' Llama model code and the PyTorch trainers' own)"),
+    "eager-no-extras": lambda n: (
+        "eager PyTorch (no torch.compile): nothing beyond what fused kernels keep in this model (LayerNorm saves "
+        "its input, mean and rstd, as counted; a plain MLP's activation saves its input only)"),
+    "compiled-layers": lambda n: (
+        "torch.compile: the layers keep what fused kernels keep; the final norm stays eager (trainers compile each "
+        "layer), its fp32 copy counted"),
+    "gqa-head-copies": lambda n: (
+        "grouped-query attention: K and V copied to every query head before attention are saved (PyTorch model "
+        "code, eager and compiled; not under Megatron's fused attention)"),
     # ------------------------------------------------------------------------------------ model states
     "model-states": _model_states,
     "zero-shards": lambda n: (
