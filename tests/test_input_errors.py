@@ -136,19 +136,6 @@ CASES = {
         GOOD + "    gpus: 2\n",
         "FILE:9: workloads[0].gpus: duplicate key (first given on line 8)\n",
     ),
-    "lora on a parameter count": (
-        GOOD.replace("model: llama-3.1-8b", "model: {params: 7B}"),
-        "FILE:5: workloads[0].model: a parameter count alone cannot size LoRA adapters (got params only, expected "
-        "a catalog id, config, or the shape: layers, hidden, heads and vocab; kv_heads and ffn_hidden have "
-        "defaults; or a measured pilot, throughput: {tokens_per_second, gpu, gpus}, on whose GPUs the memory is "
-        "taken to fit)\n",
-    ),
-    "inference on a parameter count": (
-        "workloads:\n  - name: serve\n    kind: inference\n    model: {params: 7B}\n    context: 4k\n    hours: 10\n",
-        "FILE:4: workloads[0].model: a parameter count alone cannot size the KV cache of inference (got params "
-        "only, expected a catalog id, config, or the shape: layers, hidden, heads and vocab; kv_heads and "
-        "ffn_hidden have defaults)\n",
-    ),
     "implausible tokens": (
         GOOD.replace("tokens: 200M", "tokens: 200T0"),
         "FILE:6: workloads[0].tokens: not a number (got '200T0', expected a positive integer; suffixes k, M, B, T "

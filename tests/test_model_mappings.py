@@ -12,6 +12,8 @@ import json
 
 import pytest
 
+from proposalkit.catalog.shapes import parameter_count
+from proposalkit.catalog.standard_shapes import STANDARD_SHAPES, nearest_standard
 from proposalkit.cli import main
 from conftest import records
 
@@ -95,13 +97,13 @@ def test_given_ffn_hidden_keeps_a_gated_mlp_stated_not_warned(tmp_path, capsys):
 @pytest.mark.parametrize("model,message", [
     ("{params: 3B, layers: 32, hidden: 2560}",
      "incomplete shape (missing heads and vocab; expected all of layers, hidden, heads and vocab, which have no "
-     "default, or params alone for a parameter count)"),
+     "default, or params alone, whose shape is assumed)"),
     ("{hidden: 2560, heads: 32, kv_heads: 8, ffn_hidden: 6912}",
      "incomplete shape (missing layers and vocab; expected all of layers, hidden, heads and vocab, which have no "
-     "default, or params alone for a parameter count)"),
+     "default, or params alone, whose shape is assumed)"),
     ("{mlp: gated, params: 7B}",
      "incomplete shape (missing layers, hidden, heads and vocab; expected all of layers, hidden, heads and vocab, "
-     "which have no default, or params alone for a parameter count)"),
+     "which have no default, or params alone, whose shape is assumed)"),
     ("{name: mine}",
      "incomplete model (expected params, a shape with layers, hidden, heads and vocab, or config)"),
 ])
@@ -110,17 +112,69 @@ def test_what_cannot_be_defaulted_is_named(tmp_path, capsys, model, message):
     assert err == f"FILE:5: workloads[0].model: {message}\n"
 
 
-def test_params_alone_stays_a_parameter_count_for_full_training(tmp_path, capsys):
+def test_params_alone_gets_a_standard_shape_stated_in_full(tmp_path, capsys):
+    # Before: a parameter count only, no activations or attention FLOPs (issue 21: 17.4 GiB and 330 h on
+    # an H200 for 100B tokens, against 35.5 GiB and 497 h with Llama-3.2-1B's shape). 1B is nearest (in log
+    # parameters) Pythia-1.0B (Biderman et al. 2023, Table 1: 16 layers, model dim 2048, 8 heads). As a GPT
+    # block without biases: per layer attention 4·2048² = 16,777,216 + MLP 8·2048² = 33,554,432 + norms 4,096
+    # = 50,335,744, × 16 = 805,371,904; embedding and head 2 · 50,304 (Pythia's vocabulary) · 2048 =
+    # 206,045,184; final norm 2,048: 1,011,419,136 (Pythia-1b itself, with biases: 1,011,781,632).
     w = _plan(tmp_path, capsys, "    kind: pretrain\n    tokens: 1B\n    model: {params: 1B}\n")
-    assert w["model"]["params"] == 10**9
-    assert [r["values"] for r in records(w, "parameter-count-only")] == [{"model": "custom"}]
+    assert w["model"]["params"] == 10**9                              # params still sets weights and FLOPs
+    assert w["memory"]["components"]["activations"] > 0
+    [r] = records(w, "shape-assumed")
+    assert r["values"] == {"model": "custom", "params": 10**9, "basis": "table", "family": "",
+                           "origin": "Pythia-1.0B", "origin_params": 1_011_419_136, "table": "Biderman et al. 2023, Table 1", "layers": 16, "hidden": 2048,
+                           "heads": 8, "kv_heads": 8, "head_dim": 256, "ffn_hidden": 8192, "mlp": "plain",
+                           "vocab": 50_304}
+    assert r["sources"] == ["biderman-2023"]
+    assert ("a: custom: shape assumed from params alone: layers 16, hidden 2048, heads 8, kv_heads 8, head_dim 256, "
+            "ffn_hidden 8192 (plain MLP), vocab 50,304, those of the nearest standard decoder, Pythia-1.0B "
+            "(Biderman et al. 2023, Table 1); the activations, attention FLOPs and KV cache follow it; give the "
+            "model's layers, hidden, heads and vocab (or config) to plan its own") in w["warnings"]
 
 
-def test_params_alone_refused_for_inference_naming_the_shape_keys(tmp_path, capsys):
-    err = _error(tmp_path, capsys, "    kind: inference\n    model: {params: 7B}\n    context: 4k\n    hours: 10\n")
-    assert err == ("FILE:4: workloads[0].model: a parameter count alone cannot size the KV cache of inference (got "
-                   "params only, expected a catalog id, config, or the shape: layers, hidden, heads and vocab; "
-                   "kv_heads and ffn_hidden have defaults)\n")
+@pytest.mark.parametrize("params,origin", [
+    (50 * 10**6, "Pythia-70M"),                 # below the tables: the end row
+    (7 * 10**9, "Pythia-6.9B"),                 # 6.9B (Pythia) is nearer 7B than 7.5B (Megatron-LM)
+    (70 * 10**9, "Megatron-LM GPT 76.1B"),      # Narayanan et al. 2021, Table 1
+    (20 * 10**12, "Megatron-LM GPT 1008.0B"),   # above the tables: the end row
+])
+def test_params_alone_takes_the_nearest_row(params, origin):
+    assert nearest_standard(params).name == origin
+
+
+def test_every_standard_row_counts_near_its_published_size():
+    # Each row's GPT block (no biases, the table's vocabulary) counts within 6% of the size its table names
+    # (Pythia's names count everything; Megatron-LM's Table 1 'number of parameters (billion)').
+    for row in STANDARD_SHAPES:
+        published = float(row.name.split()[-1].removeprefix("Pythia-").rstrip("MB")) * (
+            1e6 if row.name.endswith("M") else 1e9)
+        assert parameter_count(row.spec) == pytest.approx(published, rel=0.06), row.name
+
+
+def test_params_with_a_family_takes_its_nearest_catalog_model(tmp_path, capsys):
+    # llama-3.2's catalog models are 1B (1,235,814,400) and 3B (3,212,749,824): 1.24B takes llama-3.2-1b's
+    # shape, and plans as that model does but for the 0.3% count difference.
+    w = _plan(tmp_path, capsys, "    kind: pretrain\n    tokens: 1B\n    model: {params: 1.24B, family: llama-3.2}\n")
+    [r] = records(w, "shape-assumed")
+    assert (r["values"]["basis"], r["values"]["origin"], r["values"]["layers"], r["values"]["kv_heads"],
+            r["values"]["vocab"]) == ("catalog", "llama-3.2-1b", 16, 8, 128_256)
+    assert r["sources"] == []
+
+
+def test_a_name_of_a_catalog_family_lends_its_shape(tmp_path, capsys):
+    w = _plan(tmp_path, capsys, "    kind: pretrain\n    tokens: 1B\n    model: {params: 7B, name: qwen2.5-7b-code}\n")
+    [r] = records(w, "shape-assumed")
+    assert (r["values"]["family"], r["values"]["origin"]) == ("qwen2.5", "qwen2.5-7b")
+
+
+def test_params_alone_plans_inference_with_its_kv_cache(tmp_path, capsys):
+    # Before: refused (a count cannot size the KV cache). Pythia-6.9B's shape: 32 layers × 32 kv heads × 128 ×
+    # 2 (K, V) × 2 bytes = 524,288 bytes per token.
+    w = _plan(tmp_path, capsys, "    kind: inference\n    model: {params: 7B}\n    context: 4k\n    hours: 10\n")
+    [kv] = records(w, "kv-pool-use")
+    assert kv["values"]["used_bytes"] == 4_000 * 524_288
 
 
 # A shape that over-counts the given params (the issue: int8 weights ignored params).
@@ -188,6 +242,14 @@ def test_moe_shared_experts_and_width(tmp_path, capsys):
     ("{layers: 32, hidden: 4096, heads: 32, kv_heads: 12, vocab: 32000}", ".kv_heads",
      "does not divide heads (got 12 key/value heads for 32 heads; grouped-query attention shares each key/value "
      "head among a whole number of query heads: expected a divisor of 32)"),
+    # family lends a shape to params alone only, and names a catalog family (issue 21, part 1).
+    ("{params: 1B, family: lama}", ".family",
+     "no catalog model of this family (got 'lama'; expected one of deepseek-r1-distill-llama, gemma-2, gemma-3, "
+     "llama, llama-2, llama-3.1, llama-3.2, llama-3.3, mistral, mistral-nemo, olmo-2, pythia, qwen2.5, qwen3, "
+     "stable-code, tinyllama; did you mean 'llama'?)"),
+    ("{params: 1B, family: llama, layers: 16, hidden: 2048, heads: 32, vocab: 32000}", ".family",
+     "family only lends a shape to params alone (got it beside a shape; expected params and family, without "
+     "layers, hidden, heads or vocab)"),
 ])
 def test_inconsistent_mapping_is_an_input_error(tmp_path, capsys, model, key, message):
     err = _error(tmp_path, capsys, f"    kind: pretrain\n    tokens: 1B\n    model: {model}\n")

@@ -18,6 +18,10 @@ _WORKS: tuple[tuple[str, str, str], ...] = (
      ("S. Asmussen, H. Albrecher. Ruin Probabilities, 2nd ed. World Scientific, 2010. (Lundberg's "
       "inequality, ch. I and IV; the M/G/1 waiting time as the ruin probability of a compound Poisson "
       "process: the tail of a service's wait for the prefills ahead.)")),
+    ("biderman-2023", "Biderman et al. 2023",
+     ("S. Biderman, H. Schoelkopf, Q. Anthony, et al. Pythia: A Suite for Analyzing Large Language Models "
+      "Across Training and Scaling. ICML 2023; arXiv:2304.01373. (Table 1: layers, model dim and heads of "
+      "the eight models, 70M to 12B.)")),
     ("bigscience-2022", "BigScience Workshop 2022",
      ("BigScience Workshop. BLOOM: A 176B-Parameter Open-Access Multilingual Language Model. "
       "arXiv:2211.05100, 2022 (156 TFLOP/s per A100, hardware FLOPs with recompute, as GENCI reports it).")),

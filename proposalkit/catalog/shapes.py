@@ -12,6 +12,7 @@ import functools
 from dataclasses import astuple, dataclass
 from functools import cached_property
 
+from ..notes import Note
 from ..precision import WeightFormat
 
 
@@ -55,6 +56,7 @@ class ModelSpec:
                                         # not in the language model's FLOPs
     assumptions: tuple[str, ...] = ()   # what the config reader assumed, stated in the plan
     warnings: tuple[str, ...] = ()      # what it guessed (an unknown model_type), warned in the plan
+    records: tuple[Note, ...] = ()      # the same as Note records (a shape assumed from params alone)
     # --- end of the dense architecture block
     dropout: bool = False               # dropout in attention and MLP (GPT-style training)
     # Mixture of experts (experts > 1). Each MoE layer holds `experts` routed MLPs of width

@@ -20,7 +20,7 @@ from ..units import SECONDS_PER_HOUR
 from .messages import translate, unknown_gpu, unknown_model, unknown_resource
 from .hub import looks_like_hub_id, revision_problem
 from .inference_rules import inference_problems
-from .mapping import from_mapping, lora_target_problem, params_only_problem
+from .mapping import from_mapping, lora_target_problem
 from .model_config import read_config, read_hub_config
 from .pilots import measured_throughput, read_pilots
 from ..bounds import BOUNDS
@@ -414,10 +414,6 @@ def _load_document(data: object, source: Source, resource_ids, base_dir: str | N
         problems += pilot_problems
         if runs:    # the planner uses the logs' rate as it uses a throughput: given by hand
             workload = workload.model_copy(update={"throughput": measured_throughput(runs)})
-        problem = params_only_problem(workload, model) if not pilot_problems else None
-        if problem:
-            at = ("workloads", index, "model")
-            problems.append(Problem(path, source.line(at), field_name(at), problem))
         problems += _check(workload, model, index, source, resource_ids)
         if model is not None:
             lines = tuple((name, source.line(("workloads", index, name))) for name in sorted(workload.model_fields_set))

@@ -4,13 +4,23 @@ A partial shape is completed the way the original GPT block is (Radford et
 al. 2018/2019: multi-head attention, an MLP of 4 × hidden with GELU, two
 matrices): kv_heads = heads, ffn_hidden = 4 × hidden, mlp: plain; each
 default is stated as an assumption and a warning. layers, hidden, heads and
-vocab have no default. A mapping with only `params` stays a parameter count.
+vocab have no default. A mapping with only `params` gets a whole shape
+(assumed_shape: its family's nearest catalog model, else the nearest standard
+decoder of catalog/standard_shapes.py), every dimension stated as a Note record
+and a warning; `params` keeps setting the weights and FLOPs.
 The consistency rules (shape_problem) hold for mappings and config.json alike.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, fields as dataclass_fields, replace
+
+from .. import catalog
+from ..catalog.references import REFERENCES
+from ..catalog.standard_shapes import (
+    family_models, known_families, name_family, nearest_model, nearest_standard, normalized,
+)
+from ..notes import Note, note
 
 from ..catalog.modules import ALL_LINEAR, FAMILY_MODULES, module_names
 from ..catalog.shapes import GPT_FFN_FACTOR, ModelSpec, is_mla, parameter_count
@@ -23,6 +33,12 @@ REQUIRED = ("layers", "hidden", "heads", "vocab")
 MOE_KEYS = ("experts_per_token", "moe_ffn_hidden", "shared_experts")
 SHAPE_KEYS = (*REQUIRED, "kv_heads", "head_dim", "ffn_hidden", "mlp", "tied_embeddings", "experts", *MOE_KEYS)
 PARAMS_TOLERANCE = 0.05     # a given params further than this from the shape's count is warned
+# What an assumed shape lends: the architecture fields of ModelSpec (catalog/shapes.py) from `layers` up to its
+# `assumptions`, the MoE and latent-attention fields, and `family` (the config model_type, which names the linear
+# modules); not the name, source, Hub id, context or counts of the model it is lent by.
+_LENT = tuple(f.name for f in dataclass_fields(ModelSpec)
+              if f.name not in ("id", "name", "max_context", "assumptions", "warnings", "records", "params_override",
+                                "published_params", "source", "hf_id", "weight_format", "vision_params"))
 
 
 def _and(names) -> str:
@@ -36,21 +52,31 @@ Problem = tuple[str | None, str]     # (the mapping's key it is about, or None f
 def from_mapping(ref: ModelShape, base: ModelSpec | None) -> tuple[ModelSpec | None, Problem | None]:
     """The mapping's model (base: the one its `config:` gave, if any) → (spec, None) or (None, problem)."""
     given = {k: v for k, v in ref.model_dump().items()
-             if v is not None and k not in ("config", "hf", "revision", "params", "name")}
+             if v is not None and k not in ("config", "hf", "revision", "params", "name", "family")}
     assumptions: list[str] = []
     warnings: list[str] = []
+    assumed = None
+    shape = [k for k in SHAPE_KEYS if k in given]
+    if ref.family is not None and (base is not None or shape or ref.params is None):
+        return None, ("family", "family only lends a shape to params alone (got it beside "
+                                + ("a config" if base is not None else "a shape" if shape else "no params")
+                                + "; expected params and family, without layers, hidden, heads or vocab)")
     if base is None:
         base = ModelSpec(id=ref.name or "custom", name=ref.name or "custom model", source="given in the workload file")
-        shape = [k for k in SHAPE_KEYS if k in given]
         missing = [k for k in REQUIRED if k not in given]
         if shape and missing:
             return None, (None, f"incomplete shape (missing {_and(missing)}; expected all of layers, hidden, heads "
-                                "and vocab, which have no default, or params alone for a parameter count)")
+                                "and vocab, which have no default, or params alone, whose shape is assumed)")
         if not shape and ref.params is None:
             return None, (None, "incomplete model (expected params, a shape with layers, hidden, heads and "
                                 "vocab, or config)")
         if shape:
             given, assumptions, warnings = _complete(given)
+        else:
+            assumed = assumed_shape(ref)
+            if isinstance(assumed, tuple):
+                return None, assumed
+            base = replace(base, **assumed.fields)
     spec = replace(base, **given)
     problem = _moe_problem(given, spec)
     if problem:
@@ -59,13 +85,75 @@ def from_mapping(ref: ModelShape, base: ModelSpec | None) -> tuple[ModelSpec | N
         spec = replace(spec, id=ref.name, name=ref.name)
     if ref.params is not None:
         spec = replace(spec, params_override=ref.params)
-        if spec.has_architecture:
+        if assumed is not None:
+            record = assumed.record(spec)
+            spec = replace(spec, records=(record,))
+            warnings.append(assumed.warning(spec))
+        elif spec.has_architecture:
             note = _params_note(ref.params, parameter_count(spec))
             assumptions.append(note[0])
             if note[1]:
                 warnings.append(note[0])
     spec = replace(spec, assumptions=spec.assumptions + tuple(assumptions), warnings=spec.warnings + tuple(warnings))
     return spec, shape_problem(spec)
+
+
+@dataclass(frozen=True)
+class AssumedShape:
+    """The shape lent to params alone (catalog/standard_shapes.py): from a catalog model of the family, or a
+    row of a published table of standard decoders."""
+
+    fields: dict            # ModelSpec fields: layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, ...
+    origin: str             # the catalog id or the table row's name
+    origin_params: int      # its own parameter count
+    basis: str              # "catalog" (family) or "table"
+    sources: tuple[str, ...] = ()   # reference ids of the table
+    family: str = ""
+
+    @property
+    def table(self) -> str:
+        """Where the table row is published ('Biderman et al. 2023, Table 1'; '' for a catalog model)."""
+        return "".join(f"{REFERENCES[s].key}, Table 1" for s in self.sources)
+
+    def values(self, spec: ModelSpec) -> dict:
+        return dict(model=spec.id, params=spec.params, basis=self.basis, family=self.family, origin=self.origin,
+                    origin_params=self.origin_params, table=self.table, layers=spec.layers, hidden=spec.hidden, heads=spec.heads,
+                    kv_heads=spec.kv_head_count, head_dim=spec.head_size, ffn_hidden=spec.ffn_hidden, mlp=spec.mlp,
+                    vocab=spec.vocab)
+
+    def record(self, spec: ModelSpec) -> Note:
+        """The assumption as a record (render/notes.py words it, kind shape-assumed)."""
+        return note("shape-assumed", self.sources, **self.values(spec))
+
+    def warning(self, spec: ModelSpec) -> str:
+        """Every dimension assumed, in the plan's warnings (and the report's caveats)."""
+        v = self.values(spec)
+        where = (f"{self.family}'s nearest catalog model, {self.origin}" if self.basis == "catalog" else
+                 f"the nearest standard decoder, {self.origin} ({self.table})")
+        return (f"shape assumed from params alone: layers {v['layers']}, hidden {v['hidden']}, heads {v['heads']}, "
+                f"kv_heads {v['kv_heads']}, head_dim {v['head_dim']}, ffn_hidden {v['ffn_hidden']} ({v['mlp']} MLP), "
+                f"vocab {v['vocab']:,}, those of {where}; the activations, attention FLOPs and KV cache follow "
+                "it; give the model's layers, hidden, heads and vocab (or config) to plan its own")
+
+
+def assumed_shape(ref: ModelShape) -> AssumedShape | Problem:
+    """params alone: the family's nearest catalog model (`family`, else the family `name` starts with), else
+    the nearest standard decoder (catalog/standard_shapes.py)."""
+    models = catalog.models()
+    family = ref.family or (name_family(models, ref.name) if ref.name else None)
+    if family is not None:
+        rows = family_models(models, family)
+        if not rows:
+            known = known_families(models)
+            hint = did_you_mean(normalized(family), known)
+            return "family", (f"no catalog model of this family (got {family!r}; expected one of "
+                              f"{', '.join(known)}{hint})")
+        m = nearest_model(rows, ref.params)
+        fields = {k: getattr(m, k) for k in _LENT}
+        return AssumedShape(fields, m.id, m.params, "catalog", family=normalized(family))
+    row = nearest_standard(ref.params)
+    fields = {k: getattr(row.spec, k) for k in _LENT}
+    return AssumedShape(fields, row.name, parameter_count(row.spec), "table", sources=(row.source,))
 
 
 def _complete(given: dict) -> tuple[dict, list[str], list[str]]:
@@ -152,29 +240,4 @@ def lora_target_problem(targets: list[str], model: ModelSpec) -> str | None:
             else:
                 why = ""
             return f"not a module of this model (got {name!r}{why}; expected {', '.join(valid)} or all-linear{hint})"
-    return None
-
-
-def params_only_problem(workload, model: ModelSpec | None) -> str | None:
-    """What a parameter count alone cannot size for this workload: the KV cache of inference, and
-    LoRA adapters unless a measured pilot (throughput) gives the GPU its memory is taken to fit."""
-    if model is None or model.has_architecture:
-        return None
-    shape = "a catalog id, config, or the shape: layers, hidden, heads and vocab; kv_heads and ffn_hidden have defaults"
-    if workload.kind == "inference":
-        return f"a parameter count alone cannot size the KV cache of inference (got params only, expected {shape})"
-    if workload.method not in ("lora", "qlora"):
-        return None
-    pilot = workload.throughput
-    if pilot is None:
-        return (f"a parameter count alone cannot size LoRA adapters (got params only, expected {shape}; or a "
-                "measured pilot, throughput: {tokens_per_second, gpu, gpus}, on whose GPUs the memory is taken "
-                "to fit)")
-    pinned = [(key, got, want) for key, got, want in (("gpu", workload.gpu, pilot.gpu), ("gpus", workload.gpus,
-                                                                                         pilot.gpus))
-              if got is not None and got != want]
-    if pinned:
-        key, got, want = pinned[0]
-        return (f"LoRA on a parameter count is planned only where its pilot ran (got {key}: {got}, the pilot's "
-                f"is {want}; expected {key} as the pilot's, or the model's shape: layers, hidden, heads and vocab)")
     return None

@@ -58,7 +58,13 @@ class ModelShape(_Strict):
 
     name: Name | None = Field(None, description="Name shown in the plan and the report (default: custom; a config.json's "
                                                 "folder name).")
-    params: Params | None = Field(None, description="Total parameters, e.g. 7B.")
+    params: Params | None = Field(None, description="Total parameters, e.g. 7B. Alone, the shape is assumed (and "
+                                                      "stated): the nearest-sized catalog model of the family, else "
+                                                      "the nearest standard decoder (Pythia, Megatron-LM tables).")
+    family: Text | None = Field(None, description="With params alone: the catalog family whose nearest-sized model "
+                                                  "lends its shape (a catalog id without its size: llama-3.1, "
+                                                  "qwen2.5, gemma-2; or llama for every Llama). Default: the family "
+                                                  "the name starts with, if any.")
     layers: Dimension | None = Field(None, description="Transformer blocks (config.json num_hidden_layers).")
     hidden: Dimension | None = Field(None, description="Model width (hidden_size).")
     heads: Dimension | None = Field(None, description="Attention heads (num_attention_heads).")

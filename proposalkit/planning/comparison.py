@@ -27,7 +27,7 @@ def compare(model: ModelSpec, w, s: Settings, gpus: dict[str, GPUSpec], mfu: tup
     for run in runs:
         gpu = gpus[run.gpu]
         rate = memory = key = None
-        if not search.pilot_sized(model, w) and run.gpus % per_copy == 0:
+        if run.gpus % per_copy == 0:
             _, mem, _, ckpt = search.fit(model, unmeasured, s, gpu, run.gpus, {})
             if run.peak_memory:
                 key = ESTIMATE_STATISTIC[run.peak_memory[0]]

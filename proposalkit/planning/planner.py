@@ -149,9 +149,8 @@ def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | Non
             checkpoint, weights, dataset, raw, 1, s.concurrency, s.variants,
             checkpoint_arithmetic=arithmetic, dataset_arithmetic=dataset_text)
     if w.method in ("lora", "qlora"):
-        # Adapters not sized (a parameter count only): no adapter checkpoint counted (stated in the plan).
-        ckpt = storage_model.lora_checkpoint_size(trainable or 0)
-        final = storage_model.weights_checkpoint_bytes(trainable or 0, storage_model.LORA_ADAPTER_PRECISION)
+        ckpt = storage_model.lora_checkpoint_size(trainable)
+        final = storage_model.weights_checkpoint_bytes(trainable, storage_model.LORA_ADAPTER_PRECISION)
     else:
         # The checkpoint holds the parameters as the run keeps them (storage.py): fp32 where the framework trains
         # fp32 parameters (autocast over them, Hugging Face Trainer; FSDP2's fp32 sharded parameters, torchtitan:
@@ -174,7 +173,7 @@ def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | Non
     return storage_model.WorkloadStorage(
         ckpt.full_state_bytes, final, data.tokenized_bytes, data.raw_text_bytes, s.checkpoints_retained,
         s.concurrency, s.variants,
-        checkpoint_arithmetic=f"{params if w.method not in ('lora', 'qlora') else trainable or 0:,} params × {ckpt.basis}",
+        checkpoint_arithmetic=f"{params if w.method not in ('lora', 'qlora') else trainable:,} params × {ckpt.basis}",
         dataset_arithmetic=text)
 
 
@@ -265,20 +264,11 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
                               gpus=chosen.count))
         if w.activation_checkpointing is None and chosen.activation_checkpointing:
             notes.append(note("checkpointing-turned-on"))
-    if search.pilot_sized(model, w):
-        text = (f"{model.id}: parameter count only: LoRA adapters, activations and the adapter checkpoint not "
-                f"estimated; the memory is taken as fitting on {chosen.count}× {chosen.gpu}, where the pilot ran "
-                "(give the shape, layers, hidden, heads and vocab, to estimate it)")
-        notes.append(text)
-        warnings.append(f"{w.name}: {text}")
-    elif not model.has_architecture:
-        notes.append(note("parameter-count-only", model=model.id))
-    notes += [f"{model.id}: {text}" for text in model.assumptions]
+    notes += [f"{model.id}: {text}" for text in model.assumptions] + list(model.records)
     warnings += [f"{w.name}: {model.id}: {text}" for text in model.warnings]
     trainable = None
     if w.kind != "inference":
-        trainable = (None if search.pilot_sized(model, w) else
-                     lora_trainable_params(model, s.lora) if s.lora else model.params)
+        trainable = lora_trainable_params(model, s.lora) if s.lora else model.params
 
     walltime, walltime_tier, segments = None, None, 1
     if charge is not None:

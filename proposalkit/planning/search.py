@@ -72,11 +72,6 @@ def _impl_at(impl: str, zero_stage: int | None) -> str:
     return "torch" if impl == "fp32-gradient-buffer" and zero_stage else impl
 
 
-def pilot_sized(model: ModelSpec, w) -> bool:
-    """LoRA on a parameter count with a measured pilot: its memory is the pilot's, not estimated."""
-    return not model.has_architecture and w.method in ("lora", "qlora") and w.throughput is not None
-
-
 def fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict):
     """The first setting (no checkpointing before checkpointing, lower ZeRO
     stage first) under which the workload fits on `count` GPUs of `gpu`;
@@ -94,11 +89,6 @@ def fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict)
     if w.kind == "inference":
         mem = memory(0, False)
         return mem.total <= gpu.usable_memory_bytes, mem, None, None
-    if pilot_sized(model, w):
-        # LoRA on a parameter count: the adapters and activations are unknown, so the memory is taken
-        # as fitting where the pilot ran (input/mapping.py allows it only with a pilot), and nowhere else.
-        stage, ckpt = s.zero_stage or 0, s.activation_checkpointing or False
-        return (gpu.id, count) == (w.throughput.gpu, w.throughput.gpus), memory(stage, ckpt), stage, ckpt
     model_parallel = s.tensor_parallel * s.pipeline_parallel
     dp = count // model_parallel
     stages = [s.zero_stage] if s.zero_stage is not None else ([0, 1, 2, 3] if dp > 1 else [0])

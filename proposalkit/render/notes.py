@@ -176,6 +176,19 @@ def _loss(n: Note) -> str:
             f"{max(forward, backward):g}·s·b·v counted on top of the saved activations")
 
 
+# ------------------------------------------------------------- a shape assumed from params (input/mapping.py)
+
+def _shape_assumed(n: Note) -> str:
+    if n["basis"] == "catalog":
+        lent = f"{n['family']}'s catalog model nearest in size, {n['origin']} ({n['origin_params']:,} parameters)"
+    else:
+        lent = f"the standard decoder nearest in size, {n['origin']} ({n['origin_params']:,} parameters, {n['table']})"
+    return (f"{n['model']}: params alone ({n['params']:,}): shape assumed from {lent}: {n['layers']} layers, hidden "
+            f"{n['hidden']}, {n['heads']} heads, {n['kv_heads']} kv heads of {n['head_dim']}, ffn_hidden "
+            f"{n['ffn_hidden']:,} ({n['mlp']} MLP), vocab {n['vocab']:,}; params sets the weights and 6·N FLOPs, the "
+            "shape the activations, attention FLOPs and KV cache")
+
+
 WORDS: dict[str, Callable[[Note], str]] = {
     TEXT: lambda n: n["text"],
     "overhead": lambda n: (
@@ -398,8 +411,7 @@ WORDS: dict[str, Callable[[Note], str]] = {
         "2020)"),
     "checkpointing-turned-on": lambda n: (
         "full activation checkpointing turned on to fit; the recomputed forward pass is charged in the runtime"),
-    "parameter-count-only": lambda n: (
-        f"{n['model']}: parameter count only; activations and attention FLOPs not modelled"),
+    "shape-assumed": _shape_assumed,
 }
 
 
