@@ -21,11 +21,13 @@ class CrossCheck:
     bytes: int
     formula: str
     source: str
+    sources: tuple[str, ...] = ()     # reference ids (catalog/references.py) of `source` and of the method named
 
 
 # The NAIRR Pilot community documentation (nairr.readthedocs.io), a public guide.
 NAIRR_GPU_ESTIMATE = "NAIRR community guide, GPU Estimate"
 NAIRR_GENERALIZED = "NAIRR community guide, Generalized Resource Estimation"
+NAIRR_REFERENCES = ("nairr-guide",)
 # Rules repeated across tutorials and notes without one citable origin: shown with their formula.
 COMMON_RULE = "common rule of thumb"
 
@@ -51,11 +53,11 @@ def _cross_checks(model: ModelSpec, kind: str, method: str, precision: str, cont
         rule = 2 * P + tokens * 10**6
         checks.append(CrossCheck(
             "NAIRR guide inference rule", rule,
-            f"2·P(B) + 1·ctx(k) GB = 2 × {P / 1e9:.3f} + {tokens / 1000:g} GB", NAIRR_GPU_ESTIMATE,
+            f"2·P(B) + 1·ctx(k) GB = 2 × {P / 1e9:.3f} + {tokens / 1000:g} GB", NAIRR_GPU_ESTIMATE, NAIRR_REFERENCES,
         ))
         checks.append(CrossCheck(
             "NAIRR guide inference rule with overhead", ceil(Fraction(rule) * Fraction(115, 100) + 10**9),
-            "(2·P(B) + 1·ctx(k)) × 1.15 + 1 GB", NAIRR_GENERALIZED,
+            "(2·P(B) + 1·ctx(k)) × 1.15 + 1 GB", NAIRR_GENERALIZED, NAIRR_REFERENCES,
         ))
         if precision in PRECISION_BITS:
             # the weights alone: bytes per parameter of the precision (fp32 4, bf16 2, int8 1, int4 0.5)
@@ -66,7 +68,7 @@ def _cross_checks(model: ModelSpec, kind: str, method: str, precision: str, cont
             ))
     elif training:
         checks.append(CrossCheck("NAIRR guide training rule", 40 * P, "40·P(B) GB (Adam, mixed precision)",
-                                 NAIRR_GPU_ESTIMATE))
+                                 NAIRR_GPU_ESTIMATE, NAIRR_REFERENCES))
         checks.append(CrossCheck("training at 16 bytes per parameter", 16 * P, "16 GB per billion parameters",
                                  COMMON_RULE))
         width = "f32" if precision == "fp32" else "f16"
@@ -75,9 +77,10 @@ def _cross_checks(model: ModelSpec, kind: str, method: str, precision: str, cont
             checks.append(CrossCheck(f"full training ({width})", x * P, f"{x}·P(B) GB", COMMON_RULE))
         elif method == "lora":
             x = (4 if precision == "fp32" else 2) + Fraction(1, 10)
-            checks.append(CrossCheck(f"LoRA ({width})", ceil(P * x), f"{float(x):g}·P(B) GB", COMMON_RULE))
+            checks.append(CrossCheck(f"LoRA ({width})", ceil(P * x), f"{float(x):g}·P(B) GB", COMMON_RULE, ("hu-2021",)))
         elif method == "qlora":
-            checks.append(CrossCheck("QLoRA (int4)", ceil(P * Fraction(6, 10)), "0.6·P(B) GB", COMMON_RULE))
+            checks.append(CrossCheck("QLoRA (int4)", ceil(P * Fraction(6, 10)), "0.6·P(B) GB", COMMON_RULE,
+                                     ("dettmers-2023", "hu-2021")))
     else:
         raise ValueError(f"kind: expected inference, training, pretrain or finetune, got {kind!r}")
     return tuple(checks)

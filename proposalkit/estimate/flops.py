@@ -67,6 +67,13 @@ RECOMPUTE_SOURCES = {
 }
 CHECKPOINTING_NAMES = {"full": "full", "attention": "selective (attention core)", "op": "selective (op-level)"}
 
+# The works each citation above names (catalog/references.py ids): what the report's references list.
+DENSE_REFERENCES = {FULL_DENSE_SOURCE: ("kaplan-2020",), LORA_DENSE_SOURCE: ("hu-2021",)}
+ATTENTION_REFERENCES = ("chowdhery-2022",)
+RECOMPUTE_REFERENCES = {"full": ("korthikanti-2022",), "attention": ("korthikanti-2022",), "op": ("torchtitan-sac",)}
+DEFAULT_MFU_REFERENCES = ("narayanan-2021", "korthikanti-2022", "bigscience-2022", "dubey-2024")
+QLORA_SPEED_REFERENCES = ("torchtune-readme", "dettmers-2023", "hu-2021")
+
 
 def checkpointing_mode(activation_checkpointing, selective_policy: str = "attention") -> str | None:
     """'full', 'attention' or 'op' (the selective policies), or None, from the workload's value."""
@@ -114,6 +121,13 @@ class FlopsPerToken:
     @property
     def hardware(self) -> float:
         return self.model + self.recompute
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """The reference ids of the terms' citations: the dense factor's, the attention term's and, where
+        something is recomputed, the recompute's."""
+        return (DENSE_REFERENCES[self.dense_source] + ATTENTION_REFERENCES
+                + (RECOMPUTE_REFERENCES.get(self.checkpointing or "", ()) if self.recompute else ()))
 
     @property
     def recompute_source(self) -> str:

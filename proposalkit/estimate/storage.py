@@ -79,6 +79,7 @@ class CheckpointSize:
     weights_bytes_per_param: Fraction
     full_state_bytes_per_param: Fraction
     basis: str              # the bytes-per-parameter sum, written out
+    sources: tuple[str, ...] = ()   # reference ids the basis cites (catalog/references.py)
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,8 @@ class WorkloadStorage:
     """Runs in all (each keeps its final weights)."""
     checkpoint_arithmetic: str = ""
     """How checkpoint_bytes was computed, for the report."""
+    checkpoint_sources: tuple[str, ...] = ()
+    """The reference ids checkpoint_arithmetic cites (catalog/references.py)."""
     dataset_arithmetic: str = ""
     """How dataset_bytes and dataset_raw_bytes were computed."""
 
@@ -219,6 +222,8 @@ def checkpoint_size(params: int, precision: str = "bf16", optimizer: str = "adam
         weights_bytes_per_param=bytes_per_element(precision),
         full_state_bytes_per_param=full,
         basis=_basis(precision, optimizer, master_weights),
+        # an fp32 master copy beside 16-bit weights: mixed-precision training (Micikevicius et al. 2018)
+        sources=("micikevicius-2018",) if bytes_per_element(precision) < FP32_BYTES and master_weights else (),
     )
 
 
@@ -234,7 +239,7 @@ def lora_checkpoint_size(adapter_params: int, adapter_precision: str = LORA_ADAP
     size = checkpoint_size(adapter_params, adapter_precision, optimizer)
     return CheckpointSize(size.weights_bytes, size.full_state_bytes, size.weights_bytes_per_param,
                           size.full_state_bytes_per_param,
-                          "LoRA adapter only (frozen base model not saved): " + size.basis)
+                          "LoRA adapter only (frozen base model not saved): " + size.basis, ("hu-2021",) + size.sources)
 
 
 def token_id_bytes(vocab_size: int) -> int:

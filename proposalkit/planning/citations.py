@@ -1,9 +1,10 @@
 """The works a plan cites: the reference ids of its notes and derivations, resolved once.
 
 Appendix B lists what this returns (Plan.references), never what a search of the report's text
-finds. A note that is a record (notes.Note) names its sources; the sentences not yet made records
-(TEXT notes, and the derivation strings below) are cited by catalog/references.legacy_sources
-until their emitters name theirs.
+finds: each record names the ids of the works it cites (a Note's sources, Throughput.sources,
+InferencePlan.sources, WorkloadStorage.checkpoint_sources, CrossCheck.sources, WorkloadPlan.sources
+for its warnings). Only the notes not yet made records (TEXT notes) are cited by
+catalog/references.legacy_sources, until their emitters name theirs.
 """
 
 from __future__ import annotations
@@ -26,39 +27,24 @@ def as_notes(items) -> tuple[Note, ...]:
     return tuple(n if isinstance(n, Note) else text_note(n, legacy_sources(n)) for n in items)
 
 
-def _derivation_texts(w: WorkloadPlan) -> list[str]:
-    """The plan's derivation strings the report prints for `w` (not yet records)."""
-    tp = w.throughput
-    texts = [w.tokens_derivation, tp.derivation, tp.mfu_source or ""]
-    fpt = tp.flops_per_token
-    if fpt is not None:
-        texts += [fpt.model_formula, fpt.dense_source, fpt.attention_source, fpt.checkpointing_name,
-                  fpt.recompute_formula, fpt.recompute_source]
-    if w.inference is not None:
-        texts += [text for _, text in w.inference.steps] + [w.inference.engine_source]
-    if w.charge is not None:
-        texts.append(w.charge.arithmetic)
-    if w.storage is not None:
-        texts += [w.storage.checkpoint_arithmetic, w.storage.dataset_arithmetic]
-    texts += [c.source + " " + c.name for c in w.cross_checks]
-    texts += [c.reason for c in w.alternatives]
-    return texts + list(w.warnings)
-
-
 def workload_sources(w: WorkloadPlan) -> list[str]:
-    """The reference ids `w`'s notes and derivation cite, in no particular order, repeats allowed."""
+    """The reference ids `w`'s notes, derivation, cross-checks and warnings cite, in no particular order,
+    repeats allowed."""
     ids = [id_ for n in w.assumptions for id_ in n.sources]
     ids += INFERENCE_MEMORY_SOURCES if w.kind == "inference" else TRAINING_MEMORY_SOURCES
     tp = w.throughput
     if tp.source not in ("service", "pilot", "pilot-extrapolated") and tp.flops_per_token is not None \
             and tp.mfu_base is not None:
         ids += RECOMPUTE_MFU_SOURCES
-    ids += [id_ for text in _derivation_texts(w) for id_ in legacy_sources(text)]
-    return ids
+    ids += tp.sources
+    if w.inference is not None:
+        ids += w.inference.sources
+    if w.storage is not None:
+        ids += w.storage.checkpoint_sources
+    ids += [id_ for c in w.cross_checks for id_ in c.sources]
+    return ids + list(w.sources)
 
 
-def plan_references(plans, warnings) -> tuple[Reference, ...]:
-    """The works the workloads' records and the plan's own warnings cite, once each, in catalog order."""
-    ids = [id_ for p in plans for id_ in workload_sources(p)]
-    ids += [id_ for text in warnings for id_ in legacy_sources(text)]
-    return cited(ids)
+def plan_references(plans) -> tuple[Reference, ...]:
+    """The works the workloads' records cite, once each, in catalog order."""
+    return cited(id_ for p in plans for id_ in workload_sources(p))

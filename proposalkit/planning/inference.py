@@ -96,6 +96,14 @@ def _source(e: Engine) -> str:
     return f"{e.calibration}; {CALIBRATION}"
 
 
+# The works CALIBRATION names, and those a service's lines cite: requests in flight by Little's law, their
+# Poisson spread about its mean (M/G/∞), and the wait for prefills ahead by its method (queueing.py).
+CALIBRATION_REFERENCES = ("trt-llm-perf",)
+SERVICE_REFERENCES = ("little-1961", "takacs-1962")
+WAIT_REFERENCES = {"idle": (), "exact": ("erlang-1909", "crommelin-1932", "franx-2001"),
+                   "bound": ("asmussen-albrecher-2010",)}
+
+
 def _memory(model, s: Settings, rep: Replica, batch: int, context: int):
     """Memory per GPU. With no pool (transformers) what the planned batch allocates; under a pre-allocating
     engine (vLLM, SGLang, TensorRT-LLM) the engine's whole reservation, which the device holds whatever the
@@ -128,7 +136,8 @@ def _batch_plan(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
         batch=job.batch, max_concurrency=most, context=I + O, input_tokens=I, output_tokens=O, requests=w.requests,
         prefill_tokens_per_second=job.prefill_tokens_per_second,
         output_tokens_per_second=job.output_tokens_per_second,
-        ttft_ms=job.ttft_seconds * 1e3, tpot_ms=job.tpot_seconds * 1e3, request_rate=None, steps=tuple(steps))
+        ttft_ms=job.ttft_seconds * 1e3, tpot_ms=job.tpot_seconds * 1e3, request_rate=None, steps=tuple(steps),
+        sources=rep.engine.paper + CALIBRATION_REFERENCES)
     return _Option(t, job.runtime_seconds / SECONDS_PER_HOUR, job.batch, plan, job.output_tokens_per_second)
 
 
@@ -173,7 +182,8 @@ def _rate_plan(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
         input_tokens=I, output_tokens=O, requests=None,
         prefill_tokens_per_second=svc.prefill.tokens_per_second,
         output_tokens_per_second=w.request_rate * O, ttft_ms=svc.ttft_ms, tpot_ms=svc.tpot_ms,
-        request_rate=w.request_rate, steps=tuple(steps), ttft_percentile=q)
+        request_rate=w.request_rate, steps=tuple(steps), ttft_percentile=q,
+        sources=rep.engine.paper + CALIBRATION_REFERENCES + SERVICE_REFERENCES + WAIT_REFERENCES[svc.ttft_wait_method])
     return _Option(svc.replicas * t, w.hours, svc.concurrency, plan, None)
 
 
@@ -209,7 +219,8 @@ def _hours_plan(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
             mode="hours", engine=rep.engine.id, engine_source=rep.engine.calibration,
             tensor_parallel=rep.tensor_parallel, replicas=1, batch=batch, max_concurrency=most, context=context,
             input_tokens=None, output_tokens=None, requests=None, prefill_tokens_per_second=None,
-            output_tokens_per_second=None, ttft_ms=None, tpot_ms=None, request_rate=None, steps=tuple(steps))
+            output_tokens_per_second=None, ttft_ms=None, tpot_ms=None, request_rate=None, steps=tuple(steps),
+            sources=rep.engine.paper)
         return _Option(rep.tensor_parallel, w.hours, batch, plan, None)
     step = decode_step(rep, batch, context)
     steps.append(prefill_line(rep, context))      # the plan's prefill_tokens_per_second: a lone full context
@@ -219,7 +230,7 @@ def _hours_plan(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
         replicas=1, batch=batch, max_concurrency=most, context=context, input_tokens=None, output_tokens=None,
         requests=None, prefill_tokens_per_second=prefill(rep, context).tokens_per_second,
         output_tokens_per_second=batch / step.seconds, ttft_ms=None, tpot_ms=step.seconds * 1e3,
-        request_rate=None, steps=tuple(steps))
+        request_rate=None, steps=tuple(steps), sources=rep.engine.paper + CALIBRATION_REFERENCES)
     return _Option(rep.tensor_parallel, w.hours, batch, plan, None)
 
 

@@ -174,6 +174,7 @@ def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | Non
         ckpt.full_state_bytes, final, data.tokenized_bytes, data.raw_text_bytes, s.checkpoints_retained,
         s.concurrency, s.variants,
         checkpoint_arithmetic=f"{params if w.method not in ('lora', 'qlora') else trainable:,} params × {ckpt.basis}",
+        checkpoint_sources=ckpt.sources,
         dataset_arithmetic=text)
 
 
@@ -204,7 +205,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
                                   f"does not divide the sequence length (got {s.context_parallel} for the default "
                                   f"seq_len {s.seq_len:,}; expected a divisor, or set seq_len)")])
     tokens, tokens_derivation = _tokens(w)
-    mfu = search.mfu(w, notes) if w.kind != "inference" else (None, None)
+    mfu = search.mfu(w, notes) if w.kind != "inference" else (None, None, ())
     form, served, failed = inference.mode(w), None, {}
     if form is not None:
         s = inference.settings(w, s)
@@ -278,8 +279,11 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
         walltime_tier = partition.walltime_tier(per_job)
         segments = charges.walltime_segments(hours, walltime)
         warnings += [f"{w.name}: {text}" for text in charges.job_limit_warnings(partition, per_job, hours, w.kind)]
-    if w.kind != "inference" and s.tensor_parallel > 1:
-        warnings += _tensor_parallel_nodes(w.name, s.tensor_parallel, charge)
+    cited: tuple[str, ...] = ()      # the works the warnings cite
+    if w.kind != "inference" and s.tensor_parallel > 1 and (crossing := _tensor_parallel_nodes(
+            w.name, s.tensor_parallel, charge)):
+        warnings += crossing
+        cited += ("narayanan-2021",)
     gpu_hours = hours * chosen.count * s.variants
     return WorkloadPlan(
         name=w.name, kind=w.kind, method=(w.method or "full") if w.kind != "inference" else None,
@@ -295,7 +299,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
         calendar_days=charges.calendar_days(hours, s.variants, s.concurrency),
         calendar_waves=charges.calendar_waves(s.variants, s.concurrency),
         walltime_hours=walltime, walltime_tier=walltime_tier, walltime_segments=segments,
-        pilots=compared, pilot_scaling=pilots.scaling(w), inference=served,
+        pilots=compared, pilot_scaling=pilots.scaling(w), inference=served, sources=cited,
     )
 
 
@@ -442,4 +446,4 @@ def assemble(plans: list[WorkloadPlan], proposal) -> Plan:
     warnings += [f.message for f in findings]
     return Plan(tuple(plans), proposal, tuple(warnings), track, access, tuple(findings),
                 access_tier=resources.credit_tier(tier_id) if tier_id is not None else None,
-                references=plan_references(plans, [f.message for f in findings]))
+                references=plan_references(plans))

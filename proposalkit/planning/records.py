@@ -170,6 +170,8 @@ class Throughput:
     """The FLOPs per token the rate divides (source "flops")."""
     mfu_base: float | None = None
     """MFU without recompute, when `mfu` charges activation checkpointing's recompute."""
+    sources: tuple[str, ...] = ()
+    """The reference ids the derivation cites: the MFU's source and the FLOPs terms' (estimate/flops.py)."""
 
 
 @dataclass(frozen=True)
@@ -216,6 +218,8 @@ class InferencePlan:
     """The arithmetic written out, (label, text), for the report."""
     ttft_percentile: float | None = None
     """A service by load: the percentile `ttft_ms` is (99: p99)."""
+    sources: tuple[str, ...] = ()
+    """The reference ids `steps` and `engine_source` cite (catalog/references.py)."""
 
 
 @dataclass(frozen=True)
@@ -290,6 +294,9 @@ class WorkloadPlan:
     """Two pilots on two GPU counts: the scaling measured between them."""
     inference: InferencePlan | None = None
     """What an inference workload's estimate used and gave (None for training)."""
+    sources: tuple[str, ...] = ()
+    """The reference ids its warnings cite (its notes, throughput, storage, cross-checks and inference plan
+    name their own)."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from ..catalog import GPUSpec
 from ..estimate.flops import (
-    DEFAULT_MFU, DEFAULT_MFU_SOURCE, QLORA_SPEED_FACTOR, QLORA_SPEED_SOURCE,
+    DEFAULT_MFU, DEFAULT_MFU_REFERENCES, DEFAULT_MFU_SOURCE, QLORA_SPEED_FACTOR, QLORA_SPEED_REFERENCES,
+    QLORA_SPEED_SOURCE,
     flops_throughput, recompute_mfu, runtime_hours, scale_pilot, training_flops_per_token,
 )
 from ..estimate.inference import default_kv_precision
@@ -112,16 +113,17 @@ def fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict)
 
 # ----------------------------------------------------------------- throughput
 
-def mfu(w, notes: list[str]) -> tuple[float, str]:
+def mfu(w, notes: list[str]) -> tuple[float, str, tuple[str, ...]]:
     if w.mfu is not None:
         if w.activation_checkpointing is not None:
             return w.mfu, (f"{w.mfu:.2f} given in the workload file, taken as measured with its activation "
-                           "checkpointing setting (a published MFU includes its recompute)")
-        return w.mfu, f"{w.mfu:.2f} given in the workload file"
+                           "checkpointing setting (a published MFU includes its recompute)"), ()
+        return w.mfu, f"{w.mfu:.2f} given in the workload file", ()
     if w.method == "qlora":
         mfu = DEFAULT_MFU * QLORA_SPEED_FACTOR
-        return mfu, f"{DEFAULT_MFU:.2f} × {QLORA_SPEED_FACTOR:.3f} for NF4 dequantization = {mfu:.3f} ({QLORA_SPEED_SOURCE})"
-    return DEFAULT_MFU, DEFAULT_MFU_SOURCE
+        return (mfu, f"{DEFAULT_MFU:.2f} × {QLORA_SPEED_FACTOR:.3f} for NF4 dequantization = {mfu:.3f} "
+                f"({QLORA_SPEED_SOURCE})", QLORA_SPEED_REFERENCES)
+    return DEFAULT_MFU, DEFAULT_MFU_SOURCE, DEFAULT_MFU_REFERENCES
 
 
 def throughput(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, checkpointing: bool | None,
@@ -147,7 +149,7 @@ def throughput(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, check
                                  to_rate=gpu.peak_16bit_flops, rate_name="dense 16-bit peak")
         return Throughput(scaled.tokens_per_second, "pilot-extrapolated", scaled.rule)
     fpt = training_flops_per_token(model, w.method or "full", s.seq_len, checkpointing, s.selective_policy)
-    base, source = mfu
+    base, source, cited = mfu
     # The default MFU is that of a run recomputing nothing, so the recompute is charged on
     # top of it; a workload's own MFU is taken as measured with its own checkpointing
     # setting (published MFUs include their recompute), unless the planner turned
@@ -158,7 +160,8 @@ def throughput(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, check
     derivation = (f"{count} GPU{'s' if count > 1 else ''} × {gpu.peak_16bit_flops / 1e12:,.0f} TFLOP/s × "
                   f"MFU {effective:.3f} ÷ "
                   f"{fpt.model / 1e9:,.2f} GFLOP/token = {tps:,.0f} tokens/s")
-    return Throughput(tps, "flops", derivation, effective, source, fpt, mfu_base=base if charged else None)
+    return Throughput(tps, "flops", derivation, effective, source, fpt, mfu_base=base if charged else None,
+                      sources=cited + fpt.sources)
 
 
 def two_scale_throughput(w, sc: pilots.Scaling, gpu: GPUSpec, count: int, gpus: dict[str, GPUSpec]) -> Throughput:
