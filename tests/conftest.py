@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
+from hypothesis import settings
 
 from proposalkit.cli import main
+
+# Hypothesis profiles. "ci" (.ci/run, or wherever CI is set): the same examples on every run, so that a red
+# build is a change's doing and not a new draw; "dev": new examples each run, where a bug not yet seen may
+# turn up. HYPOTHESIS_PROFILE chooses one by name. Each test says its own number of examples.
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+settings.register_profile("dev", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 
 @pytest.fixture
