@@ -9,6 +9,7 @@ silently.
 """
 
 from __future__ import annotations
+from conftest import records
 
 HEADER = """\
 defaults:
@@ -29,13 +30,12 @@ def test_gpt2_eager_adds_nothing_and_says_so(plan_workloads):
                                   "  - {name: compiled, model: gpt2, seq_len: 1024, micro_batch: 8, compile: true}\n")
     assert (got["eager"]["memory"]["components"]["activations"]
             == got["compiled"]["memory"]["components"]["activations"])
-    assert _notes(got["eager"], "eager PyTorch (no torch.compile): nothing beyond what fused kernels keep")
-    assert not _notes(got["eager"], "each RMSNorm keeps its fp32 copy")
+    assert records(got["eager"], "eager-no-extras") and not records(got["eager"], "eager-extras")
 
 
 def test_llama_eager_names_its_extras(plan_workloads):
     got = plan_workloads(HEADER + "  - {name: w, model: llama-3.2-1b, seq_len: 1024, micro_batch: 1, compile: false}\n")
-    assert _notes(got["w"], "each RMSNorm keeps its fp32 copy")
+    assert records(got["w"], "eager-extras")
 
 
 def test_compile_under_megatron_is_stated(plan_workloads):

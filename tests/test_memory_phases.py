@@ -22,6 +22,7 @@ from __future__ import annotations
 import pytest
 
 from proposalkit.cli import main
+from conftest import records
 
 P = 3_212_749_824
 GRADIENTS = 2 * P                                   # 6,425,499,648
@@ -54,9 +55,6 @@ def _mem(w: dict) -> dict:
     return w["memory"]
 
 
-def _notes(w: dict, text: str) -> list[str]:
-    return [a for a in w["assumptions"] if text in a]
-
 
 def test_the_hand_counts():
     assert GRADIENTS - HEAD_GRADIENT - HIDDEN_GRADIENT == 5_587_163_136
@@ -82,7 +80,8 @@ def test_ga_1_on_one_gpu_peaks_at_the_loss_without_the_other_gradients(plan_work
     assert sum(stepped["components"].values()) == stepped["per_gpu_bytes"]
     assert got["stepped"]["settings"]["gradient_accumulation_steps"] == 1
     assert "gradient_accumulation_steps" not in got["summed"]["settings"]
-    assert _notes(got["stepped"], "peak at the loss: with gradient_accumulation_steps 1")
+    (phase,) = records(got["stepped"], "peak-phase")
+    assert phase["values"]["peak"] == "loss" and phase["values"]["gradient_bytes"] == GRADIENTS
 
 
 def test_ga_1_peaks_later_in_the_backward_when_the_loss_is_small(plan_workloads):
@@ -101,7 +100,9 @@ def test_ga_1_peaks_later_in_the_backward_when_the_loss_is_small(plan_workloads)
     assert stepped["phases"]["loss_allocated_bytes"] == summed["allocated_bytes"] - GRADIENTS
     assert stepped["components"]["gradients"] == GRADIENTS
     assert sum(stepped["components"].values()) == stepped["per_gpu_bytes"]
-    assert _notes(got["stepped"], "peak later in the backward")
+    (phase,) = records(got["stepped"], "peak-phase")
+    assert phase["values"] == {"peak": "backward", "loss_bytes": stepped["phases"]["loss_allocated_bytes"],
+                               "backward_bytes": stepped["allocated_bytes"], "gradient_bytes": GRADIENTS}
 
 
 def test_unset_and_accumulating_keep_the_sum(plan_workloads):
@@ -112,8 +113,9 @@ def test_unset_and_accumulating_keep_the_sum(plan_workloads):
     assert four["components"]["gradients"] == unset["components"]["gradients"] == GRADIENTS
     assert "phases" not in four and "phases" not in unset
     # Unset, where 1 would change the figure, the assumption says how to state it.
-    assert _notes(got["unset"], "gradient_accumulation_steps unset (set it to 1")
-    assert _notes(got["four"], "gradient accumulation over 4 micro-batches")
+    assert [r["values"]["why"] for r in records(got["unset"], "gradients-beside-loss")] == [None]   # unset
+    (four_why,) = records(got["four"], "gradients-beside-loss")
+    assert "4 micro-batches" in four_why["values"]["why"]
 
 
 @pytest.mark.parametrize("fields, reason", [
@@ -131,7 +133,8 @@ def test_where_gradients_persist_the_sum_stays(plan_workloads, fields, reason):
                                   f"  - {{name: one, loss: standard, gradient_accumulation_steps: 1, {fields}}}\n")
     assert _mem(got["one"])["allocated_bytes"] == _mem(got["unset"])["allocated_bytes"]
     assert "phases" not in _mem(got["one"])
-    assert _notes(got["one"], f"gradients counted beside the loss peak: ") and _notes(got["one"], reason)
+    (why,) = records(got["one"], "gradients-beside-loss")
+    assert reason in why["values"]["why"]
 
 
 def test_torchtune_fsdp_frees_its_sharded_gradients(plan_workloads):

@@ -39,6 +39,7 @@ from ..precision import FP32_BYTES
 from .setups import TrainingSetup
 from ..catalog.shapes import ModelSpec
 from ..units import bytes_per_element
+from ..notes import Note, note
 
 # What the framework running the step does (TrainingSetup's behaviour flags, which input/frameworks.py sets
 # with their sources): frees_gradients_between_steps (false: its gradient buffers outlive zero_grad),
@@ -82,24 +83,16 @@ def tied_embedding_temporary(model: ModelSpec, setup: TrainingSetup) -> tuple[Fr
     return head_gradient_bytes(model, setup), hidden
 
 
-def tied_note(tied: int, at_end: int) -> str:
-    """The assumption line where the end of the backward with tied embeddings is the peak counted."""
-    gib = 2**30
-    return (f"tied embeddings: the embedding's backward computes a second gradient of the shared weight "
-            f"({tied / gib:.2f} GiB) and autograd adds it into the one the output projection wrote, both held at "
-            f"once beside every gradient at the end of the backward, the activations freed: {at_end / gib:.2f} GiB "
-            "allocated, the largest moment, counted (the second gradient within the gradients, the hidden-state "
-            "gradient as the activations)")
+def tied_note(tied: int, at_end: int) -> Note:
+    """The assumption where the end of the backward with tied embeddings is the peak counted."""
+    return note("tied-embeddings-end", second_gradient_bytes=tied, allocated_bytes=at_end)
 
 
-def step_note(setup: TrainingSetup, temporary: int, at_step: int, counted: bool) -> str:
-    gib = 2**30
-    step = setup.source_of("optimizer_step_temporary", FOREACH_ADAMW)
-    return (f"optimizer step: {step} allocates the square root of every "
-            f"second moment ({temporary / gib:.2f} GiB) while weights, gradients and optimizer states are live, "
-            f"after the backward has freed the activations: {at_step / gib:.2f} GiB allocated"
-            + ("; the largest moment of the step, counted (the temporary within the optimizer component)"
-               if counted else "; below the peak counted"))
+def step_note(setup: TrainingSetup, temporary: int, at_step: int, counted: bool) -> Note:
+    """The optimizer step's moment: its temporary (the square root of every second moment), the bytes allocated
+    then, whether it is the peak counted; `why` the optimizer's own account (FOREACH_ADAMW or a preset's)."""
+    return note("optimizer-step", temporary_bytes=temporary, allocated_bytes=at_step, counted=counted,
+                why=setup.source_of("optimizer_step_temporary", FOREACH_ADAMW))
 
 
 def gradients_persist(model: ModelSpec, setup: TrainingSetup) -> str | None:
@@ -143,13 +136,9 @@ def head_accumulation_bytes(model: ModelSpec, setup: TrainingSetup) -> Fraction 
     return 3 * head_gradient_bytes(model, setup)
 
 
-def head_accumulation_note(head: int, at_head: int) -> str:
-    """The assumption line where the chunked loss's gradient accumulation is the peak counted."""
-    gib = 2**30
-    return (f"chunked loss: the output projection's backward adds its second chunk's weight gradient out of place "
-            f"(autograd's InputBuffer, pytorch @ 4537ef6c input_buffer.cpp): {head / gib:.2f} GiB of v × h gradients "
-            f"at once with the logit gradients of the chunks left: {at_head / gib:.2f} GiB allocated, the loss moment's "
-            "largest instant (its three gradients shown within the gradients where it is the step's peak)")
+def head_accumulation_note(head: int, at_head: int) -> Note:
+    """The assumption where the chunked loss's gradient accumulation is the peak counted."""
+    return note("chunked-head-accumulation", gradient_bytes=head, allocated_bytes=at_head)
 
 
 def head_gradient_bytes(model: ModelSpec, setup: TrainingSetup) -> Fraction | int:
@@ -160,24 +149,15 @@ def head_gradient_bytes(model: ModelSpec, setup: TrainingSetup) -> Fraction | in
 
 
 def phase_note(model: ModelSpec, setup: TrainingSetup, peak: str | None, at_loss: int = 0, at_backward: int = 0,
-               gradients: int = 0) -> str | None:
-    """The assumption line on the gradients beside the loss (None where there is nothing useful to say)."""
-    gib = 2**30
+               gradients: int = 0) -> Note | None:
+    """The assumption on the gradients beside the loss (None where there is nothing useful to say): the peak
+    moment and the two compared ("peak-phase"), or why the gradients are summed with the loss
+    ("gradients-beside-loss": `why` is gradients_persist's reason, None where the accumulation is unset)."""
     if peak is not None:
-        which = {"loss": "at the loss", "backward": "later in the backward",
-                 "step": "at the optimizer step (below), after the two moments compared here",
-                 "end": "at the end of the backward (below), after the two moments compared here"}[peak]
-        return (f"peak {which}: with gradient_accumulation_steps 1 the gradients are freed after each step "
-                "(zero_grad(set_to_none=True), PyTorch's default since 2.0) and none but the output projection's exists when "
-                f"the loss peaks at the start of the backward ({at_loss / gib:.2f} GiB allocated with the loss); "
-                f"all {gradients / gib:.2f} GiB of gradients exist only later in the backward, beside the saved "
-                f"activations ({at_backward / gib:.2f} GiB); "
-                + {"step": "the optimizer step is larger than both",
-                   "end": "the end of the backward is larger than both"}.get(peak, "the larger is counted"))
+        return note("peak-phase", peak=peak, loss_bytes=at_loss, backward_bytes=at_backward, gradient_bytes=gradients)
     why = gradients_persist(model, setup)
     if setup.gradient_accumulation_steps is None:
         if gradients_persist(model, dataclasses.replace(setup, gradient_accumulation_steps=1)) is not None:
             return None          # the sum stays whatever the accumulation: nothing to ask of the user
-        return ("gradients counted beside the loss peak: gradient_accumulation_steps unset (set it to 1 if each "
-                "micro-batch is stepped, so the gradients freed between steps are not counted with the loss)")
-    return f"gradients counted beside the loss peak: {why}"
+        return note("gradients-beside-loss", why=None)
+    return note("gradients-beside-loss", why=why)

@@ -189,6 +189,23 @@ def _shape_assumed(n: Note) -> str:
             "shape the activations, attention FLOPs and KV cache")
 
 
+# --------------------------------------------------------- the moments of a training step (estimate/phases.py)
+
+_PEAKS = {"loss": "at the loss", "backward": "later in the backward",
+          "step": "at the optimizer step (below), after the two moments compared here",
+          "end": "at the end of the backward (below), after the two moments compared here"}
+
+
+def _peak_phase(n: Note) -> str:
+    return (f"peak {_PEAKS[n['peak']]}: with gradient_accumulation_steps 1 the gradients are freed after each step "
+            "(zero_grad(set_to_none=True), PyTorch's default since 2.0) and none but the output projection's exists "
+            f"when the loss peaks at the start of the backward ({_gib(n['loss_bytes'])} allocated with the loss); "
+            f"all {_gib(n['gradient_bytes'])} of gradients exist only later in the backward, beside the saved "
+            f"activations ({_gib(n['backward_bytes'])}); "
+            + {"step": "the optimizer step is larger than both",
+               "end": "the end of the backward is larger than both"}.get(n["peak"], "the larger is counted"))
+
+
 WORDS: dict[str, Callable[[Note], str]] = {
     TEXT: lambda n: n["text"],
     "overhead": lambda n: (
@@ -322,6 +339,30 @@ WORDS: dict[str, Callable[[Note], str]] = {
     "gqa-head-copies": lambda n: (
         "grouped-query attention: K and V copied to every query head before attention are saved (PyTorch model "
         "code, eager and compiled; not under Megatron's fused attention)"),
+    # ------------------------------------------------------------------------- the moments of a step
+    "peak-phase": _peak_phase,
+    "gradients-beside-loss": lambda n: (
+        f"gradients counted beside the loss peak: {n['why']}" if n["why"] is not None else
+        "gradients counted beside the loss peak: gradient_accumulation_steps unset (set it to 1 if each "
+        "micro-batch is stepped, so the gradients freed between steps are not counted with the loss)"),
+    "optimizer-step": lambda n: (
+        f"optimizer step: {n['why']} allocates the square root of every second moment "
+        f"({_gib(n['temporary_bytes'])}) while weights, gradients and optimizer states are live, after the "
+        f"backward has freed the activations: {_gib(n['allocated_bytes'])} allocated"
+        + ("; the largest moment of the step, counted (the temporary within the optimizer component)"
+           if n["counted"] else "; below the peak counted")),
+    "tied-embeddings-end": lambda n: (
+        f"tied embeddings: the embedding's backward computes a second gradient of the shared weight "
+        f"({_gib(n['second_gradient_bytes'])}) and autograd adds it into the one the output projection wrote, both "
+        f"held at once beside every gradient at the end of the backward, the activations freed: "
+        f"{_gib(n['allocated_bytes'])} allocated, the largest moment, counted (the second gradient within the "
+        "gradients, the hidden-state gradient as the activations)"),
+    "chunked-head-accumulation": lambda n: (
+        f"chunked loss: the output projection's backward adds its second chunk's weight gradient out of place "
+        f"(autograd's InputBuffer, pytorch @ 4537ef6c input_buffer.cpp): {_gib(n['gradient_bytes'])} of v × h "
+        f"gradients at once with the logit gradients of the chunks left: {_gib(n['allocated_bytes'])} allocated, "
+        "the loss moment's largest instant (its three gradients shown within the gradients where it is the step's "
+        "peak)"),
     # ------------------------------------------------------------------------------------ model states
     "model-states": _model_states,
     "zero-shards": lambda n: (
