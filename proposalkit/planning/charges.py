@@ -77,7 +77,7 @@ def charge(res: Resource | str, gpu_type: str, gpus_per_job: int, hours_per_job:
         raise ResourceError(f"hours_per_job: expected a non-negative number, got {hours_per_job!r}")
 
     rule = res.charge
-    hours_charged = max(hours_per_job, rule.minimum_hours)
+    per_job, billed, hours_charged, raised = job_amount(res, gpus_per_job, hours_per_job)
     if hours_charged > hours_per_job:
         hours_text = (f"{fmt_amount(hours_charged)} h (the {plain(rule.minimum_hours * 60)}-minute minimum; "
                       f"the job runs {fmt_amount(hours_per_job)} h)")
@@ -87,22 +87,19 @@ def charge(res: Resource | str, gpu_type: str, gpus_per_job: int, hours_per_job:
     idle = 0      # GPUs of charged whole nodes the job leaves unused
     if rule.per == "gpu-hour":
         nodes = gpus_per_job / res.gpus_per_node
-        billed, head = gpus_per_job, gpus_text(gpus_per_job)
+        head = gpus_text(gpus_per_job)
     elif rule.whole_nodes:
-        nodes = billed = res.nodes_for(gpus_per_job)
+        nodes = billed
         idle = nodes * res.gpus_per_node - gpus_per_job
         head = f"⌈{gpus_text(gpus_per_job)} ÷ {res.gpus_per_node} per node⌉ = {_nodes(nodes)}"
     else:
-        nodes = billed = gpus_per_job / res.gpus_per_node
+        nodes = billed
         head = f"{gpus_text(gpus_per_job)} ÷ {res.gpus_per_node} per node = {_nodes(nodes)}"
 
-    per_job = billed * hours_charged * rule.factor
     text = f"{head} × {hours_text} × {plain(rule.factor)}"
-    raised = per_job < rule.minimum_amount
     if raised:
-        text += (f" = {fmt_amount(per_job)}, raised to the per-job minimum of "
+        text += (f" = {fmt_amount(billed * hours_charged * rule.factor)}, raised to the per-job minimum of "
                  f"{plain(rule.minimum_amount)} {res.unit}")
-        per_job = rule.minimum_amount
     amount = per_job * jobs
     if jobs > 1:
         text += f"; × {jobs:,} jobs" if raised else f" × {jobs:,} jobs"
@@ -136,6 +133,28 @@ def charge_groups(res: Resource | str, gpu_type: str, tensor_parallel: int, repl
             f"{res.unit}")
     return dataclasses.replace(first, amount=amount, arithmetic=text, jobs=first.jobs + last.jobs,
                                gpu_hours=first.gpu_hours + last.gpu_hours)
+
+
+def job_amount(res: Resource, gpus: int, hours: float, nodes: int | None = None) -> tuple[float, float, float, bool]:
+    """One job in the resource's unit, by its charging rule: (amount, units billed, hours charged, raised
+    to the per-job minimum). `charge` writes the same arithmetic out; the job accounting (planning/usage.py)
+    charges each job it reads with this, without the words.
+
+    Billed units: the GPUs (per gpu-hour), or the nodes: ⌈GPUs ÷ GPUs per node⌉ where whole nodes are
+    charged (at least `nodes`, the nodes the accounting says the job held), else the node fraction.
+    amount = billed × max(hours, minimum_hours) × factor, raised to minimum_amount.
+    """
+    rule = res.charge
+    hours_charged = max(hours, rule.minimum_hours)
+    if rule.per == "gpu-hour":
+        billed = gpus
+    elif rule.whole_nodes:
+        billed = max(res.nodes_for(gpus), nodes or 0)
+    else:
+        billed = gpus / res.gpus_per_node
+    amount = billed * hours_charged * rule.factor
+    raised = amount < rule.minimum_amount
+    return (rule.minimum_amount if raised else amount), billed, hours_charged, raised
 
 
 def convert_gpu_hours(res: Resource | str, gpu_hours: float, gpus_per_job: int,
