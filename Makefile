@@ -11,11 +11,16 @@ LOCKED := --constraint $(LOCK) --build-constraint $(LOCK)
 PACKAGE := $(wildcard proposalkit/*.py proposalkit/*/*.py proposalkit/catalog/*.yaml proposalkit/render/templates/*)
 WORKLOADS := $(wildcard workloads/*.yaml)
 PILOT_LOGS := $(wildcard workloads/pilots/*)
+ACCOUNTING := $(wildcard workloads/accounting/*.sacct workloads/accounting/*.csv)
 
-.PHONY: report test test-latest lock golden docs bench clean
+.PHONY: report progress test test-latest lock golden docs bench clean
 
-# Build build/report.md, build/report.html and build/report.pdf from workloads/*.yaml.
-report: build/report.pdf
+# Build build/report.md, build/report.html and build/report.pdf from workloads/*.yaml (the proposal's section B;
+# `make report PROGRESS=1` also builds the progress report below, beside it).
+report: build/report.pdf $(if $(PROGRESS),build/progress.pdf)
+
+# After the award: build/progress.{md,html,pdf}, the plan beside the job accounting in workloads/accounting/.
+progress: build/progress.pdf
 
 # Create the virtual environment and install the project with its test extras.
 # Create the virtual environment and install the project with its test extras, at the locked versions
@@ -28,6 +33,9 @@ $(STAMP): pyproject.toml $(LOCK)
 
 build/report.pdf: $(STAMP) $(WORKLOADS) $(PILOT_LOGS) $(PACKAGE)
 	$(VENV)/bin/proposalkit report $(WORKLOADS) -o build --format md,html,pdf
+
+build/progress.pdf: $(STAMP) $(WORKLOADS) $(PILOT_LOGS) $(ACCOUNTING) $(PACKAGE)
+	$(VENV)/bin/proposalkit usage $(WORKLOADS) --jobs $(ACCOUNTING) -o build --report-format md,html,pdf
 
 # Run the test suite.
 test: $(STAMP)

@@ -99,7 +99,8 @@ class _Parser(argparse.ArgumentParser):
             super()._print_message(message, file)
 
 
-def _plan(paths: list[str]):
+def _plan(paths: list[str], files=None):
+    """The plan of the workload files at `paths` (`files`: already loaded from them)."""
     from .input.loading import load_files
     from .planning.planner import plan_files
 
@@ -109,7 +110,7 @@ def _plan(paths: list[str]):
     # tenth of the time of a large plan. Reference counting frees the rest.
     gc.disable()
     try:
-        return plan_files(load_files(paths))
+        return plan_files(files if files is not None else load_files(paths))
     finally:
         gc.enable()
 
@@ -128,14 +129,22 @@ def cmd_plan(args) -> int:
     return EXIT_OK
 
 
+def _file_formats(command: str, option: str, text: str, allowed: tuple[str, ...]) -> list[str] | None:
+    """The comma-separated file formats of `option`; None (after the message on stderr) when one is unknown."""
+    formats = [f.strip() for f in text.split(",") if f.strip()]
+    unknown = [f for f in formats if f not in allowed]
+    if unknown or not formats:
+        print(f"proposalkit {command}: {option}: unknown format {_safe(', '.join(unknown)) or '(none)'} "
+              f"(expected {', '.join(allowed)}, comma-separated)", file=sys.stderr)
+        return None
+    return formats
+
+
 def cmd_report(args) -> int:
     from .render.report import FORMATS, write_reports
 
-    formats = [f.strip() for f in args.format.split(",") if f.strip()]
-    unknown = [f for f in formats if f not in FORMATS]
-    if unknown or not formats:
-        print(f"proposalkit report: --format: unknown format {_safe(', '.join(unknown)) or '(none)'} "
-              f"(expected {', '.join(FORMATS)}, comma-separated)", file=sys.stderr)
+    formats = _file_formats("report", "--format", args.format, FORMATS)
+    if formats is None:
         return EXIT_INPUT
     plan = _plan(args.files)
     try:
@@ -220,6 +229,50 @@ def cmd_pilot(args) -> int:
     return EXIT_OK
 
 
+def cmd_usage(args) -> int:
+    from .input.accounting import AccountingReader
+    from .input.loading import load_files
+    from .planning.usage import job_patterns, usage
+    from .render.usage import usage_json, usage_text
+
+    formats = None
+    if args.output is not None:
+        from .render.progress import FORMATS
+
+        formats = _file_formats("usage", "--report-format", args.report_format, FORMATS)
+        if formats is None:
+            return EXIT_INPUT
+    files = load_files(args.files)
+    plan = _plan(args.files, files)
+    reader = AccountingReader(args.jobs, args.sacct_format)
+    used = usage(plan, reader, patterns=job_patterns(files), as_of=args.as_of, start=args.start, reader=reader)
+    if args.output is not None:
+        from .render.progress import write_progress
+
+        written, warnings = write_progress(used, plan, args.output, formats)
+        for warning in warnings:
+            print(f"proposalkit usage: warning: {_safe(warning)}", file=sys.stderr)
+        _emit("".join(f"{_safe(path)}\n" for path in written))
+    elif args.format == "json":
+        _emit(usage_json(used))
+    elif args.format == "markdown":
+        from .render.progress import usage_markdown
+
+        _emit(usage_markdown(used, plan))
+    else:
+        _emit(usage_text(used))
+    return EXIT_OK
+
+
+def _day(text: str):
+    from .planning.usage import as_of_date
+
+    try:
+        return as_of_date(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date YYYY-MM-DD") from None
+
+
 def _bounded_int(bound: str):
     """An argument type: a positive integer within bounds.py's bound of that name."""
     def parse(text: str) -> int:
@@ -267,6 +320,9 @@ EXIT_CODES: dict[str, tuple[tuple[int, str], ...]] = {
                                "steady state, in a unit not expected, with a number that is no measurement "
                                "(negative, zero, implausible), too large, or not UTF-8 text")),
     "schema": ((0, "printed"),),
+    "usage": ((0, "reported"), (1, "a workload fits no GPU configuration tried, as for plan"),
+              (2, "invalid input: a workload file, or an accounting line that is malformed (FILE:LINE), or DIR "
+                  "cannot be written")),
 }
 
 
@@ -320,6 +376,29 @@ def build_parser() -> argparse.ArgumentParser:
     p = _command(sub, "pilot", "read pilot-run logs: steady-state throughput and peak memory",
                  deferred=_pilot_arguments)
     p.set_defaults(func=cmd_pilot)
+
+    p = _command(sub, "usage", "the plan beside job accounting: used, lost, burn rate, run-out date")
+    p.add_argument("files", nargs="+", metavar="PLAN_FILE", help="workload files (YAML), planned together")
+    p.add_argument("--jobs", nargs="+", required=True, metavar="ACCOUNTING",
+                   help="job accounting: sacct --parsable2 output (with or without its header), or CSV "
+                        "(job,gpus,start,end|hours[,workload,name,gpu,nodes,state,tokens,log]); a job in two files "
+                        "is counted once, from the file named last")
+    p.add_argument("--format", choices=("text", "json", "markdown"), default="text",
+                   help="text: tables; json: the figures as data; markdown: the tables to paste")
+    p.add_argument("-o", "--output", default=None, metavar="DIR",
+                   help="write the progress report (progress.md, .html, .pdf, with its burn-down charts) into DIR")
+    p.add_argument("--report-format", default="md,html,pdf", metavar="md,html,pdf",
+                   help="with -o: comma-separated md, html, pdf (default: all three)")
+    p.add_argument("--as-of", type=_day, default=None, metavar="YYYY-MM-DD",
+                   help="the day usage and the 30-day burn rate end (default: the day of the latest job end); "
+                        "jobs started later are left out")
+    p.add_argument("--start", type=_day, default=None, metavar="YYYY-MM-DD",
+                   help="the allocation's first day, where the burn-down's planned line starts (default: the "
+                        "first day a job ran)")
+    p.add_argument("--sacct-format", default=None, metavar="FIELDS",
+                   help="the --format sacct was run with, for output written with --noheader (default: "
+                        "JobID,JobName,Account,Partition,AllocTRES,ElapsedRaw,State,Start,End)")
+    p.set_defaults(func=cmd_usage)
 
     p = _command(sub, "schema", "JSON Schema of the workload file format")
     p.set_defaults(func=cmd_schema)

@@ -15,6 +15,7 @@ from proposalkit.cli import EXIT_CODES, main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = str(ROOT / "workloads" / "code-models.yaml")
+ACCOUNTING = str(ROOT / "workloads" / "accounting" / "2026-10.sacct")
 
 # Fits nowhere without any pin: a 70B full fine-tune held at ZeRO stage 0 keeps 16 bytes per
 # parameter (bf16 weights and gradients, fp32 Adam states and master weights) on every GPU,
@@ -57,6 +58,9 @@ def cases(tmp_path):
         ("schema", 0): ["schema"],
         ("pilot", 0): ["pilot", ROOT / "tests" / "data" / "pilot" / "megatron.log"],
         ("pilot", 2): ["pilot", a_file],         # an empty log
+        ("usage", 0): ["usage", EXAMPLE, "--jobs", ACCOUNTING],
+        ("usage", 1): ["usage", nowhere, "--jobs", ACCOUNTING],
+        ("usage", 2): ["usage", EXAMPLE, "--jobs", a_file],      # an empty accounting file
     }
 
 
@@ -69,7 +73,7 @@ def exit_code(argv) -> int:
 
 def test_every_documented_code_has_a_case_and_no_other(tmp_path):
     table = {(command, code) for command, codes in documented().items() for code in codes}
-    assert {"plan", "report", "diff", "check", "catalog", "schema", "pilot"} <= set(documented())
+    assert {"plan", "report", "diff", "check", "catalog", "schema", "pilot", "usage"} <= set(documented())
     assert table == set(cases(tmp_path))
 
 

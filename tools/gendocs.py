@@ -317,7 +317,7 @@ def _argument(action: argparse.Action) -> str:
         if action.nargs == 0:
             return flag
         value = action.metavar or "|".join(action.choices or ()) or action.dest.upper()
-        return f"{flag} {value}"
+        return f"{flag} {value}" + ("..." if action.nargs == "+" else "")
     name = "|".join(action.choices) if action.choices else action.metavar
     return {"+": f"{name}...", "?": f"[{name}]"}.get(action.nargs, name)
 
@@ -330,7 +330,7 @@ def synopsis(name: str, p: argparse.ArgumentParser) -> str:
     parts = []
     for a in _arguments(p):
         text = _argument(a)
-        parts.append(f"[{text}]" if a.option_strings else text)
+        parts.append(f"[{text}]" if a.option_strings and not a.required else text)
     return " ".join(["proposalkit", name, *parts])
 
 
@@ -553,14 +553,19 @@ def workload_format() -> str:
         definition = schema if name == "WorkloadFile" else defs[name]
         out.append(f"## {title}\n\n")
         if name == "WorkloadFile":
+            own = [k for k in defs["Workload"]["properties"] if k not in defs["WorkloadFields"]["properties"]]
             out.append("The top level of a workload file. `defaults` takes every field of a workload but "
-                       "`name`; a workload that does not set a field takes it from there.\n\n")
+                       + " and ".join(f"`{k}`" for k in own if k not in ("kind", "model"))
+                       + "; a workload that does not set a field takes it from there.\n\n")
         elif definition.get("description"):
             out.append(" ".join(definition["description"].split()) + "\n\n")
         if name == "Workload":
-            # Workload repeats WorkloadFields with name, kind and model required: one table, in that order.
+            # Workload repeats WorkloadFields with name, kind and model required: one table, in that order,
+            # then the fields only a workload has (jobs).
+            own = {k: v for k, v in definition["properties"].items()
+                   if k not in defs["WorkloadFields"]["properties"] and k not in ("name", "kind", "model")}
             fields = {"properties": {**{k: definition["properties"][k] for k in ("name", "kind", "model")},
-                                     **defs["WorkloadFields"]["properties"]},
+                                     **defs["WorkloadFields"]["properties"], **own},
                       "required": definition["required"]}
             out.append(_table(fields, defs, defaults) + "\n")
         else:

@@ -266,6 +266,10 @@ class Workload(WorkloadFields):
     name: Annotated[Name, Field(pattern=NAME_PATTERN)] = Field(description="Unique id: lower-case letters, digits, - and _.")
     kind: Literal[KINDS] = Field(description=KIND_TEXT)
     model: ModelRef = Field(description=MODEL_TEXT)
+    jobs: Text | None = Field(
+        None, description="After the award (proposalkit usage): the job names of this workload in the job "
+                          "accounting, a glob (* any text, ? one character, [ab] one of them; case-sensitive), "
+                          "e.g. lora-sweep-*. Default: jobs named as the workload.")
 
 
 class WorkloadFile(_Strict):

@@ -1,10 +1,12 @@
 """Charts as inline SVG, drawn by hand: no JavaScript, no fonts or files to fetch.
 
-Two charts a reviewer would rather look at than read:
+Charts a reviewer would rather look at than read:
 
 - `bar_chart`: requested GPU-hours per workload (horizontal bars).
 - `memory_chart`: memory per GPU by component (stacked bars), each bar
   crossed by a vertical line at its GPU's usable memory.
+- `burndown_chart` (the progress report): an allocation's amount remaining
+  over its period, planned against used, and the recent rate carried on.
 
 Every string that reaches the SVG goes through `xml_escape`; every number is
 formatted with a fixed number of decimals, so the same plan gives the same
@@ -164,3 +166,71 @@ def memory_chart(bars: list[StackedBar], *, title: str, unit: str) -> str:
         body.append(f'<text x="{_n(lx + 14)}" y="{_n(ly)}">{xml_escape(name)}</text>')
         lx += w
     return _svg(WIDTH, ly + 8, title, body)
+
+
+@dataclass(frozen=True)
+class BurnDown:
+    """One budget over the allocation, as amounts remaining (x: days from the allocation's start)."""
+
+    label: str                               # the budget: "GPU-hours", a system
+    unit: str
+    planned: float                           # the request at the start; the planned line falls to 0 at `days`
+    days: int                                # the allocation's length in days
+    used: tuple[tuple[int, float], ...]      # (day, remaining at that day's end), up to the as-of day
+    projection: tuple[tuple[int, float], tuple[int, float]] | None   # at the last 30 days' rate, from as-of on
+    day_labels: tuple[tuple[int, str], ...]  # x-axis ticks: (day, text)
+
+
+def burndown_chart(b: BurnDown, *, title: str) -> str:
+    """Remaining amount over the allocation: planned (a straight line to zero at its end), used (the
+    accounting, day by day), and the rate of the last 30 days carried on (dashed), with a legend."""
+    left, right, top, height = 64.0, 16.0, 10.0, 180.0
+    plot_w = WIDTH - left - right
+    bottom = top + height
+    values = [b.planned, 0.0] + [v for _, v in b.used] + ([p[1] for p in b.projection] if b.projection else [])
+    vmax, vmin = max(values), min(values)
+    step = nice_step(vmax - min(vmin, 0.0))
+    high = step * math.ceil(vmax / step) if vmax > 0 else step
+    low = step * math.floor(vmin / step) if vmin < 0 else 0.0
+    days = max([b.days, 1] + [d for d, _ in b.used] + ([b.projection[1][0]] if b.projection else []))
+
+    def x(day: float) -> float:
+        return left + plot_w * day / days
+
+    def y(value: float) -> float:
+        return bottom - height * (value - low) / (high - low)
+
+    body = []
+    k = 0
+    while low + k * step <= high * (1 + 1e-9) + 1e-12:
+        v = low + k * step
+        body.append(f'<line x1="{_n(left)}" y1="{_n(y(v))}" x2="{_n(left + plot_w)}" y2="{_n(y(v))}" '
+                    f'stroke="{"#999999" if v == 0 else "#dddddd"}" stroke-width="1"/>')
+        body.append(f'<text x="{_n(left - 6)}" y="{_n(y(v) + 4)}" text-anchor="end" fill="#444444">'
+                    f'{xml_escape(_tick_label(v, step))}</text>')
+        k += 1
+    for day, text in b.day_labels:
+        body.append(f'<line x1="{_n(x(day))}" y1="{_n(bottom)}" x2="{_n(x(day))}" y2="{_n(bottom + 4)}" '
+                    'stroke="#444444" stroke-width="1"/>')
+        body.append(f'<text x="{_n(x(day))}" y="{_n(bottom + 16)}" text-anchor="middle" fill="#444444">'
+                    f'{xml_escape(text)}</text>')
+    body.append(f'<text x="{_n(left)}" y="{_n(bottom + 32)}" fill="#444444">{xml_escape(b.unit)} remaining</text>')
+    body.append(f'<line x1="{_n(x(0))}" y1="{_n(y(b.planned))}" x2="{_n(x(b.days))}" y2="{_n(y(0))}" '
+                f'stroke="{PALETTE[7]}" stroke-width="2"><title>planned</title></line>')
+    if b.used:
+        points = " ".join(f"{_n(x(d))},{_n(y(v))}" for d, v in ((0, b.planned),) + b.used)
+        body.append(f'<polyline points="{points}" fill="none" stroke="{PALETTE[0]}" stroke-width="2">'
+                    '<title>used</title></polyline>')
+    if b.projection:
+        (d0, v0), (d1, v1) = b.projection
+        body.append(f'<line x1="{_n(x(d0))}" y1="{_n(y(v0))}" x2="{_n(x(d1))}" y2="{_n(y(v1))}" '
+                    f'stroke="{PALETTE[5]}" stroke-width="2" stroke-dasharray="6 4"><title>at the last 30 days\' '
+                    'rate</title></line>')
+    ly, lx = bottom + 32, left + 150
+    for name, colour, dash in (("planned", PALETTE[7], ""), ("used", PALETTE[0], ""),
+                               ("at the last 30 days' rate", PALETTE[5], ' stroke-dasharray="6 4"')):
+        body.append(f'<line x1="{_n(lx)}" y1="{_n(ly - 4)}" x2="{_n(lx + 18)}" y2="{_n(ly - 4)}" stroke="{colour}" '
+                    f'stroke-width="2"{dash}/>')
+        body.append(f'<text x="{_n(lx + 22)}" y="{_n(ly)}">{xml_escape(name)}</text>')
+        lx += 22 + len(name) * CHAR_WIDTH + 18
+    return _svg(WIDTH, ly + 10, title, body)

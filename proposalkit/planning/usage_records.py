@@ -1,0 +1,208 @@
+"""The records of `proposalkit usage`: the plan beside what the jobs used (planning/usage.py makes them,
+render/usage.py and render/progress.py write them; nothing there recomputes a figure).
+
+GPU-hours are GPUs × elapsed hours as the accounting states them; units are the plan's resource's
+(planning/charges.job_amount, per job: whole nodes, factors, minimum charges). "Planned" is what the
+plan requests (buffer included); "estimated" the plan's GPU-hours before the buffer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import date, timedelta
+
+BURN_WINDOW_DAYS = 30       # the issue's "burn rate over the last 30 days"
+
+
+@dataclass(frozen=True)
+class LostHours:
+    """GPU-hours of jobs that ended without completing, by why (input/sacct.py STATES)."""
+
+    failed: float = 0.0
+    timeout: float = 0.0
+    out_of_memory: float = 0.0
+    preempted: float = 0.0
+    cancelled: float = 0.0
+    node_fail: float = 0.0
+    requeued: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return sum(getattr(self, f.name) for f in fields(self))
+
+    def items(self) -> tuple[tuple[str, float], ...]:
+        return tuple((f.name, getattr(self, f.name)) for f in fields(self))
+
+
+@dataclass(frozen=True)
+class MeasuredRate:
+    """Tokens per second measured in the jobs that give tokens, beside the plan's."""
+
+    tokens: float
+    """Tokens the jobs processed."""
+    seconds: float
+    """Their elapsed seconds."""
+    gpu_seconds: float
+    """Their GPUs × elapsed seconds."""
+    jobs: int
+    """Jobs that gave tokens."""
+    planned_per_gpu: float | None
+    """The plan's tokens per second ÷ its GPUs per run (None: a service, sized by hours)."""
+
+    @property
+    def tokens_per_second(self) -> float:
+        """Σ tokens ÷ Σ elapsed seconds: the jobs as they ran, all their GPUs together."""
+        return self.tokens / self.seconds
+
+    @property
+    def per_gpu(self) -> float:
+        """Σ tokens ÷ Σ (GPUs × elapsed seconds)."""
+        return self.tokens / self.gpu_seconds
+
+    @property
+    def ratio(self) -> float | None:
+        """Measured ÷ planned, per GPU (above 1: faster than planned)."""
+        return None if not self.planned_per_gpu else self.per_gpu / self.planned_per_gpu
+
+
+@dataclass(frozen=True)
+class Burn:
+    """One budget over time: what was planned, what was used, the rate of the last 30 days."""
+
+    label: str
+    """What is counted: "GPU-hours", a workload's name, or a resource's system ("Delta")."""
+    unit: str
+    """GPU-hours, SUs, node-hours, …"""
+    planned: float
+    """The plan's request, in `unit`."""
+    used: float
+    """Used up to the as-of date (running jobs: so far)."""
+    last_30_days: float
+    """Used in the BURN_WINDOW_DAYS days that end with the as-of date."""
+    runs_out_on: date | None
+    """At the rate of the last 30 days, the day the request is used up (already used up: the day it was);
+    None when nothing was used in those days."""
+    daily: tuple[tuple[date, float], ...] = ()
+    """Used per day (days with use only), as the accounting's times place it."""
+
+    @property
+    def remaining(self) -> float:
+        return self.planned - self.used
+
+    @property
+    def rate_per_day(self) -> float:
+        return self.last_30_days / BURN_WINDOW_DAYS
+
+    @property
+    def used_share(self) -> float | None:
+        return self.used / self.planned if self.planned else None
+
+
+@dataclass(frozen=True)
+class WorkloadUsage:
+    """One workload of the plan beside the jobs attributed to it."""
+
+    name: str
+    pattern: str
+    """The glob its jobs' names matched (`jobs:`, else the workload's name)."""
+    gpu_hours_estimated: float
+    """The plan's GPU-hours before the buffer."""
+    gpu_hours: Burn
+    """GPU-hours: planned (requested), used, rate and run-out."""
+    resource_id: str | None
+    """The resource (partition) the plan charges it on (None: none targeted; units are GPU-hours)."""
+    units: Burn
+    """In the resource's unit, each job charged by its rule."""
+    jobs: int
+    """Job allocations attributed to it (every state)."""
+    jobs_planned: int
+    """variants × walltime segments: the jobs the plan's runs take."""
+    jobs_completed: int
+    runs_planned: int
+    """The plan's variants."""
+    walltime_segments: int
+    """Jobs one run takes under the resource's walltime limit."""
+    jobs_running: int = 0
+    jobs_pending: int = 0
+    """Never started (pending, held, revoked)."""
+    jobs_unknown_state: int = 0
+    jobs_without_gpus: int = 0
+    lost: LostHours = LostHours()
+    rate: MeasuredRate | None = None
+
+    @property
+    def runs_completed(self) -> int:
+        """⌊completed jobs ÷ walltime segments⌋: a run is done when its segments are."""
+        return self.jobs_completed // self.walltime_segments
+
+    @property
+    def lost_share(self) -> float | None:
+        return self.lost.total / self.gpu_hours.used if self.gpu_hours.used else None
+
+
+@dataclass(frozen=True)
+class UnattributedJob:
+    """A job no workload's pattern matched: listed, never dropped."""
+
+    job: str
+    name: str
+    gpu_hours: float
+    state: str
+    where: str
+    """FILE:LINE of its accounting line."""
+    reason: str
+    """Why it is not attributed, in words."""
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What `proposalkit usage` reports: per workload, per resource, in total."""
+
+    workloads: tuple[WorkloadUsage, ...]
+    unattributed: tuple[UnattributedJob, ...]
+    """Jobs attributed to no workload, up to MAX_LISTED; the rest are counted in `unlisted`."""
+    unlisted: tuple[int, float]
+    """(jobs, GPU-hours) of unattributed jobs past the listed ones."""
+    gpu_hours: Burn
+    """Every job's GPU-hours (unattributed ones too: the allocation is charged for them) against the plan's
+    requested GPU-hours."""
+    allocations: tuple[Burn, ...]
+    """Per system and unit (partitions of a system share an allocation): the attributed jobs' units
+    against the plan's charges."""
+    lost: LostHours
+    """Every job's lost GPU-hours, by why."""
+    unattributed_gpu_hours: float
+    as_of: date | None
+    """Usage and the burn window end with this day (None: no job started and none given)."""
+    as_of_source: str
+    """"--as-of", or "the latest job end"."""
+    allocation_start: date | None
+    """The allocation's first day: --start, else the first day a job ran."""
+    allocation_end: date | None
+    """allocation_start + the track's period (the planned line of the burn-down reaches 0 there)."""
+    track: str
+    zone: str
+    """The accounting's time zone as written (input/accounting.py ZONE_NONE: none written)."""
+    files: tuple[str, ...]
+    jobs: int
+    """Job allocations read (each once)."""
+    steps_skipped: int
+    duplicates: int
+    """Jobs found in more than one file, counted once."""
+    jobs_after_as_of: int
+    """Jobs that started after the as-of day, not counted."""
+    notes: tuple[str, ...] = ()
+    """What reading and attributing found to report: unknown states, jobs without GPUs, FILE:LINE each."""
+
+    @property
+    def window_start(self) -> date | None:
+        return None if self.as_of is None else self.as_of - timedelta(days=BURN_WINDOW_DAYS - 1)
+
+    @property
+    def lost_share(self) -> float | None:
+        return self.lost.total / self.gpu_hours.used if self.gpu_hours.used else None
+
+    @property
+    def jobs_counted(self) -> int:
+        """The jobs read, less those that started after the as-of day."""
+        return self.jobs - self.jobs_after_as_of
