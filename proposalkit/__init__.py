@@ -32,16 +32,17 @@ if TYPE_CHECKING:
     from .estimate.breakdown import MemoryBreakdown
     from .estimate.storage import StorageTotals, WorkloadStorage
     from .notes import Note, Reference
-    from .planning.records import (AccessCredits, Candidate, CapFinding, Charge, ChargeGroup, InferencePlan,
-                                   Plan, Settings, SystemTotal, Throughput, WorkloadPlan)
+    from .planning.charge_records import AccessCredits, CapFinding, Charge, ChargeGroup, SystemTotal
+    from .planning.records import Candidate, InferencePlan, Plan, Settings, Throughput, WorkloadPlan
     from .render.report import WrittenReports
 
 # Record → the module that defines it, imported when the name is first asked for (PEP 562).
 _RECORDS = {
     "Plan": "planning.records", "WorkloadPlan": "planning.records", "Settings": "planning.records",
     "Throughput": "planning.records", "InferencePlan": "planning.records", "Candidate": "planning.records",
-    "Charge": "planning.records", "ChargeGroup": "planning.records", "SystemTotal": "planning.records",
-    "CapFinding": "planning.records", "AccessCredits": "planning.records",
+    "Charge": "planning.charge_records", "ChargeGroup": "planning.charge_records",
+    "SystemTotal": "planning.charge_records", "CapFinding": "planning.charge_records",
+    "AccessCredits": "planning.charge_records",
     "MemoryBreakdown": "estimate.breakdown",
     "WorkloadStorage": "estimate.storage", "StorageTotals": "estimate.storage",
     "Note": "notes", "Reference": "notes",

@@ -3,7 +3,7 @@
 Every conversion is returned with its arithmetic written out, so the report
 can show a reviewer how GPU-hours became SUs or node-hours. The rates and
 limits come from the resource catalog (``catalog/resources.py``), each row with its
-source; the records made here (Charge, AccessCredits, CapFinding) are in records.py.
+source; the records made here (Charge, AccessCredits, CapFinding) are in charge_records.py.
 
 Charging rules (one per catalog row):
 
@@ -20,7 +20,7 @@ import dataclasses
 import math
 from collections.abc import Iterable
 
-from .records import AccessCredits, CapFinding, Charge
+from .charge_records import AccessCredits, CapFinding, Charge
 from ..catalog.resources import (
     Resource, ResourceError, access_tier, as_resource, credit_tier, describe_rule, fits, gpus_text, plain, resolve,
     resource, suggest, system_of, track,
