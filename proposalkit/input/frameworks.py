@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from ..catalog.engines import ENGINES, engine as engine_named
 from ..knobs import default, knob
+from ..notes import Note, note
 
 # Training frameworks a workload may name (CONTRACT.md, `framework`).
 TRAINING_FRAMEWORKS = ("hf-trainer", "torchtune", "torchtitan", "deepspeed", "megatron", "axolotl", "llama-factory")
@@ -48,6 +49,11 @@ class PresetDefault:
     value: object
     source: str
     methods: tuple[str, ...] = ("full", "lora", "qlora")   # the training methods the recipe setting covers
+    references: tuple[str, ...] = ()    # the works `source` names beyond the framework's own (catalog/references.py)
+
+
+# The framework's own code as the references list it, where they list it (catalog/references.py ids).
+FRAMEWORK_REFERENCES = {"torchtune": ("torchtune-readme",), "torchtitan": ("torchtitan-sac",)}
 
 
 PRESETS: dict[str, tuple[PresetDefault, ...]] = {
@@ -56,7 +62,7 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
                       f"{TORCHTUNE} recipes/full_finetune_single_device.py (and the LoRA recipes): the model is built "
                       "under training.set_default_dtype(dtype), bf16 in every config; 'Mixed precision training and "
                       "fp16 precision are currently not supported': weights, gradients, Adam moments and LoRA "
-                      "adapters in bf16, no fp32 master copy"),
+                      "adapters in bf16, no fp32 master copy", references=("hu-2021", "micikevicius-2018")),
         PresetDefault("loss", "chunked",
                       f"{TORCHTUNE} recipes/configs/llama3_1/*.yaml: loss LinearCrossEntropyLoss (8 chunks, each "
                       "projected and upcast in turn; its 2024 configs used CEWithChunkedOutputLoss, the chunked "
@@ -92,10 +98,10 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
     "hf-trainer": (
         PresetDefault("mixed_precision", True,
                       f"{TRANSFORMERS}: bf16/fp16 run as torch.amp autocast over the model's fp32 parameters, and "
-                      "PEFT keeps LoRA adapters in fp32 (autocast_adapter_dtype)"),
+                      "PEFT keeps LoRA adapters in fp32 (autocast_adapter_dtype)", references=("hu-2021",)),
         PresetDefault("flash_attention", True,
                       "huggingface/transformers from_pretrained: attn_implementation sdpa where PyTorch has it "
-                      "(FlashAttention kernels, no s×s scores stored)"),
+                      "(FlashAttention kernels, no s×s scores stored)", references=("dao-2022",)),
         PresetDefault("loss", "standard", HF_LOSS),
         PresetDefault("compile", False, f"{TRANSFORMERS}: TrainingArguments torch_compile defaults to False"),
     ),
@@ -103,7 +109,8 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
         PresetDefault("mixed_precision", True,
                       "microsoft/DeepSpeed @ 38327e07 deepspeed/runtime/bf16_optimizer.py fp32_groups_flat_partition, "
                       "zero/stage_1_and_2.py single_partition_of_fp32_groups, zero/stage3.py "
-                      "fp32_partitioned_groups_flat: fp32 master copies of the 16-bit parameters"),
+                      "fp32_partitioned_groups_flat: fp32 master copies of the 16-bit parameters",
+                      references=("micikevicius-2018",)),
         PresetDefault("compile", False,
                       f"{DEEPSPEED} deepspeed/runtime/engine.py: the model is compiled only when engine.compile() is "
                       "called (_is_compiled = False until then); Megatron-DeepSpeed's RMSNorm and SwiGLU are plain "
@@ -124,7 +131,8 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
         PresetDefault("zero_stage", 1,
                       f"{MEGATRON} examples/llama/train_llama3_8b_h100_fp8.sh and "
                       "examples/mixtral/train_mixtral_8x7b_distributed.sh: --use-distributed-optimizer "
-                      "(the optimizer states sharded over data-parallel ranks, as ZeRO stage 1)"),
+                      "(the optimizer states sharded over data-parallel ranks, as ZeRO stage 1)",
+                      references=("rajbhandari-2020",)),
     ),
     "axolotl": (
         # bf16: auto sets cfg.torch_dtype = bfloat16 (src/axolotl/utils/config/__init__.py) and the model is
@@ -161,7 +169,7 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
 # What a recipe does that the preset cannot set for every run of the framework, said beside its defaults.
 NOTES: dict[str, tuple[str, ...]] = {
     "torchtune": (
-        f"torchtune: its single-device full fine-tune recipes also fuse the optimizer step into the backward "
+        f"its single-device full fine-tune recipes also fuse the optimizer step into the backward "
         f"with bitsandbytes PagedAdamW8bit ({TORCHTUNE} recipes/configs/llama3_1/8B_full_single_device.yaml: "
         "optimizer_in_bwd: True); set optimizer_in_backward: true and optimizer: paged-adamw-8bit if yours does",
     ),
@@ -180,34 +188,35 @@ OPTIMIZER_IMPL_SOURCES = {
 }
 
 
-def selective_policy(workload) -> tuple[str | None, str | None]:
+def selective_policy(workload) -> tuple[str | None, Note | None]:
     """(the selective-checkpointing policy the framework runs, an assumption stating it), or (None, None):
     the planner's default (the attention core, Megatron-LM's selective recompute)."""
     if workload.framework == "torchtitan" and workload.activation_checkpointing == "selective":
-        return "op", (f"selective checkpointing by torchtitan's op-level policy ({TORCHTITAN} "
-                      "torchtitan/parallelisms/parallelize_llama.py: selective_ac_option 'op' saves every other "
-                      "matmul's output and the attention output; torchtitan preset)")
+        return "op", note("framework-selective-policy", FRAMEWORK_REFERENCES["torchtitan"], framework="torchtitan",
+                          why=f"{TORCHTITAN} torchtitan/parallelisms/parallelize_llama.py: selective_ac_option 'op' "
+                              "saves every other matmul's output and the attention output")
     return None, None
 
 
-def softmax_fp32(workload) -> tuple[bool | None, str | None]:
+def softmax_fp32(workload) -> tuple[bool | None, Note | None]:
     """Whether unfused attention runs its softmax in fp32, when the framework decides (None: the planner's
     default, eager PyTorch under autocast, which does)."""
     if workload.framework == "megatron" and workload.flash_attention is False:
-        return False, (f"unfused attention's softmax in 16-bit ({MEGATRON} megatron/training/arguments.py: "
-                       "--attention-softmax-in-fp32 is off unless passed; megatron preset)")
+        return False, note("framework-softmax-16bit", framework="megatron",
+                           why=f"{MEGATRON} megatron/training/arguments.py: --attention-softmax-in-fp32 is off unless "
+                               "passed")
     return None, None
 
 
-def sequence_parallel(workload) -> tuple[bool | None, str | None]:
+def sequence_parallel(workload) -> tuple[bool | None, Note | None]:
     """Whether tensor parallelism also splits the norms' and dropouts' activations along the sequence, when the
     framework decides (None: the planner's default, Megatron-LM's sequence parallelism, Korthikanti §4.2.2)."""
     if workload.framework == "deepspeed" and (workload.tensor_parallel or 1) > 1:
-        return False, ("tensor parallelism without sequence parallelism: the norms' inputs, the attention and MLP "
-                       "inputs and the checkpointed layer inputs are whole on every tensor-parallel GPU (DeepSpeed "
-                       "trains tensor-parallel through Megatron-DeepSpeed, whose BLOOM run passes no "
-                       "--sequence-parallel: bigscience-workshop/bigscience @ e726b159 "
-                       "train/tr11-176B-ml/tr11-176B-ml.slurm; Korthikanti et al. 2022 eq. 2; deepspeed preset)")
+        return False, note("framework-no-sequence-parallel", ("bigscience-2022", "korthikanti-2022"),
+                           framework="deepspeed",
+                           why="DeepSpeed trains tensor-parallel through Megatron-DeepSpeed, whose BLOOM run passes no "
+                               "--sequence-parallel: bigscience-workshop/bigscience @ e726b159 "
+                               "train/tr11-176B-ml/tr11-176B-ml.slurm")
     return None, None
 
 
@@ -220,25 +229,21 @@ FUSED_FRAMEWORKS = {"megatron": f"{MEGATRON} Transformer Engine's fused RMSNorm 
                                 "megatron/core/fusions/fused_bias_swiglu.py SwiGLUFunction (saves its input only)"}
 
 
-def kernels(workload) -> tuple[str, str]:
+def kernels(workload) -> tuple[str, Note | None]:
     """How a training workload's layers run (estimate/memory.py TrainingSetup.kernels), and the assumption
     stating it: fused (a framework's own fused kernels), compiled (compile: true) or eager."""
     name = workload.framework
     if name in FUSED_FRAMEWORKS:
-        return "fused", (f"kernels: fused, what fused kernels keep, no eager extras ({name}; "
-                         f"{FUSED_FRAMEWORKS[name]})"
-                         + ("; compile: true changes nothing here: the fused count is already what a compiled "
-                            "layer keeps" if workload.compile else ""))
+        return "fused", note("framework-fused-kernels", framework=name, why=FUSED_FRAMEWORKS[name],
+                             compile=bool(workload.compile))
     if workload.compile:
-        return "compiled", ("torch.compile (compile: true): each layer keeps what fused kernels keep; the final "
-                            "norm stays eager; a chunked loss is compiled (16-bit logits and per-row statistics)")
+        return "compiled", note("compile-given")
     if workload.compile is None:
-        return "eager", (f"compile: {_show(default('compile'))} (planner default: {knob('compile').source}; set "
-                         "compile: true where the run uses torch.compile)")
-    return "eager", ""
+        return "eager", note("compile-default", compile=default("compile"), why=knob("compile").source)
+    return "eager", None
 
 
-def optimizer_impl(workload, precision: str) -> tuple[str, str | None]:
+def optimizer_impl(workload, precision: str) -> tuple[str, Note | None]:
     """(the optimizer implementation the framework runs, an assumption stating it or None)."""
     name = workload.framework
     if workload.kind == "inference" or name is None:
@@ -254,7 +259,8 @@ def optimizer_impl(workload, precision: str) -> tuple[str, str | None]:
         impl = "fp32-main-gradients"
     else:
         return "torch", None
-    return impl, f"optimizer: {OPTIMIZER_IMPL_SOURCES[impl]} ({name} preset)"
+    return impl, note("framework-optimizer", ("rajbhandari-2020",) if impl == "fp32-gradient-buffer" else (),
+                      impl=impl, framework=name, why=OPTIMIZER_IMPL_SOURCES[impl])
 
 
 # What each framework always does that the estimates count, as behaviour flags (proposalkit/knobs.py): the flag,
@@ -333,7 +339,7 @@ class Behaviour:
 
     flags: tuple[tuple[str, object], ...] = ()
     sources: tuple[tuple[str, str], ...] = ()
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
 
 
 def behaviour(workload) -> Behaviour:
@@ -344,7 +350,7 @@ def behaviour(workload) -> Behaviour:
     precision = workload.precision or default("precision")     # training loads any checkpoint at this precision
     flags: dict[str, object] = {}
     sources: dict[str, str] = {}
-    notes: list[str] = []
+    notes: list[Note] = []
     impl, impl_note = optimizer_impl(workload, precision)
     policy, policy_note = selective_policy(workload)
     softmax32, softmax_note = softmax_fp32(workload)
@@ -362,10 +368,6 @@ def behaviour(workload) -> Behaviour:
     return Behaviour(tuple(flags.items()), tuple(sources.items()), tuple(notes))
 
 
-def _show(value: object) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
 def apply_preset(workload):
     """(workload with the preset's defaults filled in, the assumptions stating them)."""
     name = workload.framework
@@ -373,13 +375,14 @@ def apply_preset(workload):
         return workload, ()
     method = workload.method or "full"
     updates: dict[str, object] = {}
-    notes: list[str] = []
+    notes: list[Note] = []
     for default in PRESETS.get(name, ()):
         if getattr(workload, default.field) is None and method in default.methods:
             updates[default.field] = default.value
-            notes.append(f"{default.field}: {_show(default.value)} ({name} preset; {default.source}; set "
-                         f"{default.field} to override)")
-    notes += NOTES.get(name, ())
+            notes.append(note("preset-default", FRAMEWORK_REFERENCES.get(name, ()) + default.references,
+                              field=default.field, value=default.value, framework=name, why=default.source))
+    notes += [note("framework-recipe", FRAMEWORK_REFERENCES.get(name, ()), framework=name, why=text)
+              for text in NOTES.get(name, ())]
     return (workload.model_copy(update=updates) if updates else workload), tuple(notes)
 
 

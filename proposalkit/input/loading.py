@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from .. import catalog
 from ..errors import InputError, Problem
+from ..notes import Note
 from ..catalog.shapes import ModelSpec
 from ..units import SECONDS_PER_HOUR
 from .messages import translate, unknown_gpu, unknown_model, unknown_resource
@@ -43,7 +44,7 @@ class LoadedWorkload:
     path: str
     line: int | None
     index: int
-    preset_notes: tuple[str, ...] = ()      # the framework preset's defaults, as assumptions (frameworks.py)
+    preset_notes: tuple[Note, ...] = ()      # the framework preset's defaults, as assumptions (frameworks.py)
     lines: tuple[tuple[str, int | None], ...] = ()     # (field, line) of the fields the workload sets
 
     @functools.cached_property
