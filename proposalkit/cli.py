@@ -116,9 +116,14 @@ def _plan(paths: list[str], files=None):
 
 
 def cmd_plan(args) -> int:
+    from .input.loading import load_files
     from .render import output
+    from .review.lint import hints
 
-    plan = _plan(args.files)
+    files = load_files(args.files)
+    plan = _plan(args.files, files)
+    for hint in hints(files, plan):      # what the author may set, never in the plan itself
+        print(hint, file=sys.stderr)
     if args.format == "json":
         _emit(output.plan_json(plan))
     elif args.format == "markdown":
@@ -170,7 +175,7 @@ def cmd_diff(args) -> int:
 def cmd_check(args) -> int:
     from .review.check import check
 
-    reasons, ok, warnings = check(args.files, args.max_gpu_hours)
+    reasons, ok, warnings = check(args.files, args.max_gpu_hours, review=args.review, pilot_above=args.pilot_above)
     if warnings:
         _print_lines("\n".join(warnings))
     if reasons:
@@ -313,7 +318,9 @@ EXIT_CODES: dict[str, tuple[tuple[int, str], ...]] = {
     "report": ((0, "written"), (1, "a workload fits no GPU configuration tried, as for plan"),
                (2, "invalid input, or DIR cannot be written")),
     "diff": ((0, "compared"), (1, "a version holds a workload that fits nowhere"), (2, "invalid input")),
-    "check": ((0, "every workload fits, under the caps"), (1, "a workload fits nowhere, or a cap is exceeded"),
+    "check": ((0, "every workload fits, under the caps (with --review: no finding that is an error; warnings "
+                  "are printed)"),
+              (1, "a workload fits nowhere, a cap is exceeded, or (--review) a reviewer's finding is an error"),
               (2, "invalid input")),
     "catalog": ((0, "listed"), (2, "no such catalog")),
     "pilot": ((0, "read"), (2, "a log that is empty, truncated, of no known or of mixed formats, too short for a "
@@ -360,10 +367,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="markdown: to paste into a pull request; json: the same as data")
     p.set_defaults(func=cmd_diff)
 
-    p = _command(sub, "check", "validate and plan; exit 1 when infeasible or over a cap")
+    p = _command(sub, "check", "validate and plan; exit 1 when infeasible, over a cap, or (--review) with a "
+                               "reviewer's finding")
     p.add_argument("files", nargs="+", metavar="FILE", help="workload files (YAML)")
     p.add_argument("--max-gpu-hours", type=float, default=None, metavar="N",
                    help="fail when the requested GPU-hours exceed N")
+    p.add_argument("--review", action="store_true",
+                   help="also what a proposal reviewer would reject, each FILE:LINE: field: finding; what to do "
+                        "(a workload without a description; one over --pilot-above GPU-hours without a pilot; a "
+                        "pilot on another GPU type without extrapolation:; a buffer outside 0.20-0.30 without "
+                        "buffer_reason:; the track's caps; section B over its page budget; a chance to suffice "
+                        "under 0.8 where the plan has ranges; as a warning, a pilot log's framework unset)")
+    p.add_argument("--pilot-above", type=float, default=None, metavar="N",
+                   help="with --review: the requested GPU-hours above which a workload needs a pilot "
+                        "(default 1,000: half the Start-Up track's cap of about 2,000)")
     p.set_defaults(func=cmd_check)
 
     p = _command(sub, "catalog", "list the built-in catalogs with their sources")

@@ -82,6 +82,11 @@ _ROWS = (
          setups=_TI),
     Knob("buffer", "float", _BUFFER, "NAIRR community guide, GPU estimate page: \"Add 30% buffer\"",
          f"Contingency added to GPU-hours (default {_BUFFER:.2f}).", BOTH),
+    Knob("buffer_reason", "str", None,
+         "none: a buffer within the NAIRR community guide's 20–30% (retries, sweeps, profiling, evaluation) needs "
+         "no reason of its own",
+         "Why the buffer is what it is, in a sentence for the reviewer (shown in the report beside the buffer); "
+         "`proposalkit check --review` asks for it when the buffer is outside the NAIRR guide's 20–30%.", BOTH),
     Knob("variants", "int", 1, "one run",
          "Runs of this workload, each a whole job (seeds, sweep points, ablations): GPU-hours, the charge and the "
          "final weights kept are multiplied by it.", BOTH),

@@ -98,7 +98,7 @@ def test_startup_track_cap(tmp_path, capsys):
     path = write(tmp_path, "w.yaml", workload("sweep", variants=1600), head=head)
     code, out, err = run(capsys, path)
     assert (code, out) == (1, "")
-    assert err.startswith(f"{path}: proposal.track: The plan requests 2,101 GPU-hours; ")
+    assert err.startswith(f"{path}:2: proposal.track: The plan requests 2,101 GPU-hours; ")
     assert "capped near 2,000 GPU-hours" in err and err.count("\n") == 1
     # Under the cap, and the standard track has none.
     assert run(capsys, write(tmp_path, "ok.yaml", workload("sweep", variants=1500), head=head))[0] == 0

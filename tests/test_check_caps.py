@@ -47,7 +47,7 @@ def test_startup_gpu_hour_cap_is_a_finding_with_amount_and_limit(tmp_path, capsy
     plan = plan_files(load_files([str(path)]))
     assert found.message in plan.warnings                  # the plan's warning is the same finding
     code, out, err = check(capsys, path)
-    assert (code, out, err) == (1, "", f"{path}: proposal.track: {found.message}\n")
+    assert (code, out, err) == (1, "", f"{path}:1: proposal.track: {found.message}\n")
 
 
 def test_startup_one_resource_cap(tmp_path, capsys):
@@ -57,7 +57,7 @@ def test_startup_one_resource_cap(tmp_path, capsys):
     assert (found.what, found.amount, found.limit) == ("resources", 2, 1)
     code, _, err = check(capsys, path)
     assert code == 1
-    assert err == (f"{path}: proposal.track: The NAIRR Pilot Start-Up track allows 1 resource; the plan uses 2 "
+    assert err == (f"{path}:1: proposal.track: The NAIRR Pilot Start-Up track allows 1 resource; the plan uses 2 "
                    "(ncsa-delta, jetstream2). Target one resource (proposal.resource)\n")
 
 
@@ -70,7 +70,7 @@ def test_access_tier_limit_is_a_finding(tmp_path, capsys):
     assert found.amount == pytest.approx(2000 * 3 * 66.7)
     code, _, err = check(capsys, path)
     assert code == 1
-    assert err == (f"{path}: proposal.access_tier: The plan comes to 400,200 ACCESS credits (ncsa-delta-h200: "
+    assert err == (f"{path}:1: proposal.access_tier: The plan comes to 400,200 ACCESS credits (ncsa-delta-h200: "
                    "6,000.0 SUs × 66.7 = 400,200 credits); the Explore ACCESS limit is 400,000; it fits Discover "
                    "ACCESS; some exchange rates are second-hand: re-check with the ACCESS Exchange Calculator\n")
     # 1,999 h: 399,999.9 credits, within the limit: no finding, check passes.
@@ -98,4 +98,4 @@ def test_caps_count_the_feasible_workloads_when_one_is_infeasible(tmp_path, caps
     lines = err.splitlines()
     assert code == 1 and len(lines) == 2, err
     assert "too-big does not fit" in lines[0]
-    assert lines[1].startswith(f"{path}: proposal.track: The plan requests 2,100 GPU-hours;")
+    assert lines[1].startswith(f"{path}:1: proposal.track: The plan requests 2,100 GPU-hours;")

@@ -28,11 +28,12 @@ NOT_KNOBS = {
     "InferenceSetup": {"kv_precision", "prefill_tokens", "engine"},
 }
 # Workload fields that are not knobs: what the workload is (kind, method, model, data, tokens, requests,
-# the service's load and latency targets), what was measured (throughput, pilot, mfu), where it runs (gpu,
-# gpus, resource), and the sections whose fields are knobs (offload, storage).
-WORKLOAD_NOT_KNOBS = {"kind", "method", "model", "description", "data", "tokens", "throughput", "pilot", "gpu",
-                      "gpus", "mfu", "hours", "requests", "input_tokens", "output_tokens", "request_rate", "ttft_ms",
-                      "tpot_ms", "resource", "offload", "storage"}
+# the service's load and latency targets), what was measured (throughput, pilot, mfu) and how it carries over
+# to another GPU (extrapolation), where it runs (gpu, gpus, resource), and the sections whose fields are knobs
+# (offload, storage).
+WORKLOAD_NOT_KNOBS = {"kind", "method", "model", "description", "data", "tokens", "throughput", "pilot",
+                      "extrapolation", "gpu", "gpus", "mfu", "hours", "requests", "input_tokens", "output_tokens",
+                      "request_rate", "ttft_ms", "tpot_ms", "resource", "offload", "storage"}
 
 
 def _plain(annotation: str) -> str:

@@ -62,6 +62,11 @@ class LoadedFile:
     path: str
     proposal: Proposal | None
     workloads: tuple[LoadedWorkload, ...]
+    lines: tuple[tuple[str, int | None], ...] = ()     # (field, line): `proposal`, its fields, `workloads`
+
+    def field_line(self, name: str) -> int | None:
+        """The line of `proposal`, a field of it (proposal.track) or `workloads`; None where the file has none."""
+        return next((line for field, line in self.lines if field == name), None)
 
 
 def _merge_defaults(data: dict, source: Source) -> dict:
@@ -424,7 +429,9 @@ def _load_document(data: object, source: Source, resource_ids, base_dir: str | N
     if problems:
         problems.sort(key=lambda p: (p.line or 0))
         raise InputError(_unique(problems))
-    return LoadedFile(path, proposal, tuple(loaded))
+    lines = tuple((field_name(at), line) for at, line in source.lines.items()
+                  if at == ("workloads",) or (at[:1] == ("proposal",) and len(at) <= 2))
+    return LoadedFile(path, proposal, tuple(loaded), lines)
 
 
 def _unique(problems: list[Problem]) -> list[Problem]:

@@ -26,6 +26,16 @@ from .schema import Pilot, Throughput
 INFERENCE_FORMATS = ("vllm", "sglang", "trtllm-bench", "mlperf")
 PROMPT_AND_OUTPUT_FORMATS = ("vllm-throughput",)
 MEMORY_ONLY_FORMATS = ("nvidia-smi",)
+# The framework (input/frameworks.py FRAMEWORKS) that writes each log format the readers tell apart: the
+# workload that cites such a log runs that framework's recipe, so `plan` and `check --review` suggest
+# `framework:` where the workload names none. Lightning's metrics.csv, MLPerf summaries and nvidia-smi name
+# none of them. A Trainer's trainer_state.json is also what Axolotl and LLaMA-Factory runs leave (both run
+# the Hugging Face Trainer), so the suggestion names them too.
+LOG_FRAMEWORKS = {"torchtune": "torchtune", "torchtitan": "torchtitan", "megatron": "megatron",
+                  "deepspeed": "deepspeed", "axolotl": "axolotl", "hf-trainer": "hf-trainer",
+                  "llama-factory": "llama-factory", "vllm": "vllm", "vllm-throughput": "vllm", "sglang": "sglang",
+                  "trtllm-bench": "trt-llm"}
+LOG_FRAMEWORKS_ALSO = {"hf-trainer": ("axolotl", "llama-factory")}
 # At most two pilots: two GPU counts of one GPU type give the scaling efficiency (planning/pilots.py).
 MOST_PILOTS = 2
 

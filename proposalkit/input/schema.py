@@ -210,12 +210,18 @@ class WorkloadFields(_Strict):
     pilot: PilotRef | None = Field(
         None, description="Pilot-run log(s): {log, gpu, gpus}, or a list of them; the measured throughput replaces "
                           "the estimate and the measured peak memory is compared with it.")
+    extrapolation: Prose | None = Field(
+        None, description="How the pilot's measurement carries over to the GPU type planned when that is another "
+                          "(e.g. a published speed ratio of the two GPUs for this kind of job, with its source), "
+                          "shown in the report beside the extrapolated throughput; `proposalkit check --review` "
+                          "asks for it.")
     variants: Variants | None = _knob("variants")
     gpu: Text | None = Field(None, description="Pin a GPU type (catalog id: proposalkit catalog gpus); else the "
                                                "planner chooses.")
     gpus: GpuCount | None = Field(None, description="Pin the GPU count of one run; else the planner chooses.")
     precision: Literal[PRECISIONS] | None = _knob("precision")
     buffer: Buffer | None = _knob("buffer")
+    buffer_reason: Prose | None = _knob("buffer_reason")
     seq_len: Sequence | None = _knob("seq_len")
     micro_batch: MicroBatch | None = _knob("micro_batch")
     gradient_accumulation_steps: GradientAccumulation | None = _knob("gradient_accumulation_steps")

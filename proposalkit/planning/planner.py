@@ -300,6 +300,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
         calendar_waves=charges.calendar_waves(s.variants, s.concurrency),
         walltime_hours=walltime, walltime_tier=walltime_tier, walltime_segments=segments,
         pilots=compared, pilot_scaling=pilots.scaling(w), inference=served, sources=cited,
+        extrapolation=w.extrapolation,
     )
 
 

@@ -67,6 +67,8 @@ class Settings:
     """Variants run at once: changes calendar time, not GPU-hours."""
     checkpoints_retained: int
     """Training checkpoints kept on scratch per run."""
+    buffer_reason: str | None = default("buffer_reason")
+    """Why the buffer is what it is, as the workload states it (None: not stated)."""
     expert_parallel: int = default("expert_parallel")
     """GPUs a mixture of experts' routed experts are split over."""
     loss: str = default("loss")
@@ -299,6 +301,8 @@ class WorkloadPlan:
     sources: tuple[str, ...] = ()
     """The reference ids its warnings cite (its notes, throughput, storage, cross-checks and inference plan
     name their own)."""
+    extrapolation: str | None = None
+    """The workload's `extrapolation`: how a pilot on another GPU type carries over, as the researcher states it."""
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,7 @@ def workload_dict(w: WorkloadPlan) -> dict:
             "lora": {"rank": s.lora.rank, "targets": list(s.lora.targets)} if s.lora else None,
             "concurrency": s.concurrency,
             **({"framework": s.framework} if s.framework else {}),   # present when the workload names one
+            **({"buffer_reason": s.buffer_reason} if s.buffer_reason else {}),     # present when stated
             **({"gradient_accumulation_steps": s.gradient_accumulation_steps}      # present when the workload
                if s.gradient_accumulation_steps is not None else {}),                # states it
         },
@@ -84,6 +85,8 @@ def workload_dict(w: WorkloadPlan) -> dict:
         "calendar_days": _round(w.calendar_days),
         "walltime": {"limit_hours": w.walltime_hours, "segments": w.walltime_segments},
     }
+    if w.extrapolation:         # present when the workload states it
+        out["extrapolation"] = w.extrapolation
     if w.inference is not None:
         out["inference"] = inference_dict(w.inference)
     if w.storage is not None:

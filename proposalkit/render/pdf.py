@@ -152,11 +152,27 @@ def render_pdf(html: str, fetcher=None) -> tuple[bytes, float | None]:
     with _fixed_source_date():
         document = weasyprint.HTML(string=html, base_url=TEMPLATES_DIR.as_uri() + "/",
                                    url_fetcher=fetcher).render()
-        body_pages = None
-        for index, page in enumerate(document.pages):
-            if "body-end" in page.anchors:
-                body_pages = index + page.anchors["body-end"][1] / page.height
-        return document.write_pdf(), body_pages
+        return document.write_pdf(), _body_pages(document)
+
+
+def _body_pages(document) -> float | None:
+    body_pages = None
+    for index, page in enumerate(document.pages):
+        if "body-end" in page.anchors:
+            body_pages = index + page.anchors["body-end"][1] / page.height
+    return body_pages
+
+
+def measure_body_pages(html: str) -> float | None:
+    """The body's length in pages as render_pdf measures it, laid out without writing a PDF; None when
+    WeasyPrint (or Pango) cannot load, or the HTML has no body-end mark."""
+    try:
+        weasyprint = _import_weasyprint()
+    except (ImportError, OSError):
+        return None
+    document = weasyprint.HTML(string=html, base_url=TEMPLATES_DIR.as_uri() + "/",
+                               url_fetcher=safe_url_fetcher()).render()
+    return _body_pages(document)
 
 
 def estimate_body_lines(markdown: str, chart_heights: dict[str, float]) -> float:

@@ -154,7 +154,8 @@ def _throughput_steps(w: WorkloadPlan, appendix: str) -> tuple[list[Step], list[
         return [Step("Throughput", f"{fmt_rate(tp.tokens_per_second)} tokens/s, measured in a pilot on "
                                    f"{w.gpu_count}× {w.gpu.id}{cited}")], []
     if tp.source == "pilot-extrapolated":
-        return [Step("Throughput", f"extrapolated from a pilot: {tp.derivation}{cited}")], []
+        stated = f"; {w.extrapolation}" if w.extrapolation else ""
+        return [Step("Throughput", f"extrapolated from a pilot: {tp.derivation}{cited}{stated}")], []
     steps, details = [], []
     fpt = tp.flops_per_token
     if fpt is not None:
@@ -203,9 +204,10 @@ def _runtime_step(w: WorkloadPlan) -> Step:
 def _gpu_hours_step(w: WorkloadPlan) -> Step:
     s = w.settings
     runs = "1 run" if s.variants == 1 else f"{s.variants} runs"
+    reason = f" (the buffer: {s.buffer_reason})" if s.buffer_reason else ""
     return Step("GPU-hours", f"{fmt_hours_precise(w.runtime_hours)} h × {_gpus(w.gpu_count)} × {runs} = "
                              f"{fmt_hours_precise(w.gpu_hours)}; × (1 + {fmt_pct(s.buffer)} buffer) = "
-                             f"{fmt_hours_precise(w.gpu_hours_requested)} requested")
+                             f"{fmt_hours_precise(w.gpu_hours_requested)} requested{reason}")
 
 
 def _walltime_step(w: WorkloadPlan) -> Step | None:

@@ -3,8 +3,10 @@
 Fails (exit 1) when a workload cannot be planned (a pinned GPU type or count
 cannot hold it), when the total requested GPU-hours exceed `--max-gpu-hours`,
 or when the plan breaks its proposal track's caps (Start-Up: about 2,000
-GPU-hours on one resource; the planner's Plan.cap_findings). Invalid input raises
-InputError (exit 2) before any of that. Every number comes from the planner.
+GPU-hours on one resource; the planner's Plan.cap_findings, at the line of the
+setting: lint.cap_findings); with `--review`, also on a reviewer's finding that
+is an error (lint.py). Invalid input raises InputError (exit 2) before any of
+that. Every number comes from the planner.
 """
 
 from __future__ import annotations
@@ -39,33 +41,31 @@ def _largest(plans, n: int = 3) -> str:
     return ", ".join(f"{w.name} {_hours(w.gpu_hours_requested)}" for w in top)
 
 
-def _cap_problems(files, plan) -> list[str]:
-    """The limits the planner found exceeded (Plan.cap_findings), each naming the file that sets them.
-
-    The first file with a proposal block speaks for the plan, as in planner.plan_files.
-    Calendar time is left to `plan`'s warnings: the planner's campaign length assumes
-    the workloads run one after another, an upper bound, not a cap to fail CI on.
-    """
-    where = next((f.path for f in files if f.proposal is not None), None)
-    return [f"{where}: {finding.field}: {finding.message}"
-            for finding in plan.cap_findings if finding.what != "calendar_days"]
-
-
 def pilot_warnings(plans) -> list[str]:
     """Pilot logs and the estimate more than 25% apart (planning/pilots.py): warned, not failed,
     since the plan uses the measurement; an estimate under the measured memory says so."""
     return [f"{w.path}: warning: {text}" for w in plans for c in w.pilots for text in c.warnings(w.name)]
 
 
-def check(paths: list[str], max_gpu_hours: float | None = None) -> tuple[list[str], str, list[str]]:
+def check(paths: list[str], max_gpu_hours: float | None = None, *, review: bool = False,
+          pilot_above: float | None = None) -> tuple[list[str], str, list[str]]:
     """→ (every reason to fail, the one-line summary, warnings that do not fail: pilot_warnings).
-    Raises InputError for invalid input."""
+
+    `review`: also a reviewer's findings (lint.py), its errors among the reasons and its warnings among the
+    warnings; `pilot_above` sets its pilot rule's size. Raises InputError for invalid input."""
     from ..input.loading import load_files
     from ..planning.planner import assemble
+    from . import lint
 
     if max_gpu_hours is not None and not (math.isfinite(max_gpu_hours) and max_gpu_hours > 0):
         raise InputError([Problem("proposalkit check", None, "--max-gpu-hours",
                                   f"expected a positive number of GPU-hours (got {max_gpu_hours:g})")])
+    if pilot_above is not None and not review:
+        raise InputError([Problem("proposalkit check", None, "--pilot-above",
+                                  "applies to the reviewer's findings (expected --review beside it)")])
+    if pilot_above is not None and not (math.isfinite(pilot_above) and pilot_above >= 0):
+        raise InputError([Problem("proposalkit check", None, "--pilot-above",
+                                  f"expected a number of GPU-hours, 0 or more (got {pilot_above:g})")])
     files = load_files(paths)
     plans, reasons = _plan_each(files)
     plan = assemble(list(plans), next((f.proposal for f in files if f.proposal is not None), None))
@@ -76,9 +76,18 @@ def check(paths: list[str], max_gpu_hours: float | None = None) -> tuple[list[st
         reasons.append(f"{where}: total requested GPU-hours {_hours(total)} exceed --max-gpu-hours "
                        f"{_hours(max_gpu_hours)} by {_hours(total - max_gpu_hours)} "
                        f"(largest: {_largest(plans)}{partial})")
-    reasons += _cap_problems(files, plan)
+    warnings = pilot_warnings(plans)
+    if review:
+        findings = lint.review(files, plan, pilot_above=lint.PILOT_ABOVE_GPU_HOURS if pilot_above is None
+                               else pilot_above)
+    else:
+        findings = lint.cap_findings(files, plan)
+    reasons += [str(f) for f in findings if f.severity == lint.ERROR]
+    warnings += [str(f) for f in findings if f.severity == lint.WARNING]
     n = len(plans)
     cap = f" (cap {_hours(max_gpu_hours)})" if max_gpu_hours is not None else ""
     ok = (f"OK: {n} workload{'s' if n != 1 else ''} in {len(files)} file{'s' if len(files) != 1 else ''} "
           f"feasible; {_hours(total)} requested GPU-hours{cap}.")
-    return reasons, ok, pilot_warnings(plans)
+    if review:
+        ok += f" Review: no finding{'' if not findings else ' that fails (warnings on stderr)'}."
+    return reasons, ok, warnings
