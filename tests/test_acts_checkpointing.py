@@ -24,6 +24,7 @@ from proposalkit.cli import main
 from proposalkit.catalog import models
 from proposalkit.estimate.activations import training_activation_bytes
 from proposalkit.estimate.memory import TrainingSetup
+from conftest import records
 
 L, S, H, V = 32, 8192, 4096, 128_256
 PER_TOKEN_LAYER = 139_392 + 12_288
@@ -66,7 +67,7 @@ def test_no_full_and_selective_checkpointing(plan_workloads):
     # keeps everything but the attention core, here FlashAttention's fp32 statistics 4·32 per token.
     assert _activations(got["selective"]) == none - L * 4 * 32 * S == 52_604_960_768
     assert got["selective"]["settings"]["activation_checkpointing"] == "selective"
-    assert any("attention core" in a for a in got["selective"]["assumptions"])
+    assert [r["values"]["policy"] for r in records(got["selective"], "selective-policy")] == ["attention"]
 
 
 def test_activation_offloading_leaves_a_stash_of_five_tensors(plan_workloads):

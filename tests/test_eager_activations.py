@@ -22,6 +22,7 @@ from __future__ import annotations
 import pytest
 
 from proposalkit.cli import main
+from conftest import records
 
 L, H, F, V = 28, 3072, 8192, 128_256
 TOKENS = 4096 * 2
@@ -58,7 +59,7 @@ def test_eager_keeps_the_fp32_norm_copies_silu_output_and_kv_copies(plan_workloa
                                   "  - {name: compiled, framework: torchtune, loss: standard, activation_checkpointing: false, compile: true}\n")
     # No checkpointing: every layer keeps its extras; the standard loss is the same in both.
     assert _act(got["eager"]) - _act(got["compiled"]) == L * EXTRA_PER_TOKEN_LAYER * TOKENS == 9_395_240_960
-    assert any("eager PyTorch (no torch.compile)" in n for n in got["eager"]["assumptions"])
+    assert records(got["eager"], "eager-extras")
 
 
 def test_full_checkpointing_carries_the_extras_in_the_recomputed_layer_only(plan_workloads):
@@ -78,7 +79,8 @@ def test_compiled_chunked_loss_keeps_16_bit_logits_and_row_statistics(plan_workl
     logits = TOKENS * V
     # Standard: 12 B per logit (its backward peak), compiled or not (torchtune upcasts whole logits
     # outside the compiled layers). Compiled chunked: e + (e + 4)/8 = 2.75 B per logit + 8 B per row...
-    assert any("2 B/logit at the forward peak, 2.75 at the backward peak" in n for n in got["chunked"]["assumptions"])
+    (loss,) = records(got["chunked"], "loss")
+    assert (loss["values"]["forward_bytes_per_logit"], loss["values"]["backward_bytes_per_logit"]) == (2, 2.75)
     # ...below the instant the output projection's backward adds its second chunk's weight gradient out of place
     # (estimate/loss.py): 3 × v × h × 2 B of gradients (2,364,014,592 B; 1.25 B per logit more than the loss's
     # 2.75 would be 1,313,341,440 B) with 6/8 of the 16-bit logit gradients (1.5 B per logit) and 2/8 of the
@@ -97,8 +99,8 @@ def test_no_framework_and_compile_unset_is_eager(plan_workloads):
                                   "  - {name: compiled, activation_checkpointing: false, compile: true}\n")
     assert _act(got["unset"]) == _act(got["eager"])
     assert _act(got["unset"]) - _act(got["compiled"]) == L * EXTRA_PER_TOKEN_LAYER * TOKENS
-    assert any(a.startswith("compile: false (planner default: eager PyTorch") for a in got["unset"]["assumptions"])
-    assert not any(a.startswith("compile: false (planner default") for a in got["eager"]["assumptions"])
+    assert [r["values"]["compile"] for r in records(got["unset"], "compile-default")] == [False]
+    assert not records(got["eager"], "compile-default")
 
 
 def test_defaults_compile_applies_to_every_workload(plan_workloads):
@@ -118,8 +120,9 @@ def test_defaults_compile_applies_to_every_workload(plan_workloads):
 ])
 def test_framework_presets_default_to_eager(plan_workloads, framework, source):
     got = plan_workloads(HEADER + f"  - {{name: a, framework: {framework}, activation_checkpointing: false}}\n")
-    notes = [a for a in got["a"]["assumptions"] if a.startswith("compile: false (")]
-    assert len(notes) == 1 and f"{framework} preset" in notes[0] and source in notes[0]
+    (compile_,) = [r["values"] for r in records(got["a"], "preset-default") if r["values"]["field"] == "compile"]
+    assert (compile_["value"], compile_["framework"]) == (False, framework) and source in compile_["why"]
+    assert not records(got["a"], "compile-default")
 
 
 def test_megatron_runs_fused_kernels_without_compile(plan_workloads):
@@ -130,7 +133,8 @@ def test_megatron_runs_fused_kernels_without_compile(plan_workloads):
     # which torch.compile of each layer leaves eager.
     assert _act(got["compiled"]) - _act(got["megatron"]) == L * HEAD_COPIES * TOKENS + FINAL_NORM_COPY
     assert L * HEAD_COPIES * TOKENS + FINAL_NORM_COPY == 1_979_711_488
-    assert any(a.startswith("kernels: fused") and "SwiGLUFunction" in a for a in got["megatron"]["assumptions"])
+    (fused,) = records(got["megatron"], "framework-fused-kernels")
+    assert fused["values"]["framework"] == "megatron" and "SwiGLUFunction" in fused["values"]["why"]
 
 
 def test_layernorm_gelu_mha_models_keep_nothing_more(plan_workloads):

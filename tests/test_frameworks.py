@@ -14,6 +14,7 @@ import textwrap
 import pytest
 
 from proposalkit import cli
+from conftest import records
 
 # meta-llama/Llama-3.1-8B safetensors total (catalog llama-3.1-8b).
 LLAMA_31_8B_PARAMS = 8_030_261_248
@@ -51,8 +52,10 @@ def test_torchtune_turns_checkpointing_on_and_says_where_from(tmp_path, capsys):
     # torchtune @ bd2a0fc7c recipes/configs/llama3_1/8B_lora_single_device.yaml: enable_activation_checkpointing: True
     assert w["settings"]["activation_checkpointing"] is True
     assert w["settings"]["framework"] == "torchtune"
-    (note,) = [a for a in w["assumptions"] if a.startswith("activation_checkpointing: true (torchtune preset")]
-    assert "pytorch/torchtune @ bd2a0fc7c" in note and "enable_activation_checkpointing: True" in note
+    (note,) = [r for r in records(w, "preset-default") if r["values"]["field"] == "activation_checkpointing"]
+    assert (note["values"]["value"], note["values"]["framework"]) == (True, "torchtune")
+    assert "pytorch/torchtune @ bd2a0fc7c" in note["values"]["why"]
+    assert "enable_activation_checkpointing: True" in note["values"]["why"]
 
 
 def test_the_workload_and_its_defaults_override_the_preset(tmp_path, capsys):
@@ -70,11 +73,11 @@ def test_the_workload_and_its_defaults_override_the_preset(tmp_path, capsys):
     assert code == 0, err
     by = {w["name"]: w for w in plan["workloads"]}
     assert by["from-defaults"]["settings"]["activation_checkpointing"] is False
-    assert not any("activation_checkpointing: true" in a for a in by["from-defaults"]["assumptions"])
+    assert not [r for r in records(by["from-defaults"], "preset-default") if r["values"]["field"] == "activation_checkpointing"]
     own = by["own-field"]
     assert own["settings"]["flash_attention"] is False
     assert own["settings"]["activation_checkpointing"] is False      # defaults: beats axolotl's gradient_checkpointing
-    assert not any(a.startswith("flash_attention:") for a in own["assumptions"])
+    assert not [r for r in records(own, "preset-default") if r["values"]["field"] == "flash_attention"]
 
 
 def test_megatron_distributed_optimizer_shards_the_optimizer_states(tmp_path, capsys):
@@ -94,7 +97,7 @@ def test_megatron_distributed_optimizer_shards_the_optimizer_states(tmp_path, ca
     assert components["weights"] == 2 * LLAMA_31_8B_PARAMS
     assert components["gradients"] == 4 * LLAMA_31_8B_PARAMS
     assert components["optimizer"] == pytest.approx(12 * LLAMA_31_8B_PARAMS / 8, abs=8)
-    assert any(a.startswith("optimizer: Megatron-LM's fp32 main gradients") for a in w["assumptions"])
+    assert [r["values"]["impl"] for r in records(w, "framework-optimizer")] == ["fp32-main-gradients"]
 
 
 def test_deepspeed_bf16_optimizer_keeps_an_fp32_gradient_buffer(tmp_path, capsys):
@@ -144,7 +147,8 @@ def test_a_preset_equal_to_the_planners_default_is_still_stated(tmp_path, capsys
     """))
     assert code == 0, err
     (w,) = plan["workloads"]
-    assert any(a.startswith("mixed_precision: true (torchtitan preset;") and "9dec370" in a for a in w["assumptions"])
+    (mixed,) = [r for r in records(w, "preset-default") if r["values"]["field"] == "mixed_precision"]
+    assert mixed["values"]["value"] is True and "9dec370" in mixed["values"]["why"]
 
 
 def test_no_framework_changes_nothing(tmp_path, capsys):
@@ -153,7 +157,7 @@ def test_no_framework_changes_nothing(tmp_path, capsys):
     assert code == 0, err
     (w,) = plan["workloads"]
     assert "framework" not in w["settings"]
-    assert not any("preset" in a for a in w["assumptions"])
+    assert not records(w, "preset-default") and not records(w, "framework-recipe")
 
 
 @pytest.mark.parametrize("framework, expected", [
@@ -211,7 +215,7 @@ def test_each_preset_names_its_loss(tmp_path, capsys, framework, loss):
     assert code == 0, err
     (w,) = plan["workloads"]
     assert w["settings"]["loss"] == loss
-    assert any(a.startswith(f"loss: {loss} ({framework} preset;") for a in w["assumptions"])
+    assert [(r["values"]["value"], r["values"]["framework"]) for r in [r for r in records(w, "preset-default") if r["values"]["field"] == "loss"]] == [(loss, framework)]
 
 
 def test_torchtunes_chunked_loss_keeps_less_than_the_standard_one(tmp_path, capsys):
@@ -253,9 +257,9 @@ def test_torchtitan_checkpoints_selectively_by_its_op_policy(tmp_path, capsys):
     by = {w["name"]: w for w in plan["workloads"]}
     # torchtitan @ 9dec370 train_configs/llama3_8b.toml: mode = 'selective', selective_ac_option = 'op'
     assert by["preset"]["settings"]["activation_checkpointing"] == "selective"
-    assert any(a.startswith("selective checkpointing by torchtitan's op-level policy") for a in by["preset"]["assumptions"])
+    assert records(by["preset"], "framework-selective-policy")
     assert by["full"]["settings"]["activation_checkpointing"] is True
-    assert not any("op-level policy" in a for a in by["full"]["assumptions"])
+    assert not records(by["full"], "framework-selective-policy")
     # The op policy keeps every other matmul's output per layer: more than the layer input full checkpointing keeps.
     assert by["preset"]["memory"]["components"]["activations"] > by["full"]["memory"]["components"]["activations"]
 
@@ -287,4 +291,5 @@ def test_megatrons_unfused_softmax_stays_16_bit(tmp_path, capsys):
     assert by["fused"]["settings"]["flash_attention"] is True
     acts = {name: w["memory"]["components"]["activations"] for name, w in by.items()}
     assert acts["fused"] < acts["local"] < acts["eager"]
-    assert any("--attention-softmax-in-fp32" in a for a in by["local"]["assumptions"])
+    (softmax,) = records(by["local"], "framework-softmax-16bit")
+    assert "--attention-softmax-in-fp32" in softmax["values"]["why"]

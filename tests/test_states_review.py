@@ -17,6 +17,7 @@ import textwrap
 import pytest
 
 from proposalkit import cli
+from conftest import records
 
 P = 8_030_261_248
 
@@ -104,7 +105,8 @@ def test_torchtitan_preset_shards_with_fsdp_under_pipeline_parallelism(tmp_path,
     assert cli.main(["plan", str(path), "--format", "json"]) == 0
     (w,) = json.loads(capsys.readouterr().out)["workloads"]
     assert w["settings"]["zero_stage"] == 3
-    assert any(a.startswith("zero_stage: 3 (torchtitan preset") for a in w["assumptions"])
+    assert [(r["values"]["value"], r["values"]["framework"]) for r in records(w, "preset-default")
+            if r["values"]["field"] == "zero_stage"] == [(3, "torchtitan")]
     # fullest stage, the last: 16 layers × 218,112,000 + the 128,256 × 4,096 LM head + the final norm (4,096)
     stage = 16 * 218_112_000 + 128_256 * 4_096 + 4_096
     c = w["memory"]["components"]
@@ -155,7 +157,7 @@ def test_deepspeed_tensor_parallel_keeps_whole_layer_inputs(tmp_path, capsys):
         (w,) = json.loads(capsys.readouterr().out)["workloads"]
         acts[framework] = w["memory"]["components"]["activations"]
         if framework == "deepspeed":
-            assert any(a.startswith("tensor parallelism without sequence parallelism") for a in w["assumptions"])
+            assert records(w, "framework-no-sequence-parallel")
     # 32 layer inputs (+ the final norm's input) whole instead of halved; the recomputed layer's norm/qkv/mlp
     # inputs whole too: at least 33 × 2 × 2048 × 4096 / 2 more
     assert acts["deepspeed"] - acts["megatron"] >= 33 * 2 * 2048 * 4096 // 2

@@ -257,8 +257,8 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
         warnings.append(f"{w.name}: sequence length {s.seq_len:,} exceeds {model.id}'s maximum context {model.max_context:,}")
     filled = [c.count for c in candidates if c.gpu == chosen.gpu and c.fits and c.idle_gpus and c.count < chosen.count]
     if filled and tp.source == "flops":
-        notes.append(f"{chosen.count} GPUs rather than {filled[0]}: {charge.resource_id} charges whole nodes, so "
-                     f"fewer GPUs would pay for idle ones; {search.SCALING_RULE}")
+        notes.append(note("whole-nodes", gpus=chosen.count, fewer=filled[0], resource=charge.resource_id,
+                          scaling=search.SCALING_RULE))
     if w.kind != "inference":
         if w.zero_stage is None and chosen.zero_stage:
             notes.append(note("zero-stage-chosen", ("rajbhandari-2020",), zero_stage=chosen.zero_stage,

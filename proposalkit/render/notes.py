@@ -216,6 +216,9 @@ WORDS: dict[str, Callable[[Note], str]] = {
     "inference-roofline": lambda n: (
         "no measured pilot: the inference speed is a roofline calibrated on published measurements "
         "(docs/validation.md, inference)"),
+    "whole-nodes": lambda n: (
+        f"{n['gpus']} GPUs rather than {n['fewer']}: {n['resource']} charges whole nodes, so fewer GPUs would pay "
+        f"for idle ones; {n['scaling']}"),
     "zero-stage-chosen": lambda n: (
         f"ZeRO stage {n['zero_stage']} chosen so the model states fit ({n['gpus']} GPUs, Rajbhandari et al. "
         "2020)"),
