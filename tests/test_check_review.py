@@ -21,6 +21,8 @@ from proposalkit.input.pilots import LOG_FRAMEWORKS, LOG_FRAMEWORKS_ALSO
 from proposalkit.pilot import FORMATS
 from proposalkit.render import output
 
+from conftest import weasyprint_available
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "workloads" / "code-models.yaml"
 EVALUATION = ROOT / "workloads" / "inference" / "evaluation.yaml"
@@ -376,7 +378,10 @@ def test_the_examples(capsys):
       file shows planning without a pilot; a service by request_rate takes no pilot log).
     """
     code, _, err = review(capsys, EXAMPLE)
-    assert (code, rules(err)) == (1, {("workloads", "error"), ("workloads[0].framework", "warning")})
-    assert " pages in the PDF; " in err         # near the limit, measured in the PDF's layout
+    if weasyprint_available():      # near the limit the PDF's layout decides; the estimate says 2.20
+        assert (code, rules(err)) == (1, {("workloads", "error"), ("workloads[0].framework", "warning")})
+        assert " pages in the PDF; " in err
+    else:
+        assert (code, rules(err)) == (0, {("workloads[0].framework", "warning")})
     code, _, err = review(capsys, EVALUATION)
     assert (code, rules(err)) == (1, {("workloads[1].pilot", "error")})

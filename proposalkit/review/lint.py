@@ -82,8 +82,7 @@ def description_findings(lw, w) -> list[Finding]:
         return []
     return [Finding(lw.path, lw.line, f"workloads[{lw.index}].description",
                     f"{w.name} has no description: a reviewer meets {_hours(w.gpu_hours_requested)} GPU-hours "
-                    "without what they are for (a lack of a detailed description of resource needs is the most "
-                    "common reason for rejection)",
+                    "without what they are for (the most common reason for rejection)",
                     "add description: one line on what the runs are for and why this many", "description")]
 
 
@@ -170,12 +169,13 @@ def framework_findings(lw, w) -> list[Finding]:
     if len(named) != 1:
         return []
     framework = named.pop()
-    logs = ", ".join(c.run.log for c in w.pilots)
+    logs = (f"the pilot log {w.pilots[0].run.log} is" if len(w.pilots) == 1 else
+            f"the pilot logs {', '.join(c.run.log for c in w.pilots)} are")
     formats = {c.run.format for c in w.pilots}
     also = sorted({a for f in formats for a in LOG_FRAMEWORKS_ALSO.get(f, ())})
     others = f" (or {' or '.join(also)}, which write the same log)" if also else ""
     return [Finding(lw.path, lw.field_line("pilot"), f"workloads[{lw.index}].framework",
-                    f"the pilot log {logs} is {framework}'s, but {w.name} names no framework: the estimate beside "
+                    f"{logs} {framework}'s, but {w.name} names no framework: the estimate beside "
                     "the measurement follows the planner's generic defaults, not the recipe that ran",
                     f"set framework: {framework}{others}", "framework", WARNING)]
 
