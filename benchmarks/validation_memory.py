@@ -18,12 +18,16 @@ import contextlib
 import io
 import json
 import statistics
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from proposalkit import cli
+
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 ROOT = Path(__file__).resolve().parent.parent
 INDEX = ROOT / "benchmarks" / "validation" / "memory.yaml"
@@ -46,12 +50,24 @@ class PlanFailed(Exception):
 
 
 def load_index(path: Path = INDEX) -> dict:
+    """The index, with the rows of the runs this project measured appended (validation_measured.py: their
+    figures are read from the device's output; each names its workload file in `file`)."""
     with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+        index = yaml.safe_load(fh)
+    if path == INDEX:
+        from validation_measured import memory_rows
+
+        index["rows"] += memory_rows()
+    return index
 
 
 def workload_file(row_id: str) -> Path:
     return FILES / f"{row_id}.yaml"
+
+
+def row_file(row: dict) -> Path:
+    """The row's workload file: `file` relative to benchmarks/validation/ where given, else memory/<id>.yaml."""
+    return ROOT / "benchmarks" / "validation" / row["file"] if row.get("file") else workload_file(row["id"])
 
 
 def plan_json(path: Path) -> dict:
@@ -122,7 +138,7 @@ def results(index: dict | None = None) -> list[Result]:
     out = []
     for row in index["rows"]:
         check_row(row)
-        path = workload_file(row["id"])
+        path = row_file(row)
         if row["group"] == "left-out" and not path.exists():
             # No workload states the run even roughly (context parallelism over 262k tokens fits no GPU).
             out.append(Result(row, None, None))
@@ -195,8 +211,8 @@ def _compared(row: dict) -> str:
             "memory.device_bytes": "device"}[compare]
 
 
-def _link(row_id: str) -> str:
-    return f"[{row_id}](../benchmarks/validation/memory/{row_id}.yaml)"
+def _link(row: dict) -> str:
+    return f"[{row['id']}](../{row_file(row).relative_to(ROOT).as_posix()})"
 
 
 def _table(rs: list[Result], left_out: bool) -> list[str]:
@@ -210,7 +226,7 @@ def _table(rs: list[Result], left_out: bool) -> list[str]:
         decimals = _decimals(r.published)
         estimate = "no file" if r.estimate is None else f"{_fmt(r.estimate, decimals)} {row['unit']}"
         diff = "—" if r.diff_pct is None else f"{r.diff_pct:+.1f}%"
-        cells = [_link(r.id) if r.workload is not None else r.id, _model(r), row["settings"], row["gpu"],
+        cells = [_link(row) if r.workload is not None else r.id, _model(r), row["settings"], row["gpu"],
                  _published(r), row["measures"], _compared(row), estimate, diff,
                  row["needs"] if left_out else row.get("notes", "")]
         lines.append("| " + " | ".join(_esc(c) for c in cells) + " |")
@@ -272,8 +288,9 @@ def render(rs: list[Result] | None = None, index: dict | None = None) -> str:
     lines = [
         "## Memory: published measured peaks",
         "",
-        "Every row is an ordinary workload file in `benchmarks/validation/memory/`, written as its source ran the "
-        "job and planned with `proposalkit plan FILE --format json`. The published figure is compared with the "
+        "Every row is an ordinary workload file in `benchmarks/validation/memory/` (the rows M-…: "
+        "`benchmarks/validation/measured/`, runs this project measured on one H100, their figures read from the "
+        "device's output), written as its source ran the job and planned with `proposalkit plan FILE --format json`. The published figure is compared with the "
         "plan's figure for the statistic the source measured: `memory.allocated_bytes` for "
         "`torch.cuda.max_memory_allocated()` (and active bytes), `memory.reserved_bytes` for the caching "
         "allocator's pool (`max_memory_reserved()`), `memory.device_bytes` for the whole device (`nvidia-smi`), "

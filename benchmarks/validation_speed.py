@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import posixpath
 import statistics
 import sys
 from dataclasses import dataclass
@@ -33,8 +34,12 @@ ROLES = ("validate", "calibrate", "excluded")
 
 
 def load(path: Path = INDEX) -> list[dict]:
+    """The index's rows, then section M: the runs this project measured (validation_measured.py), whose
+    figures are read from the device's output, not copied here."""
     with open(path, encoding="utf-8") as fh:
         rows = yaml.safe_load(fh)["rows"]
+    if path == INDEX:
+        rows += measured_rows()
     for row in rows:
         if row["role"] not in ROLES:
             raise ValueError(f"{row['id']}: role must be one of {', '.join(ROLES)}, got {row['role']!r}")
@@ -43,6 +48,14 @@ def load(path: Path = INDEX) -> list[dict]:
         if row["role"] == "excluded" and not row.get("needs"):
             raise ValueError(f"{row['id']}: an excluded row names the mechanism it needs")
     return rows
+
+
+def measured_rows() -> list[dict]:
+    if str(ROOT / "benchmarks") not in sys.path:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+    from validation_measured import speed_rows
+
+    return speed_rows()
 
 
 def plan_file(path: Path) -> dict:
@@ -123,6 +136,11 @@ def throughput_spread(res: list[Result]) -> Spread:
     return spread([r.ratio for r in res if r.row["section"] == "D"])
 
 
+def measured_spread(res: list[Result]) -> Spread:
+    """Planned ÷ measured speed over the runs this project measured (section M)."""
+    return spread([r.ratio for r in res if r.row["section"] == "M"])
+
+
 def _num(x: float) -> str:
     if x >= 100:
         return f"{x:,.0f}"
@@ -131,7 +149,7 @@ def _num(x: float) -> str:
 
 def _link(r: Result) -> str:
     """The row id linked to its workload file, relative to docs/validation.md."""
-    return f"[{r.id}](../benchmarks/validation/speed/{r.row['file']})"
+    return f"[{r.id}]({posixpath.normpath('../benchmarks/validation/speed/' + r.row['file'])})"
 
 
 def _setting(r: Result) -> str:
@@ -171,6 +189,26 @@ def section(res: list[Result] | None = None, rows: list[dict] | None = None) -> 
         note = f" ({r.row['note']})" if r.row.get("note") else ""
         lines.append(f"| {_link(r)} | {r.row['source']}{note} | {_setting(r)} | {_num(r.measured)} {r.row['unit']} "
                      f"| {_num(r.planned)} | {r.ratio:.3f} |")
+    m = [r for r in res if r.row["section"] == "M"]
+    if m:
+        ms = measured_spread(res)
+        lines += [
+            "",
+            f"**Measured by this project (section M): median ratio {ms.median:.3f} over {ms.count} rows, "
+            f"{ms.low:.3f} to {ms.high:.3f}.** Hugging Face Trainer (with PEFT for LoRA) on one H100, each "
+            "configuration an ordinary workload file in `benchmarks/validation/measured/` run as written by "
+            "`benchmarks/device/measure_training.py` (its `index.yaml` gives the settings every run shares); the "
+            "figure is the median tokens/s over the timed steps, read from the device's output.",
+            "",
+            "| row | what it covers | planned as | measured (p10–p90) | planned | planned ÷ measured |",
+            "| --- | --- | --- | ---: | ---: | ---: |",
+        ]
+        for r in m:
+            lines.append(f"| {_link(r)} | {r.row['note']} | {_setting(r)} | {_num(r.measured)} "
+                         f"({_num(r.row['measured_p10'])}–{_num(r.row['measured_p90'])}) tokens/s | "
+                         f"{_num(r.planned)} | {r.ratio:.3f} |")
+        lines += ["", f"Source of every M row: {m[0].row['source']}"
+                  + ("" if len({r.row['source'] for r in m}) == 1 else " (and its -compile session)") + "."]
     c = [r for r in res if r.row["section"] == "C"]
     cs = spread([r.ratio for r in c])
     lines += [

@@ -3,16 +3,16 @@
 torch.optim.AdamW given neither foreach nor fused runs the foreach implementation on CUDA, and
 _multi_tensor_adam allocates `exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)`, one tensor the size
 and dtype of each second moment, before `_foreach_addcdiv_` applies the update (pytorch/pytorch @ dc80ccde
-torch/optim/adam.py). The Hugging Face Trainer's default optim is adamw_torch, torch.optim.AdamW with no
-foreach or fused argument (huggingface/transformers @ fd798335 src/transformers/training_args.py). By then the
-backward has freed every activation; weights, gradients and optimizer states are live.
+torch/optim/adam.py). torchtitan's AdamW is foreach unless --optimizer.fused is given (torchtitan @ 5cffd5ac
+optimizer.py); the Hugging Face Trainer's default is the fused AdamW where torch >= 2.8 (transformers PR #37358),
+which updates in place. By then the backward has freed every activation; weights, gradients and optimizer states
+are live.
 
 Llama 3.2 1B (meta-llama/Llama-3.2-1B config.json: hidden 2,048, 16 layers, vocab 128,256, tied embeddings;
-1,235,814,400 parameters), hf-trainer preset: autocast over fp32 parameters, so weights 4 + gradients 4 + Adam
-moments 8 B/param, and the temporary 4 B/param (fp32 second moments):
+1,235,814,400 parameters), torchtitan preset on one GPU: fp32 parameters (FSDP2's mixed precision over fp32
+shards), so weights 4 + gradients 4 + Adam moments 8 B/param, and the temporary 4 B/param (fp32 second moments):
   step moment   1,235,814,400 × (4 + 4 + 8 + 4) = 1,235,814,400 × 20 = 24,716,288,000 B allocated.
-With full checkpointing at 512 tokens the activations (the layer inputs, autocast's 16-bit weight copies and
-the loss) come to less than the 4,943,257,600 B temporary, so the step is the peak.
+With full checkpointing at 512 tokens the activations (the layer inputs and the loss) come to less than the 4,943,257,600 B temporary, so the step is the peak.
 """
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ def test_the_hand_count():
     assert AT_STEP == 24_716_288_000
 
 
-def test_hf_trainer_peaks_at_the_foreach_step(plan_workloads):
-    got = plan_workloads(HEADER + "  - {name: stepped, framework: hf-trainer, gradient_accumulation_steps: 1}\n"
-                                  "  - {name: summed, framework: hf-trainer, gradient_accumulation_steps: 4}\n")
+def test_a_foreach_adamw_peaks_at_its_step(plan_workloads):
+    got = plan_workloads(HEADER + "  - {name: stepped, framework: torchtitan, gradient_accumulation_steps: 1}\n"
+                                  "  - {name: summed, framework: torchtitan, gradient_accumulation_steps: 4}\n")
     for name in ("stepped", "summed"):
         mem = got[name]["memory"]
         assert mem["allocated_bytes"] == AT_STEP, name
@@ -58,7 +58,7 @@ def test_hf_trainer_peaks_at_the_foreach_step(plan_workloads):
         assert sum(mem["components"].values()) == mem["per_gpu_bytes"]
         (step,) = records(got[name], "optimizer-step")
         assert step["values"]["allocated_bytes"] == AT_STEP and step["values"]["counted"]
-        assert step["values"]["why"].startswith("TrainingArguments optim default adamw_torch")
+        assert step["values"]["why"].startswith("torchtitan's AdamW with foreach")
     # The phase rule's own line says the step outweighs the two moments it compares.
     assert [r["values"]["peak"] for r in records(got["stepped"], "peak-phase")] == ["step"]
     # Without the step the phase rule had the backward moment, 2.3 GB less: an under-estimate.
@@ -67,6 +67,8 @@ def test_hf_trainer_peaks_at_the_foreach_step(plan_workloads):
 
 @pytest.mark.parametrize("fields", [
     "framework: axolotl",                      # its schema's default optimizer is adamw_torch_fused
+    "framework: hf-trainer",                   # the Trainer's default with torch >= 2.8: adamw_torch_fused
+    "framework: llama-factory",                # trains through the Trainer, its default optimizer
     "framework: hf-trainer, optimizer: adamw-8bit",   # bitsandbytes updates in place
     "framework: torchtune",                    # fused: True / foreach: False in its configs
     "framework: deepspeed",                    # DeepSpeed's FusedAdam
@@ -81,7 +83,7 @@ def test_in_place_steps_add_no_temporary(plan_workloads, fields):
 
 def test_a_step_below_the_peak_is_stated_not_counted(plan_workloads):
     # 8,192 tokens without checkpointing: the activations outweigh the 4.9 GB temporary.
-    got = plan_workloads(HEADER + "  - {name: w, framework: hf-trainer, gradient_accumulation_steps: 1, "
+    got = plan_workloads(HEADER + "  - {name: w, framework: torchtitan, gradient_accumulation_steps: 1, "
                                   "seq_len: 8192, activation_checkpointing: false}\n")
     mem = got["w"]["memory"]
     assert mem["phases"]["peak"] != "step"

@@ -9,6 +9,7 @@ the calibration rows (which set DEFAULT_MFU) apart from the rows it is validated
 from __future__ import annotations
 
 import importlib.util
+import posixpath
 import statistics
 import sys
 from pathlib import Path
@@ -63,7 +64,7 @@ def test_the_index_lists_every_row_of_sections_c_and_d_once(rows):
 
 def test_each_validated_row_is_an_ordinary_workload_file_with_its_source(speed, rows):
     files = sorted(p.name for p in speed.SPEED.glob("*.yaml") if p.name != "index.yaml")
-    validated = sorted(r["file"] for r in rows if r["role"] == "validate")
+    validated = sorted(r["file"] for r in rows if r["role"] == "validate" and r["section"] != "M")
     # Every workload file is a row; a file for a row not yet validated may wait for its mechanism.
     assert set(validated) <= set(files)
     for row in rows:
@@ -71,7 +72,27 @@ def test_each_validated_row_is_an_ordinary_workload_file_with_its_source(speed, 
             continue
         head = (speed.SPEED / row["file"]).read_text(encoding="utf-8").split("workloads:")[0]
         assert head.startswith(f"# {row['id']}:"), row["id"]
-        assert "# Source:" in head and "# Quote:" in head, row["id"]
+        if row["section"] == "M":       # this project's own run: the harness and the device output say the rest
+            assert "# Measured by this project" in head, row["id"]
+            assert row["source"].startswith("measured by this project: benchmarks/validation/measured/results/")
+        else:
+            assert "# Source:" in head and "# Quote:" in head, row["id"]
+
+
+def test_every_measured_run_is_a_row_read_from_the_device_output(speed, rows):
+    import json
+
+    measured = {r["id"]: r for r in rows if r["section"] == "M"}
+    results = ROOT / "benchmarks" / "validation" / "measured" / "results"
+    ok = {}
+    for name in ("h100-80gb-hbm3-2026-11-26.json", "h100-80gb-hbm3-2026-11-26-compile.json"):
+        for run in json.loads((results / name).read_text(encoding="utf-8"))["runs"]:
+            if run["status"] == "ok":
+                ok[run["id"]] = run["speed"]["tokens_per_second"]["median"]
+    assert set(measured) == set(ok) and len(ok) == 12
+    for rid, value in ok.items():
+        assert measured[rid]["value"] == pytest.approx(value, abs=0.1), rid
+        assert measured[rid]["role"] == "validate" and measured[rid]["compare"] == "tokens_per_second"
 
 
 def test_the_default_mfu_is_the_median_of_its_calibration_rows_and_none_of_them_is_validated(rows):
@@ -118,7 +139,8 @@ def test_the_section_states_the_headline_and_every_row(speed, rows, results):
     assert f"spread {d.low:.3f} to {d.high:.3f}, interquartile {d.q1:.3f} to {d.q3:.3f}" in text
     for row in rows:
         if row["role"] == "validate":     # linked to its workload file
-            assert f"| [{row['id']}](../benchmarks/validation/speed/{row['file']}) |" in text, row["id"]
+            link = posixpath.normpath(f"../benchmarks/validation/speed/{row['file']}")
+            assert f"| [{row['id']}]({link}) |" in text, row["id"]
             assert (speed.SPEED / row["file"]).is_file()
         else:
             assert f"| {row['id']} |" in text, row["id"]

@@ -268,20 +268,19 @@ def optimizer_impl(workload, precision: str) -> tuple[str, Note | None]:
 # estimate that a flag changes quotes its source (estimate/phases.py).
 FLAGS: dict[str, tuple[PresetDefault, ...]] = {
     "hf-trainer": (
-        # huggingface/transformers @ fd798335 src/transformers/training_args.py: default_optim = "adamw_torch"
-        # (torch.optim.AdamW, no foreach/fused argument); later versions pick adamw_torch_fused with torch >= 2.8.
-        PresetDefault("optimizer_step_temporary", "foreach",
-                      "TrainingArguments optim default adamw_torch, torch.optim.AdamW with foreach (transformers @ "
-                      "fd798335 training_args.py; adamw_torch_fused, which holds no temporary, only from torch 2.8)"),
+        # No optimizer_step_temporary: TrainingArguments' default optim is "adamw_torch_fused" where torch >= 2.8
+        # (huggingface/transformers PR #37358, merged July 2025; transformers 5.x training_args.py: default_optim
+        # = "adamw_torch_fused" if is_torch_greater_or_equal_than_2_8), torch.optim.AdamW(fused=True), whose kernel
+        # updates in place; this project's runs (transformers 5.17.0, torch 2.11) record optim ADAMW_TORCH_FUSED,
+        # fused=True, foreach None (benchmarks/validation/measured/results/h100-80gb-hbm3-2026-11-26.json). Older
+        # versions' adamw_torch was foreach (transformers @ fd798335), whose step also holds √v (estimate/phases.py).
         # TrainingArguments fp16/bf16: torch.amp autocast, the model's parameters left in fp32 (applied to full
         # fine-tunes with mixed_precision true; LoRA's frozen base weights are 16-bit).
         PresetDefault("autocast_fp32_params", True, f"{TRANSFORMERS}: bf16/fp16 run as torch.amp autocast over the "
                                                     "model's fp32 parameters"),
     ),
     "llama-factory": (
-        PresetDefault("optimizer_step_temporary", "foreach",
-                      "the Hugging Face Trainer's default optim adamw_torch, torch.optim.AdamW with foreach "
-                      "(transformers @ fd798335 training_args.py)"),
+        # No optimizer_step_temporary: the Trainer's default optim, torch's fused AdamW (see hf-trainer above).
         # It trains through the Trainer with its trainable parameters upcast to fp32 (cast_trainable_params_to_fp32).
         PresetDefault("autocast_fp32_params", True, f"{LLAMA_FACTORY} src/llamafactory/model/adapter.py: trainable "
                                                     "parameters upcast to fp32, trained through transformers' "
