@@ -3,8 +3,9 @@
 No test here needs a network. The Hub is HF_ENDPOINT pointed at a local TCP port that refuses
 connections, or at one that accepts them and never answers (a listening socket that is never read:
 the kernel completes the handshake for its backlog). huggingface_hub reads HF_ENDPOINT, HF_HOME and
-HF_HUB_OFFLINE when it is imported, so the CLI runs in a subprocess with that environment; the time
-measured is the whole command's, interpreter start included. HF_HOME is empty, so huggingface_hub also
+HF_HUB_OFFLINE when it is imported, so the CLI runs in a subprocess with that environment. What is
+bounded is the time the Hub id adds: the whole command's time less that of the same command planning a
+catalog model (interpreter start, imports and planning, which a loaded machine stretches past a second). HF_HOME is empty, so huggingface_hub also
 asks the silent port for its agent registry (once a day otherwise), the slowest case.
 
 Before this change (huggingface_hub 2.4.0): 27.2 s for a refused port (one try, then five more after
@@ -59,6 +60,15 @@ def run_plan(tmp_path, workloads: str, **env_vars) -> tuple[subprocess.Completed
     return done, time.perf_counter() - start
 
 
+@pytest.fixture(scope="module")
+def baseline_s(tmp_path_factory) -> float:
+    """The same command on a model from the catalog: no Hub, the rest of the work the same."""
+    done, seconds = run_plan(tmp_path_factory.mktemp("baseline"), WORKLOADS.replace("Qwen/Qwen2.5-7B", "qwen2.5-7b")
+                             .replace("Qwen/Qwen2.5-72B", "qwen2.5-72b"))
+    assert done.returncode == 0, done.stderr
+    return seconds
+
+
 def advice(tmp_path) -> str:
     return (f"(expected: to work offline, set HF_HUB_OFFLINE=1 after one run with network has cached its "
             f"config.json in {tmp_path / 'hub'}, or give model: {{config: path/to/config.json}} with a local copy)")
@@ -72,7 +82,7 @@ def cache_qwen_7b(tmp_path) -> None:
     (repo / "snapshots" / COMMIT / "config.json").write_text(json.dumps(QWEN))
 
 
-def test_a_refused_connection_fails_at_once_saying_how_to_work_offline(tmp_path, refusing_port):
+def test_a_refused_connection_fails_at_once_saying_how_to_work_offline(tmp_path, refusing_port, baseline_s):
     done, seconds = run_plan(tmp_path, WORKLOADS, HF_ENDPOINT=f"http://127.0.0.1:{refusing_port}")
     assert done.returncode == 2 and done.stdout == ""
     lines = done.stderr.splitlines()
@@ -82,10 +92,10 @@ def test_a_refused_connection_fails_at_once_saying_how_to_work_offline(tmp_path,
                                f"at http://127.0.0.1:{refusing_port} for '{repo_id}' (")
         assert "refused" in line
         assert line.endswith("), and its config.json is not in the cache " + advice(tmp_path))
-    assert seconds < BOUND_S
+    assert seconds - baseline_s < BOUND_S
 
 
-def test_a_hub_that_never_answers_fails_within_5_s(tmp_path, silent_port):
+def test_a_hub_that_never_answers_fails_within_5_s(tmp_path, silent_port, baseline_s):
     """Two ids, one wait: after the first finds no answer, the second is looked for in the cache only."""
     done, seconds = run_plan(tmp_path, WORKLOADS, HF_ENDPOINT=f"http://127.0.0.1:{silent_port}")
     assert done.returncode == 2 and done.stdout == ""
@@ -95,23 +105,23 @@ def test_a_hub_that_never_answers_fails_within_5_s(tmp_path, silent_port):
                         f"{silent_port} for 'Qwen/Qwen2.5-7B' (no answer within 3 s; HF_HUB_ETAG_TIMEOUT=30 waits "
                         f"longer), and its config.json is not in the cache {advice(tmp_path)}")
     assert lines[1].startswith("w.yaml:3: workloads[1].model: cannot reach the Hugging Face Hub at ")
-    assert seconds < BOUND_S
+    assert seconds - baseline_s < BOUND_S
 
 
-def test_offline_without_a_cache_entry_fails_at_once_with_the_same_advice(tmp_path):
+def test_offline_without_a_cache_entry_fails_at_once_with_the_same_advice(tmp_path, baseline_s):
     done, seconds = run_plan(tmp_path, WORKLOADS, HF_HUB_OFFLINE="1")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.splitlines()[0] == (
         "w.yaml:2: workloads[0].model: 'Qwen/Qwen2.5-7B' is not in the Hugging Face cache and HF_HUB_OFFLINE is set "
         + advice(tmp_path))
-    assert seconds < BOUND_S
+    assert seconds - baseline_s < BOUND_S
 
 
-def test_a_cached_config_is_read_when_the_hub_never_answers(tmp_path, silent_port):
+def test_a_cached_config_is_read_when_the_hub_never_answers(tmp_path, silent_port, baseline_s):
     """As huggingface_hub does without HF_HUB_OFFLINE: the cached copy when the Hub does not answer."""
     cache_qwen_7b(tmp_path)
     done, seconds = run_plan(tmp_path, WORKLOADS.splitlines(keepends=True)[0] + WORKLOADS.splitlines()[1] + "\n",
                              HF_ENDPOINT=f"http://127.0.0.1:{silent_port}")
     assert done.returncode == 0, done.stderr
     assert "w0" in done.stdout
-    assert seconds < BOUND_S
+    assert seconds - baseline_s < BOUND_S
