@@ -127,6 +127,11 @@ BOUNDS = {
     # single-stream decode (~3,000 tokens/s on wafer-scale hardware); above a minute per token is a slip.
     "tpot_ms": Bound(0.01, 6e4, "from 0.01 ms to 60,000 ms (one minute) per output token",
                      "check the unit is milliseconds"),
+    # A cloud instance-hour in US dollars: the dearest GPU instance in AWS's on-demand price list is
+    # p6-b300.48xlarge at $142.416 (8× B300, us-west-2; skypilot-catalog's copy, catalogs/v8/aws/vms.csv).
+    "price_per_hour": Bound(0, 10**4, "more than 0 and at most $10,000 per instance-hour, 70× the dearest listed "
+                                      "GPU instance (AWS p6-b300.48xlarge, $142.42)",
+                            "write dollars per hour of one whole instance, e.g. 55.04"),
     # DeepSeek-V3 routes among 256 experts per layer, the most published.
     "experts": Bound(1, 10**4, "at most 10,000 experts, 39× DeepSeek-V3's 256"),
 }

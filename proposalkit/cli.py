@@ -216,9 +216,11 @@ def cmd_catalog(args) -> int:
         from .catalog import resources
 
         lines = [f"{'id':<25} {'unit':<12} {'GPUs':<24} {'per node':>8} {'nodes':>7} {'GPUs':>7} {'largest job':>12}  "
-                 "source; size source"]
+                 f"{'price/instance-h, region, read':<34}  source; size source; price source"]
         lines += [f"{r.id:<25} {r.unit:<12} {g:<24} {r.gpus_per_node:>8} {r.node_count(g):>7,} {r.gpu_count(g):>7,} "
-                  f"{resources.gpus_text(r.largest_job_gpus(g)):>12}  {r.source}; {r.size_source}"
+                  f"{resources.gpus_text(r.largest_job_gpus(g)):>12}  {r.price.short if r.is_cloud else '-':<34}  "
+                  f"{r.source}; {r.size_source}"
+                  + (f"; {r.price.source}" if r.is_cloud else "")
                   for r in resources.resources().values() for g in r.gpus]
     _emit("".join(line + "\n" for line in lines))
     return EXIT_OK

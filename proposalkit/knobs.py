@@ -100,6 +100,12 @@ _ROWS = (
     Knob("flash_attention", "bool", True, "current training recipes; Dao et al. 2022",
          "Training: FlashAttention, which keeps no s² attention scores. On an inference workload false means "
          "attention: eager.", BOTH, setups=_T),
+    Knob("price_per_hour", "float", None,
+         "the catalog's on-demand price of the instance type, with its region and the date it was read "
+         "(catalog/resources.yaml price)",
+         "Cloud resource (AWS, Azure, Google via CloudBank): US dollars per hour of one whole instance, in place "
+         "of the catalog's dated on-demand price (a quote, a newer or a discounted price). In proposal: for the "
+         "workloads on the proposal's resource.", BOTH),
     Knob("framework", "str", None, "none named: the planner's own defaults, each stated",
          "The software that will run it: for training hf-trainer, torchtune, torchtitan, deepspeed, megatron, "
          "axolotl, llama-factory (sets the defaults its standard recipe uses, each stated as an assumption with its "

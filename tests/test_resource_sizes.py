@@ -40,6 +40,18 @@ SIZES = {
     "nersc-perlmutter": ("a100-40gb", 1_536, 4, None),
     # Jetstream2 'Configuration': 90 GPU nodes, 360 A100, one per g3.xl instance
     "jetstream2-gpu": ("a100-40gb", 360, 1, None),
+    # Cloud instance types: 8 GPUs each (AWS's Capacity Blocks table, Azure's size pages, Google's machine
+    # types); no partition, so the planner's bound of 64 instances per job (size_confidence inferred)
+    "aws-p4d": ("a100-40gb", 64, 8, None),
+    "aws-p4de": ("a100-80gb", 64, 8, None),
+    "aws-p5": ("h100-80gb", 64, 8, None),
+    "aws-p5e": ("h200", 64, 8, None),
+    "azure-nd-a100-v4": ("a100-40gb", 64, 8, None),
+    "azure-ndm-a100-v4": ("a100-80gb", 64, 8, None),
+    "azure-nd-h100-v5": ("h100-80gb", 64, 8, None),
+    "gcp-a2-high": ("a100-40gb", 64, 8, None),
+    "gcp-a2-ultra": ("a100-80gb", 64, 8, None),
+    "gcp-a3-high": ("h100-80gb", 64, 8, None),
 }
 
 

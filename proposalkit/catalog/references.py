@@ -18,6 +18,15 @@ _WORKS: tuple[tuple[str, str, str], ...] = (
      ("S. Asmussen, H. Albrecher. Ruin Probabilities, 2nd ed. World Scientific, 2010. (Lundberg's "
       "inequality, ch. I and IV; the M/G/1 waiting time as the ruin probability of a compound Poisson "
       "process: the tail of a service's wait for the prefills ahead.)")),
+    ("aws-ec2-pricing", "AWS EC2 pricing",
+     ("Amazon Web Services. Amazon EC2 On-Demand Pricing, https://aws.amazon.com/ec2/pricing/on-demand/ "
+      "(Linux, per instance-hour, by region). The figures used are as a dated copy of AWS's price list reads "
+      "them; the resource's entry below names the copy and its date.")),
+    ("azure-vm-pricing", "Azure VM pricing",
+     ("Microsoft Azure. Linux Virtual Machines Pricing, "
+      "https://azure.microsoft.com/en-us/pricing/details/virtual-machines/linux/ (pay-as-you-go, per VM-hour, "
+      "by region). The figures used are as a dated copy of Azure's retail price list reads them; the "
+      "resource's entry below names the copy and its date.")),
     ("biderman-2023", "Biderman et al. 2023",
      ("S. Biderman, H. Schoelkopf, Q. Anthony, et al. Pythia: A Suite for Analyzing Large Language Models "
       "Across Training and Scaling. ICML 2023; arXiv:2304.01373. (Table 1: layers, model dim and heads of "
@@ -52,6 +61,11 @@ _WORKS: tuple[tuple[str, str, str], ...] = (
     ("frantar-2023", "Frantar et al. 2023",
      ("E. Frantar, S. Ashkboos, T. Hoefler, D. Alistarh. GPTQ: Accurate Post-Training Quantization for "
       "Generative Pre-trained Transformers. ICLR 2023; arXiv:2210.17323.")),
+    ("gcp-vm-pricing", "Google Cloud VM pricing",
+     ("Google Cloud. VM instance pricing, accelerator-optimized machine types, "
+      "https://cloud.google.com/compute/vm-instance-pricing#accelerator-optimized (on-demand, per hour, by "
+      "region: GPUs, vCPUs and memory of the machine type). The figures used are as a dated copy of Google's "
+      "Cloud Billing Catalog reads them; the resource's entry below names the copy and its date.")),
     ("guo-2024", "Guo et al. 2024",
      ("C. Guo, R. Zhang, J. Xu, J. Leng, et al. GMLake: Efficient and Transparent GPU Memory "
       "Defragmentation for Large-scale DNN Training with Virtual Memory Stitching. ASPLOS 2024; "

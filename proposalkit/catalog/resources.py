@@ -5,10 +5,15 @@ Pure: the catalog (``catalog/resources.yaml``) is read lazily by the cached
 happens at import. Every row carries its source and a confidence level.
 ``charges.py`` turns jobs into these resources' units and holds a plan
 against its track's caps and ACCESS credit limits.
+
+Cloud partners (AWS, Azure, Google via CloudBank) are rows too: an instance type is a "node" of its GPUs,
+charged per whole instance-hour in US dollars at its on-demand price (``Price``: per hour, region, the date
+it was read); ``Resource.priced`` puts a workload's or proposal's ``price_per_hour`` in its place.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import math
@@ -17,9 +22,10 @@ from dataclasses import dataclass, fields
 from importlib import resources as _package_files
 
 from ..errors import ProposalkitError
+from .prices import PRICED_BASES, Price, dollars, parse_price, usd  # noqa: F401  (dollars, usd: named here too)
 
 CONFIDENCE_LEVELS = ("verified", "secondhand", "inferred")
-CHARGE_BASES = ("gpu-hour", "node-hour")
+CHARGE_BASES = ("gpu-hour", "node-hour", "instance-hour")
 
 DAYS_PER_MONTH = 365.25 / 12   # a Julian year over 12 months: 30.4375 days
 
@@ -35,8 +41,8 @@ class ResourceError(ProposalkitError):
 class ChargeRule:
     """How a resource turns a job into its allocation unit (catalog ``charge:``)."""
 
-    per: str                    # "gpu-hour" or "node-hour"
-    factor: float               # units per GPU-hour or per node-hour
+    per: str                    # "gpu-hour", "node-hour" or "instance-hour" (a cloud instance: a node)
+    factor: float               # units per GPU-hour or per node-hour; dollars per instance-hour (Price.per_hour)
     whole_nodes: bool           # node-hour sites: a partly used node is charged whole
     minimum_hours: float = 0.0  # least wall-clock time charged per job (TACC: 0.25 h)
     minimum_amount: float = 0.0 # least amount charged per job, in the unit (Delta: 1 SU)
@@ -85,7 +91,26 @@ class Resource:
     size_source: str = ""
     size_confidence: str = ""
     access_credits: CreditRate | None = None
+    price: Price | None = None             # cloud instance types (charge per instance-hour); None elsewhere
     notes: str = ""
+
+    @property
+    def is_cloud(self) -> bool:
+        """A cloud partner's instance type, charged in dollars at a price per instance-hour."""
+        return self.charge.per in PRICED_BASES
+
+    @property
+    def node_word(self) -> str:
+        """What one of its nodes is called: 'instance' for a cloud instance type, else 'node'."""
+        return "instance" if self.is_cloud else "node"
+
+    def priced(self, per_hour: float, set_by: str) -> Resource:
+        """The row at another price per instance-hour (a workload's or proposal's price_per_hour): the one
+        charging rule (charges.job_amount) then bills whole instances at that price."""
+        if not self.is_cloud:
+            raise ResourceError(f"{self.id} is charged in {self.unit}, not at a price per instance-hour")
+        return dataclasses.replace(self, charge=dataclasses.replace(self.charge, factor=float(per_hour)),
+                                   price=dataclasses.replace(self.price, per_hour=float(per_hour), set_by=set_by))
 
     def nodes_for(self, gpus_per_job: int) -> int:
         """Whole nodes a job of this many GPUs occupies: ⌈GPUs ÷ GPUs per node⌉."""
@@ -110,11 +135,13 @@ class Resource:
 
     def size_short(self, gpu: str | None = None) -> str:
         """'100 nodes (400 GPUs)'; '8 nodes (64 GPUs), 1 node per job' where a job may take fewer than all."""
-        nodes = self.node_count(gpu)
-        text = f"{nodes:,} node{'s' if nodes != 1 else ''} ({gpus_text(nodes * self.gpus_per_node)})"
+        nodes, word = self.node_count(gpu), self.node_word
+        if self.is_cloud:     # no partition: the planner's bound on one job (catalog size_source)
+            return f"up to {nodes:,} {word}s ({gpus_text(nodes * self.gpus_per_node)}) per job"
+        text = f"{nodes:,} {word}{'s' if nodes != 1 else ''} ({gpus_text(nodes * self.gpus_per_node)})"
         limit = self.max_nodes_per_job
         if limit is not None and limit < nodes:
-            text += f", {limit:,} node{'s' if limit != 1 else ''} per job"
+            text += f", {limit:,} {word}{'s' if limit != 1 else ''} per job"
         return text
 
     def size_text(self, gpu: str | None = None) -> str:
@@ -204,9 +231,12 @@ def _resource_from_row(row: dict) -> Resource:
         raise bad(f"charge: unknown keys {sorted(set(rule) - _RULE_FIELDS)}")
     if rule.get("per") not in CHARGE_BASES:
         raise bad(f"charge.per: expected one of {CHARGE_BASES}, got {rule.get('per')!r}")
+    price = parse_price(row.pop("price", None), rule, row, bad, CONFIDENCE_LEVELS)
     rule = ChargeRule(
         per=rule["per"],
-        factor=float(rule["factor"]),
+        # A cloud row's factor is its price (one home: price.per_hour); an unpriced one charges nothing
+        # until price_per_hour is given (charges.charge refuses it: Resource.price.per_hour is None).
+        factor=(price.per_hour or 0.0) if price is not None else float(rule["factor"]),
         whole_nodes=bool(rule["whole_nodes"]),
         minimum_hours=float(rule.get("minimum_hours") or 0),
         minimum_amount=float(rule.get("minimum_amount") or 0),
@@ -245,7 +275,7 @@ def _resource_from_row(row: dict) -> Resource:
     row["max_walltime_hours"] = float(walltime) if walltime is not None else None
     row["gpus"] = tuple(row["gpus"])
     row["notes"] = " ".join(str(row.get("notes", "")).split())
-    return Resource(charge=rule, walltime_by_nodes=tuple(tiers), **row)
+    return Resource(charge=rule, walltime_by_nodes=tuple(tiers), price=price, **row)
 
 
 @functools.lru_cache(maxsize=None)
@@ -346,13 +376,17 @@ def describe_rule(res: Resource | str) -> str:
 
     Examples: NCSA Delta H200 '3 SUs per GPU-hour, 1 SU minimum'; ALCF
     Polaris 'node-hours, whole nodes of 4 GPUs'; TACC Vista '1 SU per
-    node-hour, whole nodes of 1 GPU, 15-min minimum'. Minimums and whole-node
-    rounding apply to each job (``charge``).
+    node-hour, whole nodes of 1 GPU, 15-min minimum'; AWS p5.48xlarge '$55.04
+    per instance-hour (on-demand, Linux, us-east-1, read 2026-11-09), whole
+    instances of 8 GPUs'. Minimums and whole-node rounding apply to each job
+    (``charge``).
     """
     res = as_resource(res)
     rule = res.charge
     one = res.unit.removesuffix("s")                 # "SUs" → "SU", "node-hours" → "node-hour"
     unit = one if rule.factor <= 1 else res.unit     # 0.5 SU, 1 SU, 3 SUs
+    if res.is_cloud:
+        return f"{res.price.text}, whole instances of {gpus_text(res.gpus_per_node)}"
     if rule.per == "gpu-hour":
         text = ("GPU-hours as used" if res.unit == "GPU-hours" and rule.factor == 1
                 else f"{plain(rule.factor)} {unit} per GPU-hour")

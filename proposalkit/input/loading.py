@@ -19,6 +19,7 @@ from ..notes import Note
 from ..catalog.shapes import ModelSpec
 from ..units import SECONDS_PER_HOUR
 from .messages import translate, unknown_gpu, unknown_model, unknown_resource
+from .price_rules import price_problems, proposal_price_problem
 from .hub import looks_like_hub_id, revision_problem
 from .inference_rules import inference_problems
 from .mapping import from_mapping, lora_target_problem
@@ -405,6 +406,8 @@ def _load_document(data: object, source: Source, resource_ids, base_dir: str | N
             and proposal.resource not in resource_ids:
         problems.append(Problem(path, source.line(("proposal", "resource")), "proposal.resource",
                                 unknown_resource(proposal.resource, resource_ids)))
+    if (message := proposal_price_problem(proposal, resource_ids)) is not None:
+        problems.append(Problem(path, source.line(("proposal", "price_per_hour")), "proposal.price_per_hour", message))
     seen: dict[str, int] = {}
     loaded = []
     base_dir = base_dir if base_dir is not None else os.path.dirname(os.path.abspath(path))
@@ -421,6 +424,9 @@ def _load_document(data: object, source: Source, resource_ids, base_dir: str | N
         if runs:    # the planner uses the logs' rate as it uses a throughput: given by hand
             workload = workload.model_copy(update={"throughput": measured_throughput(runs)})
         problems += _check(workload, model, index, source, resource_ids)
+        for at, message in price_problems(workload, proposal, resource_ids):
+            full = ("proposal", "resource") if at is None else ("workloads", index) + at
+            problems.append(Problem(path, source.line(full), field_name(full), message))
         if model is not None:
             lines = tuple((name, source.line(("workloads", index, name))) for name in sorted(workload.model_fields_set))
             workload, preset_notes = apply_preset(workload)

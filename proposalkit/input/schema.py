@@ -21,7 +21,7 @@ from .frameworks import FRAMEWORKS
 from .values import (
     Batch, Bool, Buffer, Checkpointing, CheckpointsRetained, Concurrency, ContextParallel, CountOrZero, Dimension,
     Dropout, ExpertParallel, GpuCount, GradientAccumulation, LoraRank, Mfu, MicroBatch, Name, Params, PipelineParallel,
-    PositiveFloat, PromptTokens, Prose, RequestRate, Requests, Samples, Sequence, ServiceHours, TensorParallel, Text,
+    PositiveFloat, PricePerHour, PromptTokens, Prose, RequestRate, Requests, Samples, Sequence, ServiceHours, TensorParallel, Text,
     Tokens, TokensPerSecond, TpotMs, TtftMs, TtftPercentile, Variants, ZeroStage, model_reference,
 )
 
@@ -50,6 +50,7 @@ class Proposal(_Strict):
     track: Literal[TRACKS] | None = Field(None, description="NAIRR track: startup or standard (caps and warnings differ).")
     access_tier: Literal[ACCESS_TIERS] | None = Field(
         None, description="ACCESS project type the request is for: explore, discover or accelerate (credit limits).")
+    price_per_hour: PricePerHour | None = _knob("price_per_hour")
     date: Text | None = Field(None, description="Shown on the report only when given (reproducible builds).")
 
 
@@ -258,6 +259,7 @@ class WorkloadFields(_Strict):
     tpot_ms: TpotMs | None = Field(None, description="Inference service: time per output token target, milliseconds.")
     ttft_percentile: TtftPercentile | None = _knob("ttft_percentile")
     resource: Text | None = Field(None, description="Target resource for this workload (overrides proposal.resource).")
+    price_per_hour: PricePerHour | None = _knob("price_per_hour")
     concurrency: Concurrency | None = _knob("concurrency")
     storage: Storage | None = Field(None, description="Checkpoints kept on scratch (the storage estimate).")
     framework: Literal[FRAMEWORKS] | None = _knob("framework")

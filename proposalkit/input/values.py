@@ -211,6 +211,7 @@ def _bounded_float(name: str):
 RequestRate = _bounded_float("request_rate")
 TtftMs = _bounded_float("ttft_ms")
 TpotMs = _bounded_float("tpot_ms")
+PricePerHour = _bounded_float("price_per_hour")
 ServiceHours = Annotated[float, _within(_positive_float, "hours"), WithJsonSchema(_capped(_FLOAT_SCHEMA, "hours"))]
 Bool = Annotated[bool, BeforeValidator(_boolean), WithJsonSchema({"type": "boolean"})]
 def _checked_text(limit: int, why: str):

@@ -12,6 +12,9 @@ Charging rules (one per catalog row):
 * ``per: node-hour`` — amount = nodes × max(hours, minimum_hours) × factor, with
   nodes = ⌈GPUs ÷ GPUs per node⌉ when whole nodes are charged (TACC, ALCF, OLCF,
   NERSC). Rounding up to whole nodes applies per job.
+* ``per: instance-hour`` — a cloud instance type (AWS, Azure, Google via CloudBank):
+  the node-hour rule with whole instances and the price per instance-hour as the
+  factor, in US dollars (a 3-GPU job on an 8-GPU instance pays the instance).
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from collections.abc import Iterable
 
 from .charge_records import AccessCredits, CapFinding, Charge
 from ..catalog.resources import (
-    Resource, ResourceError, access_tier, as_resource, credit_tier, describe_rule, fits, gpus_text, plain, resolve,
-    resource, suggest, system_of, track,
+    Resource, ResourceError, access_tier, as_resource, credit_tier, describe_rule, dollars, fits, gpus_text, plain,
+    resolve, resource, suggest, system_of, track, usd,
 )
 
 HOURS_PER_DAY = 24
@@ -45,8 +48,13 @@ def fmt_amount(x: float) -> str:
     return text + "0" if text.endswith(".") else text
 
 
-def _nodes(n: float) -> str:
-    return f"{plain(n)} node" + ("" if n == 1 else "s")
+def in_unit(amount: float, unit: str) -> str:
+    """An amount with its unit: '1,234.5 SUs'; dollars to the cent, '$6,880.00'."""
+    return usd(amount) if unit == "USD" else f"{fmt_amount(amount)} {unit}"
+
+
+def _nodes(n: float, word: str = "node") -> str:
+    return f"{plain(n)} {word}" + ("" if n == 1 else "s")
 
 
 # ------------------------------------------------------------------------ charging
@@ -75,6 +83,8 @@ def charge(res: Resource | str, gpu_type: str, gpus_per_job: int, hours_per_job:
         raise ResourceError(f"jobs: expected a positive integer, got {jobs!r}")
     if not (hours_per_job >= 0 and math.isfinite(hours_per_job)):
         raise ResourceError(f"hours_per_job: expected a non-negative number, got {hours_per_job!r}")
+    if res.is_cloud and res.price.per_hour is None:
+        raise ResourceError(f"{res.id} has no price per instance-hour in the catalog: {res.price.source}")
 
     rule = res.charge
     per_job, billed, hours_charged, raised = job_amount(res, gpus_per_job, hours_per_job)
@@ -85,25 +95,27 @@ def charge(res: Resource | str, gpu_type: str, gpus_per_job: int, hours_per_job:
         hours_text = f"{fmt_amount(hours_per_job)} h"
 
     idle = 0      # GPUs of charged whole nodes the job leaves unused
+    word = res.node_word
     if rule.per == "gpu-hour":
         nodes = gpus_per_job / res.gpus_per_node
         head = gpus_text(gpus_per_job)
     elif rule.whole_nodes:
         nodes = billed
         idle = nodes * res.gpus_per_node - gpus_per_job
-        head = f"⌈{gpus_text(gpus_per_job)} ÷ {res.gpus_per_node} per node⌉ = {_nodes(nodes)}"
+        head = f"⌈{gpus_text(gpus_per_job)} ÷ {res.gpus_per_node} per {word}⌉ = {_nodes(nodes, word)}"
     else:
         nodes = billed
         head = f"{gpus_text(gpus_per_job)} ÷ {res.gpus_per_node} per node = {_nodes(nodes)}"
 
-    text = f"{head} × {hours_text} × {plain(rule.factor)}"
+    factor = (f"{dollars(rule.factor)} per instance-hour" if res.is_cloud else plain(rule.factor))
+    text = f"{head} × {hours_text} × {factor}"
     if raised:
         text += (f" = {fmt_amount(billed * hours_charged * rule.factor)}, raised to the per-job minimum of "
                  f"{plain(rule.minimum_amount)} {res.unit}")
     amount = per_job * jobs
     if jobs > 1:
         text += f"; × {jobs:,} jobs" if raised else f" × {jobs:,} jobs"
-    text += f" = {fmt_amount(amount)} {res.unit}"
+    text += f" = {in_unit(amount, res.unit)}"
     return Charge(
         resource_id=res.id, resource=res, system=system_of(res.id), rule=describe_rule(res), unit=res.unit, amount=amount, arithmetic=text, gpu_type=gpu_type,
         gpus_per_job=gpus_per_job, hours_per_job=float(hours_per_job),
@@ -175,15 +187,19 @@ def convert_gpu_hours(res: Resource | str, gpu_hours: float, gpus_per_job: int,
     return charge(res, gpu_type or res.gpus[0], gpus_per_job, gpu_hours / gpus_per_job)
 
 
-def choose_partition(name: str, gpu_type: str, gpus_per_job: int, hours_per_job: float) -> Resource:
+def choose_partition(name: str, gpu_type: str, gpus_per_job: int, hours_per_job: float,
+                     partitions: tuple[Resource, ...] | None = None) -> Resource:
     """The cheapest partition of a system (or the named row) that has the GPU and takes the job.
 
     Cheapest means the smallest ``charge`` amount for one such job; partitions
     of one system share a unit, so the amounts compare. Ties keep catalog order.
+    `partitions`: the rows behind `name` as the caller holds them (a cloud row at a
+    given price_per_hour); default the catalog's.
     """
-    rows = [r for r in resolve(name) if gpu_type in r.gpus]
+    every = resolve(name) if partitions is None else partitions
+    rows = [r for r in every if gpu_type in r.gpus]
     if not rows:
-        offered = sorted({g for r in resolve(name) for g in r.gpus})
+        offered = sorted({g for r in every for g in r.gpus})
         raise ResourceError(f"{name} has no '{gpu_type}' GPUs (it has {', '.join(offered)})")
     allowed = [r for r in rows if fits(r, gpus_per_job, gpu_type)]
     if not allowed:

@@ -42,6 +42,8 @@ def workload_sources(w: WorkloadPlan) -> list[str]:
     if w.storage is not None:
         ids += w.storage.checkpoint_sources
     ids += [id_ for c in w.cross_checks for id_ in c.sources]
+    if w.charge is not None and w.charge.resource.is_cloud:     # the provider's pricing page
+        ids.append(w.charge.resource.price.reference)
     return ids + list(w.sources)
 
 

@@ -24,6 +24,7 @@ from ..knobs import KNOBS, Knob, default, knob
 from ..catalog.shapes import ModelSpec, is_mla
 from ..input import frameworks
 from ..input.loading import LoadedFile, LoadedWorkload
+from ..input.price_rules import price_for
 from ..catalog import resources
 from . import charges, comparison, infeasible, inference, pilots, search
 from .citations import as_notes, plan_references
@@ -185,7 +186,9 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
     training run on the target resource must fit even on the largest job it takes."""
     w, model = lw.spec, lw.model
     gpus = catalog.gpus()
-    target = search.target(resource_id)
+    # A cloud instance type at the workload's price_per_hour (or its proposal's, which plan_files put there).
+    target = search.target(resource_id, w.price_per_hour,
+                           "workload file" if "price_per_hour" in dict(lw.lines) else "proposal")
     notes: list[Note | str] = list(lw.preset_notes)
     warnings: list[str] = []
     if target is not None and w.gpu is not None and w.gpu not in target.gpus:
@@ -348,7 +351,7 @@ def _infeasible_message(lw: LoadedWorkload, s: Settings, candidates: list[Candid
     closest = min(candidates, key=lambda c: (c.per_gpu_bytes / c.usable_bytes, c.count))
     pinned = w.gpu is not None or w.gpus is not None or (w.kind == "inference" and w.tensor_parallel is not None)
     relaxed = _relaxed_fit(lw, s, resource_id) if pinned else None
-    target = search.target(resource_id)
+    target = search.target(resource_id, lw.spec.price_per_hour)
     if target is None or pinned:
         return infeasible.does_not_fit(lw, s, closest, relaxed)
     return infeasible.beyond_resource(lw, s, closest, target, _fit_anywhere(lw, target))
@@ -391,7 +394,8 @@ def _least_fit(lw: LoadedWorkload, s: Settings, gpu: str, resource_id: str | Non
     name = "tensor_parallel" if w.kind == "inference" and w.gpus is None else "gpus"
     free = {"gpus": None, "gpu": gpu} | ({"tensor_parallel": None} if w.kind == "inference" else {})
     loose = w.model_copy(update=free)
-    counts = search._candidate_counts(loose, s, catalog.gpus()[gpu], search.target(resource_id), lw.model)
+    counts = search._candidate_counts(loose, s, catalog.gpus()[gpu], search.target(resource_id, w.price_per_hour),
+                                      lw.model)
     for count in sorted(counts):
         try:
             p = plan_workload(_with(lw, loose.model_copy(update={name: count})), resource_id, explain=False)
@@ -415,6 +419,8 @@ def plan_files(files: list[LoadedFile]) -> Plan:
     for f in files:
         for lw in f.workloads:
             resource_id = lw.spec.resource or (f.proposal.resource if f.proposal else None)
+            if lw.spec.price_per_hour is None and (price := price_for(lw.spec, f.proposal)) is not None:
+                lw = _with(lw, lw.spec.model_copy(update={"price_per_hour": price}))     # the proposal's price
             try:
                 plans.append(plan_workload(lw, resource_id, period_days=period))
             except InfeasibleError as error:
@@ -447,4 +453,4 @@ def assemble(plans: list[WorkloadPlan], proposal) -> Plan:
     warnings += [f.message for f in findings]
     return Plan(tuple(plans), proposal, tuple(warnings), track, access, tuple(findings),
                 access_tier=resources.credit_tier(tier_id) if tier_id is not None else None,
-                references=plan_references(plans))
+                references=plan_references(plans), period_months=resources.track(track).period_months)

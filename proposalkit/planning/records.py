@@ -90,6 +90,8 @@ class Settings:
     """Saved activations offloaded to CPU memory."""
     context_parallel: int = default("context_parallel")
     """GPUs a sequence's tokens are split over (ring attention)."""
+    price_per_hour: float | None = default("price_per_hour")
+    """Dollars per instance-hour on a cloud resource, the workload's or its proposal's (None: the catalog's)."""
     framework: str | None = default("framework")
     """The workload's `framework` (its preset is already in the other settings)."""
     attention: str = default("attention")
@@ -325,6 +327,12 @@ class Plan:
     """The ACCESS project type the proposal asks for (proposal.access_tier)."""
     references: tuple[Reference, ...] = ()
     """The works the records cite, each once, in the catalog's order (planning/citations.py): Appendix B."""
+    period_months: float = 12.0
+    """The track's allocation period in months (12 standard, 3 Start-Up): what a dollar request is over."""
+
+    def cloud_charges(self) -> tuple[Charge, ...]:
+        """The charges in US dollars (cloud instance types, at their price per instance-hour), in order."""
+        return tuple(w.charge for w in self.workloads if w.charge is not None and w.charge.resource.is_cloud)
 
     def by_resource(self) -> dict[str, tuple[str, float]]:
         """Resource (partition) id → (unit, amount), summed over workloads."""

@@ -220,7 +220,7 @@ class Target:
         return any(gpu in r.gpus and resources.fits(r, count, gpu) for r in self.partitions)
 
     def charge(self, gpu: str, count: int, hours_per_job: float, jobs: int) -> charges.Charge:
-        partition = charges.choose_partition(self.id, gpu, count, hours_per_job)
+        partition = charges.choose_partition(self.id, gpu, count, hours_per_job, self.partitions)
         return charges.charge(partition, gpu, count, hours_per_job, jobs)
 
     def charge_replicas(self, gpu: str, tensor_parallel: int, replicas: int, hours_per_job: float,
@@ -237,10 +237,18 @@ class Target:
         return min(options, key=lambda c: c.amount) if options else None
 
 
-def target(resource_id: str | None) -> Target | None:
+def target(resource_id: str | None, price_per_hour: float | None = None, set_by: str = "") -> Target | None:
+    """The resource a workload targets; a cloud instance type at `price_per_hour` dollars per instance-hour
+    where the workload (or its proposal, `set_by`) states one instead of the catalog's price."""
     if resource_id is None:
         return None
-    return Target(resource_id, resources.resolve(resource_id))
+    rows = resources.resolve(resource_id)
+    if price_per_hour is not None:
+        if len(rows) != 1:
+            raise resources.ResourceError(f"price_per_hour is the price of one instance type; {resource_id} has "
+                                          f"several ({', '.join(r.id for r in rows)}): name one")
+        rows = (rows[0].priced(price_per_hour, set_by),)
+    return Target(resource_id, rows)
 
 
 def candidate_gpus(w, target: Target | None, gpus: dict[str, GPUSpec], precision: str | None = None) -> list[GPUSpec]:

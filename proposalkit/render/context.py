@@ -165,6 +165,35 @@ def _access_view(plan: Plan) -> AccessView | None:
 
 
 @dataclass(frozen=True)
+class CloudRequest:
+    label: str                   # the resource (instance type) id
+    amount: float                # US dollars, all its workloads
+
+
+@dataclass(frozen=True)
+class CloudView:
+    """The dollar request for the cloud partners (AWS, Azure, Google via CloudBank), with its prices' dates."""
+
+    total: float                 # US dollars over every cloud resource
+    requests: tuple[CloudRequest, ...]
+    prices: tuple[tuple[str, str], ...]    # (instance type, its price in words: per hour, basis, region, date)
+    period_months: float         # the allocation period the request is over
+
+
+def cloud_view(plan: Plan) -> CloudView | None:
+    """The charges in dollars, per resource, and each instance type's price as charged; None without any."""
+    charges = plan.cloud_charges()
+    if not charges:
+        return None
+    amounts: dict[str, float] = {}
+    for c in charges:
+        amounts[c.resource_id] = amounts.get(c.resource_id, 0.0) + c.amount
+    prices = tuple(dict.fromkeys((c.resource.partition, c.resource.price.text) for c in charges))
+    return CloudView(sum(amounts.values()), tuple(CloudRequest(k, v) for k, v in amounts.items()), prices,
+                     plan.period_months)
+
+
+@dataclass(frozen=True)
 class ReportContext:
     heading: str
     title: TitleBlock
@@ -183,6 +212,7 @@ class ReportContext:
     charts: dict[str, Chart]
     access: AccessView | None = None
     pilots: PilotsView | None = None     # the "Pilot measurements" table; None without pilot logs
+    cloud: CloudView | None = None       # the dollar request for cloud partners; None without a cloud resource
 
     @property
     def resources_heading(self) -> str | None:
@@ -275,10 +305,16 @@ def resources_view(plan: Plan) -> ResourcesView | None:
                 walltime="—", walltime_source="", walltime_confidence="", workloads=g.workloads))
             continue
         res = g.resource
+        # A cloud instance type's rule is its price: the price's source and confidence (a given price_per_hour
+        # is the researcher's figure, not the catalog's).
+        rule_source, rule_confidence = res.source, res.confidence
+        if res.is_cloud:
+            rule_source = res.price.source
+            rule_confidence = "" if res.price.set_by else res.price.confidence
         rows.append(ResourceRow(
             resource_id=g.resource_id, system=g.system, partition=res.partition, name=res.name,
             gpu_type=g.gpu_type, gpus_per_node=res.gpus_per_node, rule=g.rule,
-            rule_source=" ".join(res.source.split()), rule_confidence=res.confidence,
+            rule_source=" ".join(rule_source.split()), rule_confidence=rule_confidence,
             gpu_hours_requested=g.gpu_hours, amount=g.amount, unit=g.unit,
             walltime=_walltime_text(g.walltimes),
             walltime_source=" ".join(res.walltime_source.split()), walltime_confidence=res.walltime_confidence,
@@ -319,5 +355,6 @@ def report_context(plan: Plan) -> ReportContext:
         charts=_charts(views),
         access=_access_view(plan),
         pilots=pilots_view(plan),
+        cloud=cloud_view(plan),
     )
 

@@ -49,6 +49,12 @@ def fmt_hours(hours: float) -> Safe:
     return Safe(f"{hours:,.2f}" if hours < 10 else f"{hours:,.1f}")
 
 
+def fmt_in_unit(amount: float, unit: str) -> str:
+    """An allocation amount with its unit: '1,234.5 SUs' (as fmt_hours); US dollars to the cent, '$6,880.00'.
+    Plain text, not Safe: Markdown escapes the '$' (GitHub reads $...$ as math)."""
+    return f"${amount:,.2f}" if unit == "USD" else f"{fmt_hours(amount)} {unit}"
+
+
 def fmt_hours_precise(hours: float) -> Safe:
     """Hours inside a derivation: always two decimals, so each product can be redone by hand."""
     return Safe(f"{hours:,.2f}")
@@ -146,5 +152,5 @@ def formula_safe(text: object) -> str:
 FILTERS = {
     "gib": fmt_gib, "gb": fmt_gb, "hours": fmt_hours, "count": fmt_count, "si": fmt_si,
     "rate": fmt_rate, "pct": fmt_pct, "factor": fmt_factor, "size": fmt_size, "days": fmt_days,
-    "hours_precise": fmt_hours_precise,
+    "hours_precise": fmt_hours_precise, "in_unit": fmt_in_unit,
 }

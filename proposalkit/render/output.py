@@ -106,7 +106,21 @@ def workload_dict(w: WorkloadPlan) -> dict:
     if w.charge is not None:
         out["resource"] = {"id": w.charge.resource_id, "unit": w.charge.unit, "amount": _round(w.charge.amount),
                            "arithmetic": w.charge.arithmetic}
+        if w.charge.resource.is_cloud:
+            out["resource"] |= cloud_dict(w.charge)
     return out
+
+
+def cloud_dict(c) -> dict:
+    """A charge in dollars: whole instances per job, instance-hours (all jobs), and the price they are billed at
+    (per instance-hour, region, when read, from where; set_by: catalog, or the workload file or proposal that
+    gave price_per_hour). amount = instance_hours × price.per_instance_hour."""
+    p = c.resource.price
+    return {"instance_type": c.resource.partition, "instances_per_job": round(c.nodes_per_job),
+            "instance_hours": _round(c.nodes_per_job * c.hours_charged_per_job * c.jobs),
+            "price": {"per_instance_hour": p.per_hour, "currency": "USD", "region": p.region, "basis": p.basis,
+                      "read": p.read, "source": p.source, "confidence": p.confidence,
+                      "set_by": p.set_by or "catalog"}}
 
 
 def _pilot(c, name: str) -> dict:
@@ -143,6 +157,10 @@ def plan_dict(plan: Plan) -> dict:
     if by_resource:
         totals["by_resource"] = {k: {"unit": unit, "amount": _round(amount)}
                                  for k, (unit, amount) in by_resource.items()}
+    cloud = plan.cloud_charges()
+    if cloud:     # the dollar request over the allocation period, and the dates of the prices it is at
+        totals["usd"] = {"amount": _round(sum(c.amount for c in cloud)), "period_months": plan.period_months,
+                         "prices_read": sorted({c.resource.price.read or "" for c in cloud} - {""})}
     storage = plan.storage_totals()
     totals["storage"] = {"project_bytes": storage.project_bytes, "scratch_bytes": storage.scratch_bytes,
                          "archive_bytes": storage.archive_bytes}
@@ -260,6 +278,14 @@ def plan_text(plan: Plan) -> str:
     by_type = plan.by_gpu_type()
     out.append("")
     out.append("requested GPU-hours by type: " + ", ".join(f"{k} {_hours(v)}" for k, v in by_type.items()))
+    cloud = plan.cloud_charges()
+    if cloud:
+        dollars: dict[str, float] = {}
+        for c in cloud:
+            dollars[c.resource_id] = dollars.get(c.resource_id, 0.0) + c.amount
+        prices = dict.fromkeys(f"{c.resource.partition} {c.resource.price.text}" for c in cloud)
+        out.append("in dollars: " + ", ".join(f"{rid} ${amount:,.2f}" for rid, amount in dollars.items())
+                   + f" over the {plan.period_months:g}-month allocation period, at " + "; ".join(prices))
     if plan.warnings:
         out.append("")
         out += [f"warning: {control_escape(w)}" for w in plan.warnings]

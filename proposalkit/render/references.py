@@ -31,7 +31,8 @@ def references(plan: Plan) -> tuple[Reference, ...]:
             seen.add(charge.resource_id)
             r = charge.resource
             source = " ".join(r.source.split())
-            refs.append(Reference(r.name, source + ("" if source.endswith(".") else ".") + " Size: "
+            price = f" Price: {r.price.text}; {r.price.source}." if r.is_cloud and not r.price.set_by else ""
+            refs.append(Reference(r.name, source + ("" if source.endswith(".") else ".") + price + " Size: "
                                   + " ".join(r.size_source.split())))
     for w in plan.workloads:
         if w.model.id not in seen and w.model.source:

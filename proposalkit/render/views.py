@@ -338,7 +338,8 @@ def workload_view(w: WorkloadPlan, appendix: str = "Appendix A") -> WorkloadView
     steps.append(_gpu_hours_step(w))
     charge = w.charge
     if charge is not None:
-        steps.append(Step(charge.unit, f"{charge.resource_id}: {charge.arithmetic}"))
+        steps.append(Step("US dollars" if charge.unit == "USD" else charge.unit,
+                          f"{charge.resource_id}: {charge.arithmetic}"))
     details.append(_calendar_step(w))
     walltime = _walltime_step(w)
     if walltime is not None:

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from ..catalog.resources import dollars
 from ..render.format import md_code, md_escape
 from ..text import control_escape, json_control_escape
 from ..units import GiB
@@ -46,6 +47,17 @@ def _hours(x: float) -> str:
 def _delta(x: float) -> str:
     x = 0.0 if abs(x) < 0.05 else x       # no "-0.0"
     return f"{x:+,.1f}"
+
+
+def _dollar_delta(x: float) -> str:
+    """'+\\$1,234.56' (Markdown-escaped '$'), '+\\$0.00' below a cent."""
+    x = 0.0 if abs(x) < 0.005 else x
+    return f"{'-' if x < 0 else '+'}\\${abs(x):,.2f}"
+
+
+def _price(p: float | None) -> str:
+    """A cloud instance type's price as charged: '$55.04 per instance-hour'; 'none' off the cloud."""
+    return "none" if p is None else f"{dollars(p)} per instance-hour"
 
 
 def _pct(before: float, after: float) -> str:
@@ -189,6 +201,10 @@ FIELDS: tuple[Field, ...] = (
     Field("inference.ttft", "TTFT", _ttft, _show_ttft, ("ttft_percentile",)),
     _setting("framework", "framework"),
     Field("resource", "resource", lambda v: v.resource_id, _value, ("resource",)),
+    # A cloud instance type's price per instance-hour (the catalog's, or price_per_hour): a dollar change with
+    # the same hours. None on other resources.
+    Field("resource.price", "price", lambda v: ((v.plan.get("resource") or {}).get("price") or {}).get(
+        "per_instance_hour"), _price, ("price_per_hour",)),
 )
 
 
@@ -280,15 +296,24 @@ def compare(old: Side, new: Side) -> Diff:
 
 # ----------------------------------------------------------------- output
 
-def summary(d: Diff) -> str:
-    """'Requested GPU-hours: 1,234.5 → 1,600.0 (+365.5, +29.6%); 1 added, 1 removed, 2 changed.'"""
+def summary(d: Diff, dollar: str = "$") -> str:
+    """'Requested GPU-hours: 1,234.5 → 1,600.0 (+365.5, +29.6%); 1 added, 1 removed, 2 changed.' Where either
+    side charges a cloud resource, its dollars too: '; in dollars $191.57 → $139.22 (-$52.35, -27.3%)'
+    (`dollar`: '\\$' for Markdown)."""
     before = d.old.totals["gpu_hours_requested"]
     after = d.new.totals["gpu_hours_requested"]
     pct = _pct(before, after)
     counts = [f"{len(d.of(c))} {c}" for c in CATEGORIES[:-1] if d.of(c)]
     what = ", ".join(counts) if counts else "no workload changed"
+    usd = [(side.totals.get("usd") or {}).get("amount", 0.0) for side in (d.old, d.new)]
+    dollars = ""
+    if any(usd):
+        change, usd_pct = usd[1] - usd[0], _pct(*usd)
+        change = 0.0 if abs(change) < 0.005 else change
+        dollars = (f"; in dollars {dollar}{usd[0]:,.2f} → {dollar}{usd[1]:,.2f} ({'-' if change < 0 else '+'}"
+                   f"{dollar}{abs(change):,.2f}{', ' + usd_pct if usd_pct else ''})")
     return (f"Requested GPU-hours: {_hours(before)} → {_hours(after)} "
-            f"({_delta(after - before)}{', ' + pct if pct else ''}); {what}.")
+            f"({_delta(after - before)}{', ' + pct if pct else ''}){dollars}; {what}.")
 
 
 def _describe(v: Version) -> str:
@@ -301,7 +326,7 @@ def _describe(v: Version) -> str:
 
 
 def markdown(d: Diff) -> str:
-    out = [summary(d), ""]
+    out = [summary(d, "\\$"), ""]
     rows = [e for e in d.entries if e.category != "unchanged"]
     if rows:
         out += ["| workload | change | before | after | delta | what changed |",
@@ -329,8 +354,10 @@ def markdown(d: Diff) -> str:
     t0, t1 = d.old.totals, d.new.totals
     out += ["| totals | before | after | delta |", "| --- | ---: | ---: | ---: |"]
 
-    def row(label: str, a: float, b: float) -> str:
+    def row(label: str, a: float, b: float, usd: bool = False) -> str:
         pct = _pct(a, b)
+        if usd:     # dollars to the cent, '$' escaped for Markdown (GitHub reads $...$ as math)
+            return (f"| {label} | \\${a:,.2f} | \\${b:,.2f} | {_dollar_delta(b - a)}{f' ({pct})' if pct else ''} |")
         return f"| {label} | {_hours(a)} | {_hours(b)} | {_delta(b - a)}{f' ({pct})' if pct else ''} |"
 
     out.append(row("**requested GPU-hours**", t0["gpu_hours_requested"], t1["gpu_hours_requested"]))
@@ -341,7 +368,7 @@ def markdown(d: Diff) -> str:
     for rid in sorted(set(r0) | set(r1)):
         unit = (r1.get(rid) or r0[rid])["unit"]
         out.append(row(f"{markdown_text(rid)}, {markdown_text(unit)}", r0.get(rid, {}).get("amount", 0.0),
-                       r1.get(rid, {}).get("amount", 0.0)))
+                       r1.get(rid, {}).get("amount", 0.0), usd=unit == "USD"))
     out.append(row("GPU-hours before the buffer", t0["gpu_hours"], t1["gpu_hours"]))
     return "\n".join(out) + "\n"
 
