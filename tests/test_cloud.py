@@ -214,3 +214,22 @@ def test_every_cloud_row_says_where_its_price_was_read():
             assert p.read and p.region and p.basis.startswith(("on-demand", "pay-as-you-go")), r.id
             assert "was not read" in p.source and p.confidence == "secondhand", r.id
             assert r.charge.factor == p.per_hour, r.id
+
+
+def test_a_providers_instance_types_draw_on_one_allocation(tmp_path, capsys):
+    # aws-p5 and aws-p5e are both AWS: the units table adds their dollars (one CloudBank allocation per
+    # provider), Google's apart: 2,641.92 + 875.00 = 3,516.92 on aws.
+    assert R.system_of("aws-p5e") == R.system_of("aws-p5") == "aws"
+    out = tmp_path / "report"
+    assert main(["report", CLOUD_FILE, "-o", str(out), "--format", "md"]) == 0
+    capsys.readouterr()
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "| **total, aws** | | **244.0** | | **\\$3,516.92** | |" in md
+    assert "(\\$3,516.92 on aws; \\$2,300.74 on gcp-a3-high; by resource in B.3)" in md
+
+
+def test_a_provider_plans_an_unpriced_instance_type_only_when_named(plan_error):
+    # resource: aws leaves out aws-p5e (no catalog price), so an H200 pin has no AWS instance to run on.
+    message = plan_error("proposal: {resource: aws}\nworkloads:\n  - {name: a, kind: finetune, method: lora, "
+                         "model: llama-3.1-8b, tokens: 200M, gpu: h200}\n")
+    assert "h200 is not a GPU of aws (it has a100-40gb, a100-80gb, h100-80gb)" in message

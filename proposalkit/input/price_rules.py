@@ -55,10 +55,10 @@ def price_problems(workload, proposal, resource_ids) -> list[tuple[tuple, str]]:
     if workload.price_per_hour is not None:
         message = _priced_row(resource_id)[1]
         return [(("price_per_hour",), message)] if message else []
-    rows = resources.resolve(resource_id)
-    unpriced = [r for r in rows if r.is_cloud and r.price.per_hour is None]
-    if unpriced and price_for(workload, proposal) is None:
-        row = unpriced[0]
+    rows = resources.resolve(resource_id)     # a provider (several rows) plans only its priced ones
+    if len(rows) == 1 and rows[0].is_cloud and rows[0].price.per_hour is None \
+            and price_for(workload, proposal) is None:
+        row = rows[0]
         where = ("resource",) if workload.resource is not None else None
         why = row.price.source.split(":")[0].lower()       # "no on-demand price found"
         return [(where, f"{row.id} ({row.partition}) has no price per instance-hour in the catalog ({why}; "

@@ -243,6 +243,8 @@ def target(resource_id: str | None, price_per_hour: float | None = None, set_by:
     if resource_id is None:
         return None
     rows = resources.resolve(resource_id)
+    if len(rows) > 1:     # a provider's instance types without a catalog price are planned only when named
+        rows = tuple(r for r in rows if not (r.is_cloud and r.price.per_hour is None))
     if price_per_hour is not None:
         if len(rows) != 1:
             raise resources.ResourceError(f"price_per_hour is the price of one instance type; {resource_id} has "
