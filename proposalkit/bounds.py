@@ -102,7 +102,10 @@ BOUNDS = {
     "mfu": Bound(0.01, 1, "a fraction from 0.01 to 1, e.g. 0.40 (Llama 3 measured 0.38–0.43; write 40% as "
                           "0.40)"),
     # A contingency on GPU-hours; more than 100% would more than double the request.
-    "buffer": Bound(0, 1, "a fraction from 0 to 1; 0.30 adds 30%"),
+    "buffer": Bound(0, 1, "a fraction from 0 to 1; 0.30 adds 30%; or auto"),
+    # Below half, the request would cover fewer cases than the estimate itself (p50); 1 covers every row.
+    "coverage": Bound(0.5, 1, "a fraction from 0.5 to 1, e.g. 0.9: the share of validated cases the request "
+                              "covers (with buffer: auto)"),
     # Gemma's vocabulary of 256,000 tokens is the largest dimension of a published model.
     "dimension": Bound(1, 10**7, "at most 10^7, 40× the largest dimension of a published model "
                                  "(Gemma's 256,000-token vocabulary)"),

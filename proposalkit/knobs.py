@@ -69,6 +69,9 @@ class Knob:
 
 _T, _I, _TI = ("training",), ("inference",), ("training", "inference")
 _BUFFER = 0.30              # a default its description quotes
+# The share of validated cases `buffer: auto` covers when `coverage` is not given: the 90th percentile the
+# plan's ranges show as "high", so that the request reaches the range's high end.
+AUTO_COVERAGE = 0.90
 _TTFT_PERCENTILE = 99.0     # likewise
 
 _ROWS = (
@@ -81,7 +84,13 @@ _ROWS = (
          "not on a V100 (write fp16 there), fp8 on Hopper, Ada Lovelace, Blackwell and MI300X only.", BOTH,
          setups=_TI),
     Knob("buffer", "float", _BUFFER, "NAIRR community guide, GPU estimate page: \"Add 30% buffer\"",
-         f"Contingency added to GPU-hours (default {_BUFFER:.2f}).", BOTH),
+         f"Contingency added to GPU-hours (default {_BUFFER:.2f}), or auto: the least buffer (in whole percent) "
+         "whose request covers `coverage` of the validated cases of the workload's estimate (its ranges).", BOTH),
+    Knob("coverage", "float", None,
+         f"none: the buffer is a number; with buffer: auto, {AUTO_COVERAGE:g} (the ranges' high end, p90)",
+         "With buffer: auto, the share of validated cases the request must cover (0.5 to 1; default "
+         f"{AUTO_COVERAGE:g}): the cases are the validation rows of the workload's estimate, each a measured run "
+         "set beside its plan (docs/validation.md, Ranges).", BOTH),
     Knob("buffer_reason", "str", None,
          "none: a buffer within the NAIRR community guide's 20–30% (retries, sweeps, profiling, evaluation) needs "
          "no reason of its own",

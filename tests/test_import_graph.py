@@ -46,7 +46,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 # What render/ may import besides itself: the plan's records (its notes among them), the records of the plan
 # beside the job accounting (`usage`), and the text helpers below them.
-RENDER_READS: tuple[str, ...] = ("proposalkit.planning.records", "proposalkit.planning.pilots",
+RENDER_READS: tuple[str, ...] = ("proposalkit.planning.records", "proposalkit.planning.intervals",
+                                 "proposalkit.planning.pilots",
                                  "proposalkit.planning.usage_records",
                                  "proposalkit.notes", "proposalkit.units", "proposalkit.text", "proposalkit.errors")
 MAX_LINES = 500

@@ -110,7 +110,7 @@ CASES = {
     ),
     "buffer out of range": (
         GOOD + "    buffer: 30\n",
-        "FILE:9: workloads[0].buffer: out of range (got 30, expected a fraction from 0 to 1; 0.30 adds 30%)\n",
+        "FILE:9: workloads[0].buffer: out of range (got 30, expected a fraction from 0 to 1; 0.30 adds 30%; or auto)\n",
     ),
     "bad name": (
         GOOD.replace("name: sweep", "name: My Sweep"),
@@ -211,7 +211,7 @@ def test_problem_set_in_defaults_points_at_defaults(tmp_path, capsys):
     content = "defaults:\n  buffer: lots\n" + GOOD
     code, err, _ = run(tmp_path, content, capsys)
     assert code == 2
-    assert err == "FILE:2: defaults.buffer: not a number (got 'lots', expected a fraction from 0 to 1; 0.30 adds 30%)\n"
+    assert err == "FILE:2: defaults.buffer: not a number (got 'lots', expected a fraction from 0 to 1; 0.30 adds 30%; or auto)\n"
 
 
 def test_defaults_that_do_not_suit_a_workload_say_so(tmp_path, capsys):

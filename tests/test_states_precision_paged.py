@@ -114,8 +114,10 @@ GUANACO_65B = """  - name: guanaco-65b
 
 
 def test_published_qlora_65b_fits_one_48gb_gpu_with_the_papers_mechanisms(tmp_path, capsys):
-    # Dettmers et al. 2023, abstract: "finetune a 65B parameter model on a single 48GB GPU".
-    w = _plan(tmp_path, capsys, GUANACO_65B + "    mixed_precision: false\n    optimizer: paged-adamw\n")
+    # Dettmers et al. 2023, abstract: "finetune a 65B parameter model on a single 48GB GPU". The estimate fits
+    # it within 2% of the A40's memory, short of the memory p90 an unpinned search asks for; pinned to the one
+    # GPU the paper ran, it is planned (a configuration whose p10 fits is never refused), with a tight warning.
+    w = _plan(tmp_path, capsys, GUANACO_65B + "    gpus: 1\n    mixed_precision: false\n    optimizer: paged-adamw\n")
     layers, h, f = 80, 8192, 22016
     linear = layers * (4 * h * h + 3 * h * f)                   # block matrices, NF4
     assert linear == 64_760_053_760
@@ -130,6 +132,7 @@ def test_published_qlora_65b_fits_one_48gb_gpu_with_the_papers_mechanisms(tmp_pa
     assert w["memory"]["paged_optimizer_bytes"] == adapters * 8  # fp32 m and v, paged
     assert w["gpu"] == {"type": "a40", "count": 1, "memory_bytes": A40_USABLE, "nominal_memory_bytes": 48 * 10**9}
     assert w["memory"]["device_bytes"] <= A40_USABLE
+    assert any(text.startswith("guanaco-65b: tight on 1× a40") for text in w["warnings"])
 
 
 def test_qlora_65b_without_the_papers_mechanisms_needs_more_than_one_48gb_gpu(tmp_path, capsys):

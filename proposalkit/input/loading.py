@@ -29,7 +29,7 @@ from ..bounds import BOUNDS
 from ..files import WORKLOAD_FILE, Refused, read_limited
 from .frameworks import Behaviour, apply_preset, behaviour, framework_problem
 from .schema import UNION_TAGS, Proposal, Workload, WorkloadFile
-from .values import describe
+from .values import AUTO, describe
 from .source import Path, Source, field_name
 from .from_python import plain_values
 from .yamlfile import parse_yaml
@@ -130,6 +130,15 @@ def _resolve_model(workload: Workload, index: int, source: Source, base_dir: str
     return spec, []
 
 
+def _coverage(workload: Workload) -> list[tuple[tuple, str]]:
+    """coverage sets the buffer, so it goes with buffer: auto only."""
+    if workload.coverage is None or workload.buffer == AUTO:
+        return []
+    got = "no buffer (the default 0.30)" if workload.buffer is None else f"buffer: {workload.buffer:g}"
+    return [(("coverage",), f"sets the buffer only with buffer: auto (got {got}, expected buffer: auto beside it, "
+                            "or no coverage)")]
+
+
 def _check(workload: Workload, model: ModelSpec | None, index: int, source: Source, resource_ids) -> list[Problem]:
     """Rules that span fields: catalog ids, kind/method, tokens, parallel degrees, the model's shape."""
     problems: list[Problem] = []
@@ -139,7 +148,7 @@ def _check(workload: Workload, model: ModelSpec | None, index: int, source: Sour
         problems.append(Problem(source.path, source.line(full), field_name(full), message))
 
     for path, message in (_parallel(workload, model) + _pilot(workload) + _lora_modules(workload, model)
-                          + state_rules(workload)):
+                          + state_rules(workload) + _coverage(workload)):
         add(path, message)
     framework = framework_problem(workload)
     if framework:

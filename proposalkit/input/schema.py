@@ -19,7 +19,7 @@ from ..options import (  # one home, below the schema and the estimates
 from ..knobs import KNOBS, default
 from .frameworks import FRAMEWORKS
 from .values import (
-    Batch, Bool, Buffer, Checkpointing, CheckpointsRetained, Concurrency, ContextParallel, CountOrZero, Dimension,
+    Batch, Bool, Buffer, Checkpointing, CheckpointsRetained, Concurrency, ContextParallel, CountOrZero, Coverage, Dimension,
     Dropout, ExpertParallel, GpuCount, GradientAccumulation, LoraRank, Mfu, MicroBatch, Name, Params, PipelineParallel,
     PositiveFloat, PricePerHour, PromptTokens, Prose, RequestRate, Requests, Samples, Sequence, ServiceHours, TensorParallel, Text,
     Tokens, TokensPerSecond, TpotMs, TtftMs, TtftPercentile, Variants, ZeroStage, model_reference,
@@ -223,6 +223,7 @@ class WorkloadFields(_Strict):
     precision: Literal[PRECISIONS] | None = _knob("precision")
     buffer: Buffer | None = _knob("buffer")
     buffer_reason: Prose | None = _knob("buffer_reason")
+    coverage: Coverage | None = _knob("coverage")
     seq_len: Sequence | None = _knob("seq_len")
     micro_batch: MicroBatch | None = _knob("micro_batch")
     gradient_accumulation_steps: GradientAccumulation | None = _knob("gradient_accumulation_steps")

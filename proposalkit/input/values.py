@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 import math
-from typing import Annotated, Union
+from typing import Annotated, Literal, Union
 
 from pydantic import BeforeValidator, WithJsonSchema
 from pydantic_core import PydanticCustomError
@@ -67,8 +67,8 @@ def _positive_int(value: object) -> int:
     return int(number)
 
 
-def _in_range(name: str):
-    """A number within BOUNDS[name], both ends allowed (a whole number for zero_stage)."""
+def _range_check(name: str):
+    """The check of a number within BOUNDS[name], both ends allowed (a whole number for zero_stage)."""
     bound = BOUNDS[name]
 
     def check(value: object):
@@ -77,7 +77,20 @@ def _in_range(name: str):
             raise _fail("out of range", value, bound.expected)
         return int(number) if name == "zero_stage" else number
 
-    return BeforeValidator(check)
+    return check
+
+
+def _in_range(name: str):
+    """A number within BOUNDS[name], both ends allowed (a whole number for zero_stage)."""
+    return BeforeValidator(_range_check(name))
+
+
+AUTO = "auto"       # buffer: auto, set by the coverage its request reaches (planning/ranges.py)
+_buffer_number = _range_check("buffer")
+
+
+def _buffer(value: object):
+    return AUTO if value == AUTO else _buffer_number(value)
 
 
 def _positive_float(value: object) -> float:
@@ -196,7 +209,10 @@ TokensPerSecond = Annotated[float, _within(_positive_float, "tokens_per_second")
                                                       _FLOAT_SCHEMA["anyOf"][1]]})]
 PositiveFloat = Annotated[float, BeforeValidator(_positive_float), WithJsonSchema(_FLOAT_SCHEMA)]
 Mfu = Annotated[float, _in_range("mfu"), WithJsonSchema({"type": "number", "minimum": BOUNDS["mfu"].low, "maximum": 1})]
-Buffer = Annotated[float, _in_range("buffer"), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
+Buffer = Annotated[Union[float, Literal["auto"]], BeforeValidator(_buffer),
+                   WithJsonSchema({"anyOf": [{"type": "number", "minimum": 0, "maximum": 1}, {"const": AUTO}]})]
+Coverage = Annotated[float, _in_range("coverage"),
+                     WithJsonSchema({"type": "number", "minimum": BOUNDS["coverage"].low, "maximum": 1})]
 TtftPercentile = Annotated[float, _in_range("ttft_percentile"),
                            WithJsonSchema({"type": "number", "minimum": BOUNDS["ttft_percentile"].low,
                                            "maximum": BOUNDS["ttft_percentile"].high})]

@@ -56,6 +56,7 @@ class PilotResult:
     warmup_steps: int | None = None
     steps_used: int | None = None
     method: str = ""            # how the steady figure was computed, in words
+    step_ratios: tuple[float, ...] = ()     # percentiles 0-100 of the steady steps' rates ÷ their median
     peak_memory: dict[str, int] = field(default_factory=dict)   # statistic -> bytes
     notes: list[str] = field(default_factory=list)
 
@@ -103,13 +104,40 @@ class StepSeries:
         result.method = f"median of the {result.steps_used} steps after warm-up"
         result.peak_memory = {s: int(round(b)) for s, b in self.memory.items()}
         if not self.restarts:
-            return median(self.values, result.warmup_steps)
-        kept = array("d")
-        for _, first, end in segments:
-            kept.extend(islice(self.values, first, end))
-        result.method += f" of each of its {len(segments)} segments"
-        result.notes.append(resumed_note(len(segments), "the step number falls back", self.restarts))
-        return median(kept, 0)
+            kept, start = self.values, result.warmup_steps
+        else:
+            kept, start = array("d"), 0
+            for _, first, end in segments:
+                kept.extend(islice(self.values, first, end))
+            result.method += f" of each of its {len(segments)} segments"
+            result.notes.append(resumed_note(len(segments), "the step number falls back", self.restarts))
+        middle = median(kept, start)
+        if not result.step_ratios:      # a reader with two series (Lightning's device rate) keeps the first's
+            result.step_ratios = step_ratios(kept, start, middle)
+        return middle
+
+
+# The step spread is read off at most this many steady steps, taken at an even stride through a longer run
+# (a sorted list of them: 65,536 × 32 bytes).
+_SPREAD_STEPS = 65536
+
+
+def step_ratios(values: array, start: int, middle: float) -> tuple[float, ...]:
+    """Percentiles 0, 1, …, 100 of values[start:] ÷ `middle` (their median): the step-to-step spread a range
+    is taken from (planning/ranges.py), interpolated between the sorted steps (type 7)."""
+    n = len(values) - start
+    if n <= 0 or middle <= 0:
+        return ()
+    stride = -(-n // _SPREAD_STEPS)
+    steps = sorted(islice(values, start, None, stride))
+    last = len(steps) - 1
+    out = []
+    for k in range(101):
+        h = last * k / 100
+        i = int(h)
+        value = steps[i] if i >= last else steps[i] + (h - i) * (steps[i + 1] - steps[i])
+        out.append(round(value / middle, 6))
+    return tuple(out)
 
 
 def steady_segments(path: str, n: int, restarts: list[tuple[int, int]], result: PilotResult) -> list[tuple[int, int, int]]:

@@ -13,7 +13,7 @@ from ..catalog import PRECISION_FALLBACK, PRECISION_HARDWARE
 from ..errors import Problem
 from ..units import GiB
 from .records import Candidate, Settings
-from . import search
+from . import ranges, search
 from .search import Target
 
 # Weight precisions smaller than 16-bit that the inference memory model knows (precision.py).
@@ -94,7 +94,9 @@ def does_not_fit(lw, s: Settings, closest: Candidate, relaxed: str | None) -> st
     """The message for a workload that fits on no configuration tried, with what to change."""
     w = lw.spec
     where = f"{lw.path}:{lw.line}: workloads[{lw.index}]" if lw.line else lw.path
-    msg = (f"{where}: {w.name} does not fit: it needs {closest.per_gpu_bytes / GiB:,.1f} GiB per GPU on "
+    low = (f" ({_gib(closest.per_gpu_bytes * ranges.memory_margins()[0])} at the memory p10)"
+           if w.kind != "inference" else "")
+    msg = (f"{where}: {w.name} does not fit: it needs {closest.per_gpu_bytes / GiB:,.1f} GiB per GPU{low} on "
            f"{closest.count}× {closest.gpu}, which has {closest.usable_bytes / GiB:,.1f} GiB usable")
     if relaxed:
         return msg + would_fit(w, relaxed)
@@ -177,3 +179,31 @@ def _training_hint(lw, s: Settings, closest: Candidate, memory) -> str:
 def _or(items: list[str]) -> str:
     """'a', 'a, or b', 'a, b, or c' (the comma keeps 'lora or qlora' apart from the next choice)."""
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + ", or " + items[-1]
+
+
+def tight_warning(lw, s: Settings, chosen: Candidate, memory, low: float, high: float) -> str:
+    """A configuration that fits at the memory's p10 but not at its p90 (planned, not refused): the figures, and
+    what would bring the p90 within the GPU, each with the memory it leaves (micro-batch, checkpointing,
+    offload), the lever that frees the most first."""
+    w = lw.spec
+    usable = chosen.usable_bytes
+    levers = []
+    if s.micro_batch > 1:
+        levers.append(("micro_batch: 1", replace(s, micro_batch=1), chosen.activation_checkpointing))
+    if chosen.activation_checkpointing is not True:
+        levers.append(("activation_checkpointing: true", s, True))
+    if memory.optimizer and not s.offload_optimizer:
+        levers.append(("offload: {optimizer: cpu}", replace(s, offload_optimizer=True), chosen.activation_checkpointing))
+    cuts = []
+    for text, settings, ckpt in levers:
+        total = search.memory_of(lw.model, w, settings, chosen.count, chosen.zero_stage, ckpt).total
+        if total < memory.total:
+            cuts.append((total, f"{text} (p90 {_gib(total * high)}{', fits' if total * high <= usable else ''})"))
+    cuts.sort()
+    share = ranges.memory_fit_share(memory.total, usable)
+    return (f"{w.name}: tight on {chosen.count}× {chosen.gpu}: {_gib(memory.total)} per GPU planned of "
+            f"{_gib(usable)} usable, {memory.total * low / GiB:,.1f}–{_gib(memory.total * high)} at the memory "
+            "p10–p90: "
+            f"it fits in {share:.0%} of the validated cases (whole-device memory, measured ÷ planned), so a run may "
+            "need more than the GPU has; to cut: "
+            + (_or([c for _, c in cuts]) if cuts else "a shorter seq_len, or more GPUs"))

@@ -20,13 +20,15 @@ from ..estimate.links import NODE_GPUS
 from ..catalog.modules import FAMILY_MODULES, LoraSpec, default_targets
 from ..estimate.lora import lora_trainable_params
 from ..estimate.loss import LOSS_REFERENCES, LOSS_SOURCES
-from ..knobs import KNOBS, Knob, default, knob
+from ..knobs import AUTO_COVERAGE, KNOBS, Knob, default, knob
 from ..catalog.shapes import ModelSpec, is_mla
 from ..input import frameworks
 from ..input.loading import LoadedFile, LoadedWorkload
 from ..input.price_rules import price_for
+from ..input.values import AUTO
 from ..catalog import resources
-from . import charges, comparison, infeasible, inference, pilots, search
+from . import charges, comparison, infeasible, inference, pilots, ranges, search
+from .intervals import total
 from .citations import as_notes, plan_references
 from ..notes import Note, note
 from .records import Candidate, Plan, Settings, WorkloadPlan
@@ -115,6 +117,8 @@ def _settings(w, model: ModelSpec, notes: list[Note | str], behaviour: framework
     if w.kind == "inference" and (kv := kv_note(precision, w.framework)):
         notes.append(kv)
     notes += behaviour.notes
+    if values["buffer"] == AUTO:    # resolved once the estimate's regime is known (ranges.buffer_at)
+        values.update(buffer=0.0, coverage=AUTO_COVERAGE if values["coverage"] is None else values["coverage"])
     values.update(precision=precision, seq_len=seq_len, lora=lora, attention=_attention(w, notes),
                   offload_optimizer=values["offload_optimizer"] == "cpu",
                   offload_params=values["offload_params"] == "cpu")
@@ -212,9 +216,16 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
     form, served, failed = inference.mode(w), None, {}
     if form is not None:
         s = inference.settings(w, s)
+        if s.coverage is not None:      # buffer: auto, which for inference does not depend on the configuration
+            s = replace(s, buffer=ranges.inference_buffer(form, s.coverage))
         candidates, best, failed = inference.choose(lw, s, target, gpus, inference.engine_of(w, notes), notes)
     else:
-        candidates, best = search.choose(model, w, s, target, gpus, tokens, mfu)
+        # Chosen where the memory's p90 fits; where none does, the least that fits at its p10, planned "tight".
+        low, high = ranges.memory_margins()
+        candidates, best = search.choose(model, w, s, target, gpus, tokens, mfu, high)
+        tight = best is None and bool(candidates)
+        if tight:
+            candidates, best = search.choose(model, w, s, target, gpus, tokens, mfu, low)
     if not candidates:
         problem = infeasible.no_configuration(lw, s, target, [g.id for g in search.candidate_gpus(w, target, gpus)])
         if problem is not None:
@@ -238,6 +249,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
     gpu = gpus[chosen.gpu]
     if tp is None:
         tp = search.throughput(model, w, s, gpu, chosen.count, chosen.activation_checkpointing, gpus, mfu)
+    s = replace(s, buffer=ranges.buffer_at(s, w.kind, tp, gpu.id, chosen.count, pilots.runs_of(w)))
     alternatives = inference.failure_reasons(search.alternatives(candidates, chosen), failed)
     if served is not None and served.mode != "hours":
         # A note, not a warning: sizing inference without a pilot is what the estimate is for, and its
@@ -262,6 +274,10 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
     if filled and tp.source == "flops":
         notes.append(note("whole-nodes", gpus=chosen.count, fewer=filled[0], resource=charge.resource_id,
                           scaling=search.SCALING_RULE))
+    if form is None and w.kind != "inference":
+        notes.append(note("fit-margin", margin=high, tight=tight))
+        if tight:
+            warnings.append(infeasible.tight_warning(lw, s, chosen, mem, low, high))
     if w.kind != "inference":
         if w.zero_stage is None and chosen.zero_stage:
             notes.append(note("zero-stage-chosen", ("rajbhandari-2020",), zero_stage=chosen.zero_stage,
@@ -288,7 +304,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
         warnings += crossing
         cited += ("narayanan-2021",)
     gpu_hours = hours * chosen.count * s.variants
-    return WorkloadPlan(
+    return _with_ranges(WorkloadPlan(
         name=w.name, kind=w.kind, method=(w.method or "full") if w.kind != "inference" else None,
         description=w.description, model=model, gpu=gpu, gpu_count=chosen.count, memory=mem,
         zero_stage=chosen.zero_stage, activation_checkpointing=chosen.activation_checkpointing,
@@ -304,7 +320,13 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
         walltime_hours=walltime, walltime_tier=walltime_tier, walltime_segments=segments,
         pilots=compared, pilot_scaling=pilots.scaling(w), inference=served, sources=cited,
         extrapolation=w.extrapolation,
-    )
+    ))
+
+
+def _with_ranges(p: WorkloadPlan) -> WorkloadPlan:
+    """The plan with its ranges (planning/ranges.py) and their notes after its other assumptions."""
+    r = ranges.workload_ranges(p)
+    return replace(p, ranges=r, assumptions=p.assumptions + as_notes(ranges.range_notes(r, p.settings)))
 
 
 def _within_period(lw: LoadedWorkload, s: Settings, target: search.Target, candidates: list[Candidate],
@@ -453,4 +475,5 @@ def assemble(plans: list[WorkloadPlan], proposal) -> Plan:
     warnings += [f.message for f in findings]
     return Plan(tuple(plans), proposal, tuple(warnings), track, access, tuple(findings),
                 access_tier=resources.credit_tier(tier_id) if tier_id is not None else None,
-                references=plan_references(plans), period_months=resources.track(track).period_months)
+                references=plan_references(plans), period_months=resources.track(track).period_months,
+                total_range=total([(p.gpu_hours, p.gpu_hours_requested, p.ranges) for p in plans if p.ranges]))

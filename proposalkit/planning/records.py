@@ -20,6 +20,7 @@ from ..catalog.shapes import ModelSpec
 from ..estimate.storage import StorageTotals, WorkloadStorage, storage_totals
 from ..input.schema import Proposal
 from ..notes import Note, Reference
+from .intervals import Ranges, TotalRange
 from .pilots import Comparison, Scaling
 from ..catalog.resources import CreditTier, WalltimeTier
 # The charge records, read with the rest of the plan's records from here (render/ reads this module).
@@ -38,7 +39,7 @@ class Settings:
     precision: str
     """Weights' number format, one of options.PRECISIONS (a quantized checkpoint's own when served)."""
     buffer: float
-    """Contingency on top of the GPU-hours, a fraction (0.3: 30%)."""
+    """Contingency on top of the GPU-hours, a fraction (0.3: 30%; with buffer: auto, as the choice resolved it)."""
     variants: int
     """Runs of the workload (a sweep of 10 is 10); GPU-hours are per run × variants."""
     seq_len: int | None
@@ -69,6 +70,8 @@ class Settings:
     """Training checkpoints kept on scratch per run."""
     buffer_reason: str | None = default("buffer_reason")
     """Why the buffer is what it is, as the workload states it (None: not stated)."""
+    coverage: float | None = default("coverage")
+    """buffer: auto: the share of validated cases the request covers (None: the buffer is a number)."""
     expert_parallel: int = default("expert_parallel")
     """GPUs a mixture of experts' routed experts are split over."""
     loss: str = default("loss")
@@ -305,6 +308,8 @@ class WorkloadPlan:
     name their own)."""
     extrapolation: str | None = None
     """The workload's `extrapolation`: how a pilot on another GPU type carries over, as the researcher states it."""
+    ranges: Ranges | None = None
+    """Low / likely / high of its estimates, where each comes from, and its request's coverage (ranges.py)."""
 
 
 @dataclass(frozen=True)
@@ -327,6 +332,8 @@ class Plan:
     """The ACCESS project type the proposal asks for (proposal.access_tier)."""
     references: tuple[Reference, ...] = ()
     """The works the records cite, each once, in the catalog's order (planning/citations.py): Appendix B."""
+    total_range: TotalRange | None = None
+    """The whole request's GPU-hours range and coverage, the workloads fully correlated (intervals.total)."""
     period_months: float = 12.0
     """The track's allocation period in months (12 standard, 3 Start-Up): what a dollar request is over."""
 

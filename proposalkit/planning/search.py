@@ -25,7 +25,7 @@ from ..catalog.shapes import ModelSpec
 from ..knobs import KNOBS
 from ..units import GiB
 from ..catalog import resources
-from . import charges, pilots
+from . import charges, pilots, ranges
 from .records import Candidate, Settings, Throughput
 
 # The knobs a training estimate takes (proposalkit/knobs.py), passed from Settings by name.
@@ -73,10 +73,13 @@ def _impl_at(impl: str, zero_stage: int | None) -> str:
     return "torch" if impl == "fp32-gradient-buffer" and zero_stage else impl
 
 
-def fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict):
+def fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict, margin: float = 1.0):
     """The first setting (no checkpointing before checkpointing, lower ZeRO
     stage first) under which the workload fits on `count` GPUs of `gpu`;
-    else the smallest-memory setting, marked as not fitting.
+    else the smallest-memory setting, marked as not fitting. Training fits where
+    its memory × `margin` (a percentile of the validated memory error,
+    planning/ranges.py memory_margins) is within the usable memory; an
+    inference engine's reservation is sized to the memory by its own rule.
 
     Memory does not depend on the GPU type, so `cache` (one per workload)
     keeps each (count, stage, checkpointing) breakdown for every type."""
@@ -104,7 +107,7 @@ def fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict)
     for ckpt in ckpts:
         for stage in stages:
             mem = memory(stage, ckpt)
-            if mem.total <= gpu.usable_memory_bytes:
+            if mem.total * margin <= gpu.usable_memory_bytes:
                 return True, mem, stage, ckpt
             if smallest is None or mem.total < smallest[0].total:
                 smallest = (mem, stage, ckpt)
@@ -330,8 +333,9 @@ def _then_largest(counts: tuple[int, ...], largest: int | None, fitted):
 
 
 def choose(model: ModelSpec, w, s: Settings, target: Target | None, gpus: dict[str, GPUSpec], tokens: int,
-           mfu: tuple[float, str] | tuple[None, None]):
-    """Every candidate tried, and the best: (sort key, candidate, memory, throughput, hours, charge) or None."""
+           mfu: tuple[float, str] | tuple[None, None], margin: float = 1.0):
+    """Every candidate tried, and the best: (sort key, candidate, memory, throughput, hours, charge) or None.
+    A candidate fits where its memory × `margin` does (fit)."""
     candidates: list[Candidate] = []
     best = None
     memory_cache: dict = {}
@@ -342,7 +346,7 @@ def choose(model: ModelSpec, w, s: Settings, target: Target | None, gpus: dict[s
         for count in _then_largest(counts, largest_count(w, s, gpu, target),
                                    lambda: any(c.fits for c in candidates if c.gpu == gpu.id)):
             measured.discard(count)
-            fits, mem, stage, ckpt = fit(model, w, s, gpu, count, memory_cache)
+            fits, mem, stage, ckpt = fit(model, w, s, gpu, count, memory_cache, margin)
             if not fits:
                 candidates.append(Candidate(gpu.id, count, False, mem.total, gpu.usable_memory_bytes,
                                             None, stage, ckpt, False))
@@ -351,11 +355,12 @@ def choose(model: ModelSpec, w, s: Settings, target: Target | None, gpus: dict[s
             # description) is made once, for the chosen configuration.
             tp = None if service else throughput(model, w, s, gpu, count, ckpt, gpus, mfu)
             hours = w.hours if service else runtime_hours(tokens, tp.tokens_per_second)
-            requested = hours * count * s.variants * (1 + s.buffer)
+            buffer = ranges.buffer_at(s, w.kind, tp, gpu.id, count, pilots.runs_of(w))
+            requested = hours * count * s.variants * (1 + buffer)
             extrapolated = tp is not None and tp.source == "pilot-extrapolated"
             charge = None
             if target is not None and gpu.id in target.gpus:
-                charge = target.charge(gpu.id, count, hours * (1 + s.buffer), s.variants)
+                charge = target.charge(gpu.id, count, hours * (1 + buffer), s.variants)
             # With a target resource the allocation is charged in its unit, so that is the cost.
             cost = charge.amount if charge is not None else requested
             idle = charge.idle_gpus if charge is not None else 0
@@ -425,6 +430,10 @@ def _why_not(c: Candidate, chosen: Candidate) -> str:
 
 
 def does_not_fit(c: Candidate) -> str:
+    if c.per_gpu_bytes <= c.usable_bytes:     # within the memory, not within the validated margin above it
+        return (f"does not fit with the margin: needs {c.per_gpu_bytes / GiB:,.1f} GiB per GPU, at the memory "
+                f"p90 {c.per_gpu_bytes * ranges.memory_margins()[1] / GiB:,.1f} GiB; {c.gpu} has "
+                f"{c.usable_bytes / GiB:,.1f} GiB")
     return (f"does not fit: needs {c.per_gpu_bytes / GiB:,.1f} GiB per GPU, "
             f"{c.gpu} has {c.usable_bytes / GiB:,.1f} GiB")
 

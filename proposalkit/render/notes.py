@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from ..notes import TEXT, Note
 from ..units import GB, GiB
 from .training_words import TRAINING_WORDS, per_param
+from .notes_ranges import RANGE_WORDS
 
 
 def _no_scores(n: Note) -> str:
@@ -225,6 +226,7 @@ WORDS: dict[str, Callable[[Note], str]] = {
     "checkpointing-turned-on": lambda n: (
         "full activation checkpointing turned on to fit; the recomputed forward pass is charged in the runtime"),
     "shape-assumed": _shape_assumed,
+    **RANGE_WORDS,      # the ranges' notes (planning/ranges.py)
 }
 
 

@@ -48,6 +48,7 @@ def workload_dict(w: WorkloadPlan) -> dict:
         "gpu_hours": _round(w.gpu_hours),
         "buffer": s.buffer,
         "gpu_hours_requested": _round(w.gpu_hours_requested),
+        **ranges_fields(w.ranges, s.coverage),
         "throughput_source": tp.source,
         "derivation": {"tokens": w.tokens_derivation, "throughput": tp.derivation},
         "settings": {
@@ -123,6 +124,31 @@ def cloud_dict(c) -> dict:
                       "set_by": p.set_by or "catalog"}}
 
 
+# Decimals of each range as its own field has them (bytes: integers; rates and latencies 3; hours 6).
+_RANGE_DIGITS = {"tokens_per_second": 3, "output_tokens_per_second": 3, "ttft_ms": 3, "tpot_ms": 3}
+
+
+def _interval(i, quantity: str = "gpu_hours") -> dict:
+    """p10, p50, p90, rounded as the quantity's own field is (p50 is that field)."""
+    if quantity.endswith("_bytes"):
+        return {"p10": round(i.p10), "p50": round(i.p50), "p90": round(i.p90)}
+    digits = _RANGE_DIGITS.get(quantity, 6)
+    return {"p10": _round(i.p10, digits), "p50": _round(i.p50, digits), "p90": _round(i.p90, digits)}
+
+
+def ranges_fields(r, coverage: float | None) -> dict:
+    """CONTRACT.md's ranges, ranges_basis and request_coverage (and buffer: auto's coverage asked for)."""
+    if r is None:
+        return {}
+    out = {"ranges": {q: _interval(i, q) for q, i in r.intervals},
+           "ranges_basis": {q: {"regime": b.regime, "rows": b.rows, "ids": list(b.ids), "pooled": b.pooled,
+                                "own_rows": b.own_rows, **({"why": b.why} if b.why else {})} for q, b in r.bases},
+           "request_coverage": _round(r.request_coverage)}
+    if coverage is not None:
+        out["coverage"] = coverage
+    return out
+
+
 def _pilot(c, name: str) -> dict:
     """One pilot log beside the estimate for its GPU type and count (planning/pilots.py)."""
     r = c.run
@@ -153,6 +179,10 @@ def plan_dict(plan: Plan) -> dict:
     by_type: dict[str, float] = {k: _round(v) for k, v in plan.by_gpu_type().items()}
     totals = {"gpu_hours": _round(plan.gpu_hours), "gpu_hours_requested": _round(plan.gpu_hours_requested),
               "by_gpu_type": by_type}
+    if plan.total_range is not None:
+        # The workloads' errors taken as fully correlated (planning/intervals.py total).
+        totals["ranges"] = {"gpu_hours": _interval(plan.total_range.gpu_hours)}
+        totals["request_coverage"] = _round(plan.total_range.request_coverage)
     by_resource = plan.by_resource()
     if by_resource:
         totals["by_resource"] = {k: {"unit": unit, "amount": _round(amount)}

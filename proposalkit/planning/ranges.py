@@ -1,0 +1,180 @@
+"""Each workload's ranges: its estimates times their regime's validated errors (catalog/errors.py).
+
+- Speed (tokens per second; runtime and GPU-hours are its inverse): the regime of where the rate came
+  from (catalog/errors.speed_regime): FLOPs at an MFU on one node, more nodes or tensor parallel; a pilot
+  carried to another GPU type or count; a measured pilot on the planned GPUs, whose own steady steps give
+  the spread (a `throughput:` given without its log: the step spread of this project's measured runs);
+  batch inference's output tokens per second, its time to first token and per output token.
+- Memory (device_bytes): the whole-device regime (the statistic that must fit). A pre-allocating engine
+  (vLLM, SGLang, TensorRT-LLM) holds its reservation whatever the tensors need: no spread.
+- A service's GPU-hours are its hours × GPUs whatever the speed (a slower engine shows in its latencies).
+
+The request stays gpu_hours × (1 + buffer); request_coverage is the share of validated cases it covers
+(intervals.covered). `buffer: auto` takes the least buffer that covers `coverage` of them
+(intervals.buffer_for).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ..catalog import engines
+from ..catalog.errors import MIN_ROWS, REGIMES, Basis, basis, speed_regime
+from ..estimate.links import NODE_GPUS
+from ..notes import Note, note
+from .intervals import HIGH, LOW, Interval, RangeBasis, Ranges, buffer_for, covered, interval, quantile
+
+DEVICE_REGIME = "memory-device"
+PILOT_LOG = "pilot-log"
+HOURS_GIVEN, ENGINE_RESERVATION = "hours-given", "engine-reservation"
+# The quantities of a plan's `ranges`, in order (CONTRACT.md, "Added for the next steps").
+QUANTITIES = ("tokens_per_second", "runtime_hours", "gpu_hours", "device_bytes", "output_tokens_per_second",
+              "ttft_ms", "tpot_ms")
+
+
+@functools.lru_cache(maxsize=None)
+def _basis(regime: str) -> Basis:
+    return basis(regime)
+
+
+def _record(b: Basis) -> RangeBasis:
+    return RangeBasis(b.regime, len(b.rows), b.ids, b.pooled, b.own_rows)
+
+
+def memory_margins() -> tuple[float, float]:
+    """The whole-device memory error's 10th and 90th percentiles (measured ÷ planned): a training configuration
+    is chosen where its memory × the 90th fits; one pinned is refused only where × the 10th does not."""
+    residuals = _basis(DEVICE_REGIME).residuals
+    return quantile(residuals, LOW), quantile(residuals, HIGH)
+
+
+def memory_fit_share(total: float, usable: float) -> float:
+    """The share of validated cases whose whole-device memory (the estimate × their residual) fits `usable`."""
+    return covered(_basis(DEVICE_REGIME).residuals, usable / total)
+
+
+def rate_regime(kind: str, source: str, gpus: int, tensor_parallel: int) -> str | None:
+    """The regime of a workload's rate (None: a service, costed by its hours)."""
+    if kind == "inference" and source == "estimate":
+        return "inference-throughput"
+    return speed_regime(source, gpus, tensor_parallel, NODE_GPUS)
+
+
+def need_factors(kind: str, source: str, gpus: int, tensor_parallel: int,
+                 steps: tuple[float, ...] | None = None) -> tuple[float, ...]:
+    """GPU-hours needed ÷ the estimate, one per validated case, ascending: the inverse of each rate residual
+    (`steps`: a pilot log's steady step rates ÷ their median, which replace the regime's rows)."""
+    if steps:
+        return tuple(sorted(1 / r for r in steps))
+    regime = rate_regime(kind, source, gpus, tensor_parallel)
+    if regime is None:
+        return (1.0,)
+    return tuple(sorted(1 / r for r in _basis(regime).residuals))
+
+
+def pilot_run(runs, gpu: str, count: int):
+    """The pilot log (input/pilots.PilotRun) measured on `count`× `gpu` with its steps' spread, or None."""
+    return next((run for run in runs if run.gpu == gpu and run.gpus == count and run.step_ratios), None)
+
+
+def run_steps(runs, gpu: str, count: int) -> tuple[float, ...] | None:
+    """The steady step rates ÷ median (percentiles 0-100) of the pilot log measured on `count`× `gpu`."""
+    run = pilot_run(runs, gpu, count)
+    return run.step_ratios if run is not None else None
+
+
+def buffer_at(s, kind: str, tp, gpu: str, count: int, runs=()) -> float:
+    """The buffer of a configuration: the workload's own, or with buffer: auto (s.coverage set) the least that
+    covers s.coverage of the validated cases of its rate (a service, costed by its hours: 0)."""
+    if s.coverage is None:
+        return s.buffer
+    if tp is None or tp.tokens_per_second is None:
+        return 0.0
+    steps = run_steps(runs, gpu, count) if tp.source == "pilot" else None
+    return buffer_for(need_factors(kind, tp.source, count, s.tensor_parallel, steps), s.coverage)
+
+
+
+
+def workload_ranges(w) -> Ranges:
+    """The ranges of a planned workload (records.WorkloadPlan)."""
+    tp = w.throughput
+    intervals: list[tuple[str, Interval]] = []
+    bases: list[tuple[str, RangeBasis]] = []
+    run = pilot_run([c.run for c in w.pilots], w.gpu.id, w.gpu_count) if tp.source == "pilot" else None
+    steps = run.step_ratios if run is not None else None
+    regime = rate_regime(w.kind, tp.source, w.gpu_count, w.settings.tensor_parallel)
+    if tp.tokens_per_second is not None and regime is not None:
+        if steps:
+            speed, residuals = RangeBasis(PILOT_LOG, run.steps_used or len(steps)), steps
+        else:
+            b = _basis(regime)
+            speed, residuals = _record(b), b.residuals
+        intervals += [("tokens_per_second", interval(tp.tokens_per_second, residuals)),
+                      ("runtime_hours", interval(w.runtime_hours, residuals, inverse=True)),
+                      ("gpu_hours", interval(w.gpu_hours, residuals, inverse=True))]
+        bases += [("tokens_per_second", speed), ("runtime_hours", speed), ("gpu_hours", speed)]
+    else:
+        fixed = RangeBasis(None, 0, why=HOURS_GIVEN)
+        intervals += [("runtime_hours", Interval(w.runtime_hours, w.runtime_hours, w.runtime_hours)),
+                      ("gpu_hours", Interval(w.gpu_hours, w.gpu_hours, w.gpu_hours))]
+        bases += [("runtime_hours", fixed), ("gpu_hours", fixed)]
+    device = w.memory.total
+    served = w.inference
+    if served is not None and engines.engine(served.engine).fraction_of != "none":
+        intervals.append(("device_bytes", Interval(device, device, device)))
+        bases.append(("device_bytes", RangeBasis(None, 0, why=ENGINE_RESERVATION)))
+    else:
+        b = _basis(DEVICE_REGIME)
+        intervals.append(("device_bytes", interval(device, b.residuals)))
+        bases.append(("device_bytes", _record(b)))
+    if served is not None:
+        intervals, bases = _inference(served, intervals, bases, speed_basis=dict(bases).get("tokens_per_second"))
+    factors = need_factors(w.kind, tp.source, w.gpu_count, w.settings.tensor_parallel, steps) \
+        if tp.tokens_per_second is not None else (1.0,)
+    order = {q: i for i, q in enumerate(QUANTITIES)}
+    intervals.sort(key=lambda item: order[item[0]])
+    bases.sort(key=lambda item: order[item[0]])
+    return Ranges(tuple(intervals), tuple(bases), factors, covered(factors, 1 + w.settings.buffer))
+
+
+def _inference(served, intervals, bases, speed_basis: RangeBasis | None):
+    """A batch job's output rate (its tokens_per_second's range); a latency's from its regime, inverted."""
+    if served.mode == "batch" and served.output_tokens_per_second is not None and speed_basis is not None:
+        intervals.append(("output_tokens_per_second", dict(intervals)["tokens_per_second"]))
+        bases.append(("output_tokens_per_second", speed_basis))
+    for quantity, regime in (("ttft_ms", "inference-prefill"), ("tpot_ms", "inference-decode")):
+        value = getattr(served, quantity)
+        if value is not None:
+            b = _basis(regime)
+            intervals.append((quantity, interval(value, b.residuals, inverse=True)))
+            bases.append((quantity, _record(b)))
+    return intervals, bases
+
+
+def inference_buffer(form: str, coverage: float) -> float:
+    """buffer: auto of an inference workload planned from the estimate: a batch job's from the inference
+    throughput regime; a service's 0 (its GPU-hours are its hours, whatever the speed)."""
+    if form != "batch":
+        return 0.0
+    return buffer_for(need_factors("inference", "estimate", 1, 1), coverage)
+
+
+def range_notes(r: Ranges, s) -> list[Note]:
+    """The plan's words on its ranges: per basis, the quantities it gives and how wide; then the request's
+    coverage (and, with buffer: auto, the coverage asked for)."""
+    out: list[Note] = []
+    grouped: dict[RangeBasis, list[str]] = {}
+    for quantity, b in r.bases:
+        grouped.setdefault(b, []).append(quantity)
+    for b, quantities in grouped.items():
+        first = r.get(quantities[0])
+        what = REGIMES[b.regime].what if b.regime in REGIMES else None
+        out.append(note("range-basis", quantities=tuple(quantities), regime=b.regime, what=what, rows=b.rows,
+                        own_rows=b.own_rows, pooled=b.pooled, min_rows=MIN_ROWS, why=b.why or None,
+                        low=first.p10 / first.p50 if first.p50 else 1.0,
+                        high=first.p90 / first.p50 if first.p50 else 1.0))
+    hours = r.basis("gpu_hours")
+    out.append(note("request-coverage", ("nairr-guide",), buffer=s.buffer, coverage=r.request_coverage,
+                    cases=hours.rows, basis=hours.regime, auto=s.coverage))
+    return out
