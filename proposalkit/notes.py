@@ -11,10 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# A note not yet made a record: its sentence, written where it was made (values: {"text": ...}).
-# The planner's emitters move off it module by module; render/notes.py prints the sentence as it is.
-TEXT = "text"
-
 Value = str | int | float | bool | None | tuple
 
 
@@ -55,14 +51,9 @@ def note(kind: str, sources: tuple[str, ...] = (), **values: Value) -> Note:
     return Note(kind, tuple(values.items()), tuple(sources))
 
 
-def text_note(text: str, sources: tuple[str, ...] = ()) -> Note:
-    """A sentence not yet made a record (kind TEXT)."""
-    return Note(TEXT, (("text", text),), tuple(sources))
-
-
 def of_kind(notes, *kinds: str) -> list[Note]:
-    """The notes of the given kinds, in order (strings, not yet records, are none of them)."""
-    return [n for n in notes if isinstance(n, Note) and n.kind in kinds]
+    """The notes of the given kinds, in order."""
+    return [n for n in notes if n.kind in kinds]
 
 
 @dataclass(frozen=True)

@@ -60,12 +60,16 @@ class WeightFormat:
 
     `precision` is the workload precision it stands for (int4, int8, fp8);
     `bits` the stored bits per weight with the format's own constants
-    (scales, zero points), exact; `what` names the method and layout.
+    (scales, zero points), exact; `method` names the method and its layout,
+    `layout` the bits per parameter it makes ('' where the method says it),
+    `sources` the reference ids of its paper (catalog/references.py).
     """
 
     precision: str
     bits: Fraction | int
-    what: str
+    method: str
+    layout: str = ""
+    sources: tuple[str, ...] = ()
 
 
 def bnb_4bit_bits(double_quant: bool) -> Fraction:

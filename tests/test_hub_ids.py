@@ -18,6 +18,7 @@ import sys
 import pytest
 
 from proposalkit.cli import main
+from conftest import records
 
 COMMIT = "a09a35458c702b33eeacc393d103063234e8bc28"   # any 40-hex commit hash
 TAG_COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -69,8 +70,13 @@ def test_a_cached_hub_id_plans_citing_id_and_commit(cached):
     workload = json.loads(done.stdout)["workloads"][0]
     assert workload["model"]["id"] == "Qwen/Qwen2.5-7B"
     assert workload["model"]["params"] == QWEN_PUBLISHED
-    assert ("Qwen/Qwen2.5-7B: shape read from the config.json of Qwen/Qwen2.5-7B on the Hugging Face Hub "
-            "(default branch, commit a09a35458c70), https://huggingface.co/Qwen/Qwen2.5-7B") in workload["assumptions"]
+    [read] = records(workload, "config-from-hub")
+    values = read["values"]
+    assert (values["model"], values["repo_id"], values["revision"], values["commit"]) == (
+        "Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B", None, COMMIT)
+    # The citation (the model's source, Appendix B) names the commit read and links the model's page.
+    assert "commit a09a35458c70" in values["source"]
+    assert values["source"].endswith("https://huggingface.co/Qwen/Qwen2.5-7B")
 
 
 def test_a_hf_mapping_with_a_revision_reads_that_revision(cached):
@@ -78,7 +84,9 @@ def test_a_hf_mapping_with_a_revision_reads_that_revision(cached):
     assert done.returncode == 0, done.stderr
     workload = json.loads(done.stdout)["workloads"][0]
     assert workload["model"]["params"] == QWEN_PUBLISHED
-    assert any("(revision v1.0, commit 0123456789ab)" in a for a in workload["assumptions"])
+    [read] = records(workload, "config-from-hub")
+    assert (read["values"]["revision"], read["values"]["commit"]) == ("v1.0", TAG_COMMIT)
+    assert "revision v1.0, commit 0123456789ab" in read["values"]["source"]
 
 
 def test_an_id_not_in_the_cache_offline_says_what_to_do(cached):

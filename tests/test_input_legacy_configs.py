@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from proposalkit.cli import main
+from conftest import records
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
 # Qwen/Qwen2.5-7B-Instruct config.json (the keys read): 32,768 positions, and the rope_scaling its model card
@@ -60,18 +61,20 @@ def test_phi_2_in_its_legacy_phi_msft_config_is_planned_as_in_its_phi_config(tmp
     assert legacy["model"]["params"] == current["model"]["params"] == 2_779_683_840   # microsoft/phi-2, HF total
     for key in ("memory", "gpu_hours", "runtime_hours"):
         assert legacy[key] == current[key], key
-    assert any("config.json read as phi-msft" in a for a in legacy["assumptions"])
+    [read] = records(legacy, "config-read-as")
+    assert read["values"]["model_type"] == "phi-msft"
 
 
 def test_lora_on_phi_msft_targets_its_own_module_names(tmp_path, capsys):
     """Its remote-code modeling_phi.py fuses q, k and v (mixer.Wqkv): one adapter pair where phi has three."""
     code, out, err = plan(tmp_path, capsys, fixture("phi-msft"), LORA)
     assert code == 0, err
-    assumptions = workload_of(out)["assumptions"]
-    assert any("attention projections Wqkv, out_proj (phi-msft's module names" in a for a in assumptions)
+    w = workload_of(out)
+    [default] = records(w, "lora-default")
+    assert (default["values"]["targets"], default["values"]["reason"]) == (["Wqkv", "out_proj"], "phi-msft")
     # 32 layers × rank 16 × ((2,560 + 7,680) for Wqkv + (2,560 + 2,560) for out_proj)
-    assert any(f"LoRA adapters: {32 * 16 * (2560 + 7680 + 2560 + 2560):,} trainable parameters" in a
-               for a in assumptions)
+    [adapters] = records(w, "lora-adapters")
+    assert adapters["values"]["adapters"] == 32 * 16 * (2560 + 7680 + 2560 + 2560)
 
 
 def test_phixtral_a_mixture_of_phi_2_mlps_is_refused_by_its_key(tmp_path, capsys):
@@ -108,8 +111,8 @@ def test_codegen_is_read_as_gpt_j_s_block(tmp_path, capsys):
     code, as_codegen, err = plan(tmp_path, capsys, {**gptj, "model_type": "codegen"}, LORA)
     assert code == 0, err
     assert workload_of(as_codegen)["model"]["params"] == workload_of(as_gptj)["model"]["params"]
-    assert any("attention projections qkv_proj, out_proj (codegen's module names" in a
-               for a in workload_of(as_codegen)["assumptions"])
+    [default] = records(workload_of(as_codegen), "lora-default")
+    assert (default["values"]["targets"], default["values"]["reason"]) == (["qkv_proj", "out_proj"], "codegen")
 
 
 SERVE_128K = "    kind: inference\n    context: 128k\n    batch: 1\n    hours: 10\n    gpu: h100-80gb\n"
@@ -118,9 +121,10 @@ SERVE_128K = "    kind: inference\n    context: 128k\n    batch: 1\n    hours: 1
 def test_yarn_rope_scaling_lets_a_32k_model_serve_128k(tmp_path, capsys):
     code, out, err = plan(tmp_path, capsys, {**QWEN_INSTRUCT, "rope_scaling": QWEN_YARN}, SERVE_128K)
     assert code == 0, err
-    assert ("m: maximum context 131,072 tokens: rope_scaling yarn factor 4 × "
-            "rope_scaling.original_max_position_embeddings 32,768 (max_position_embeddings says 32,768)"
-            in workload_of(out)["assumptions"])
+    [stretched] = records(workload_of(out), "context-stretched")
+    assert stretched["values"] == {"model": "m", "max_context": 131_072, "rope_type": "yarn", "factor": 4,
+                                   "base_key": "rope_scaling.original_max_position_embeddings", "base": 32_768,
+                                   "stated": 32_768}
 
 
 def test_without_rope_scaling_the_same_context_is_refused(tmp_path, capsys):

@@ -303,7 +303,8 @@ def test_checkpointing_and_flash_attention_reduce_activations():
 def test_params_only_model_has_no_activation_estimate_and_says_so():
     m = training_memory(SEVEN_B, TrainingSetup(method="full", seq_len=2048))
     assert m.activations == 0
-    assert any("activations not estimated" in note for note in m.notes)
+    (said,) = of_kind(m.notes, "training-activations-not-estimated")
+    assert said["model"] == "7b"
     with pytest.raises(ValueError, match="architecture"):
         kv_cache_bytes_per_token(SEVEN_B)
 

@@ -62,8 +62,12 @@ def test_partial_shape_is_completed_as_the_gpt_block_and_warned(tmp_path, capsys
         "shape's count",
     ]
     assert [x for x in w["warnings"] if x.startswith("a: custom:")] == expected
-    for text in expected:
-        assert text[len("a: "):] in w["assumptions"]
+    # The same four as records: each default with its value, and params beside the shape's count.
+    assert [(r["values"]["field"], r["values"]["value"]) for r in records(w, "shape-default")] == [
+        ("kv_heads", 32), ("ffn_hidden", 10_240), ("mlp", "plain")]
+    [given] = records(w, "params-given")
+    assert (given["values"]["params"], given["values"]["shape_params"]) == (3_000_000_000, 2_774_305_280)
+    assert [r["values"]["model"] for r in records(w, "shape-default") + [given]] == ["custom"] * 4
     assert w["model"]["params"] == 3_000_000_000
     # No longer "parameter count only": the activations are modelled.
     assert w["memory"]["components"]["activations"] > 0
@@ -83,12 +87,11 @@ def test_partial_shape_warnings_reach_the_report(tmp_path, capsys):
 def test_given_ffn_hidden_keeps_a_gated_mlp_stated_not_warned(tmp_path, capsys):
     w = _plan(tmp_path, capsys, "    kind: pretrain\n    tokens: 100M\n"
                                 "    model: {layers: 2, hidden: 64, heads: 4, ffn_hidden: 128, vocab: 100}\n")
-    note = ("custom: mlp not given: gated (gate, up and down projections: SwiGLU, as Llama; write mlp: plain for "
-            "a two-matrix GELU MLP)")
-    assert note in w["assumptions"]
-    assert not any("mlp not given" in x for x in w["warnings"])
-    assert any(x == "custom: kv_heads not given: 4 (= heads: multi-head attention, as in the original GPT block)"
-               for x in w["assumptions"])
+    # Stated: the gated MLP and kv_heads; warned: only kv_heads (a gated MLP is what ffn_hidden's width implies).
+    assert [(r["values"]["field"], r["values"]["value"]) for r in records(w, "shape-default")] == [
+        ("mlp", "gated"), ("kv_heads", 4)]
+    assert [x for x in w["warnings"] if "not given" in x] == [
+        "a: custom: kv_heads not given: 4 (= heads: multi-head attention, as in the original GPT block)"]
     # attention 4·64² = 16,384 + MLP 3·64·128 = 24,576 + norms 128 = 41,088 per layer; × 2 = 82,176;
     # embeddings + head 2·100·64 = 12,800; final norm 64 → 95,040.
     assert w["model"]["params"] == 95_040
@@ -201,8 +204,9 @@ def test_params_within_five_percent_is_stated_not_warned(tmp_path, capsys):
     # Same shape, params 1.2B: 1.2·10⁹ / 1,204,881,408 − 1 = −0.4%.
     w = _plan(tmp_path, capsys, OVER.replace("params: 1B", "params: 1.2B"))
     assert not any("given: it sets" in x for x in w["warnings"])
-    assert ("custom: params 1,200,000,000 given: it sets the weights and FLOPs; the shape (layers, hidden, heads, "
-            "...) counts 1,204,881,408") in w["assumptions"]
+    [given] = records(w, "params-given")
+    assert given["values"] == {"model": "custom", "params": 1_200_000_000, "shape_params": 1_204_881_408,
+                               "tolerance": 0.05}
 
 
 MOE = ("    kind: pretrain\n    tokens: 1B\n"

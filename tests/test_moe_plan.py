@@ -7,6 +7,7 @@ import json
 import textwrap
 
 from proposalkit.cli import main
+from conftest import records
 
 # mistralai/Mixtral-8x7B-v0.1: 46,702,792,704 parameters (HF safetensors total, PUBLISHED.md);
 # active per token, worked out by hand from its config.json: the total minus 32 layers × 6
@@ -37,8 +38,9 @@ def test_plan_json_gives_total_and_active_and_expert_parallel_splits_the_experts
     assert w["model"] == {"id": "mixtral-8x7b", "params": MIXTRAL_TOTAL, "active_params": MIXTRAL_ACTIVE}
     assert MIXTRAL_ACTIVE == 12_879_925_248
     assert w["gpu"]["count"] % 8 == 0
-    assert any(a.startswith("expert parallel 8: the routed experts (45,097,156,608 of 46,702,792,704 parameters)")
-               for a in w["assumptions"])
+    [split] = records(w, "expert-parallel-states")
+    assert (split["values"]["expert_parallel"], split["values"]["expert_params"], split["values"]["params"]) == (
+        8, 45_097_156_608, 46_702_792_704)
     # 6·N with N the active parameters less the input embedding lookup (32000·4096)
     assert w["flops_per_token"]["model"] == 6 * (MIXTRAL_ACTIVE - 32000 * 4096) + 12 * 32 * 32 * 128 * 4096
 

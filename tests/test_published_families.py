@@ -24,6 +24,7 @@ import pytest
 from proposalkit.cli import main
 from proposalkit.catalog.shapes import kv_values_per_token_per_layer, language_params, matmul_params
 from proposalkit.input.configs import model_from_config
+from conftest import records
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
 
@@ -194,6 +195,11 @@ def test_every_family_plans_through_a_workload(tmp_path, capsys, fixture):
     model = spec(fixture)
     assert (plan["model"]["id"], plan["model"]["params"], plan["model"]["active_params"]) == (
         fixture, model.params, model.active_params)
+    # The plan states the family read and, for a vision-language config, the tower and projector counted.
+    [read] = records(plan, "config-read-as")
+    assert (read["values"]["model"], read["values"]["model_type"]) == (fixture, model.family)
+    assert [r["values"]["params"] for r in records(plan, "vision-counted")] == (
+        [model.vision_params] if model.vision_params else [])
 
 
 def test_falcon_kv_cache_in_the_plan(tmp_path, capsys):
@@ -206,8 +212,8 @@ def test_falcon_kv_cache_in_the_plan(tmp_path, capsys):
     # 2 × 32 layers × 1 KV head × 64 × 2 bytes × 2,000 tokens × 4 sequences = 65,536,000 bytes
     # (the multi-head reading, 71 KV heads, would be 71× as much).
     assert plan["memory"]["components"]["kv_cache"] == 65_536_000
-    assert "falcon: config.json read as falcon: plain MLP (GELU), LayerNorm; multi_query: one key/value head; " \
-           "new decoder architecture: num_kv_heads and two LayerNorms" in plan["assumptions"]
+    [read] = records(plan, "config-read-as")
+    assert (read["values"]["model"], read["values"]["model_type"]) == ("falcon", "falcon")
 
 
 SIZES = ("layers", "hidden", "heads", "kv_head_count", "head_size", "ffn_hidden", "vocab")

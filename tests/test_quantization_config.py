@@ -66,6 +66,11 @@ CASES = {
 }
 
 
+# The paper each format's record cites (Appendix B lists it), by case or the first word of its name: bitsandbytes
+# 4-bit (QLoRA), LLM.int8(), GPTQ, AWQ; FP8 and compressed-tensors none.
+PAPERS = {"bnb": ["dettmers-2023"], "bnb 8-bit": ["dettmers-2022"], "gptq": ["frantar-2023"], "awq": ["lin-2024"]}
+
+
 def plan(tmp_path, capsys, quantization: dict, precision: str | None = None, kind: str = "inference"):
     (tmp_path / "m").mkdir(exist_ok=True)
     (tmp_path / "m" / "config.json").write_text(json.dumps({**LLAMA, "quantization_config": quantization}))
@@ -78,13 +83,17 @@ def plan(tmp_path, capsys, quantization: dict, precision: str | None = None, kin
     return code, (json.loads(out)["workloads"][0] if code == 0 else err)
 
 
-@pytest.mark.parametrize("quantization, precision, bits", CASES.values(), ids=CASES.keys())
-def test_the_checkpoints_format_sets_the_weight_bits(tmp_path, capsys, quantization, precision, bits):
+@pytest.mark.parametrize("case", CASES)
+def test_the_checkpoints_format_sets_the_weight_bits(tmp_path, capsys, case):
+    quantization, precision, bits = CASES[case]
     code, w = plan(tmp_path, capsys, quantization)
     assert code == 0, w
     assert w["settings"]["precision"] == precision
     assert abs(w["memory"]["components"]["weights"] - weights(bits)) <= 1
     assert [r["values"] for r in records(w, "precision-checkpoint")] == [{"precision": precision}]
+    [stated] = records(w, "quantized-checkpoint")
+    assert (stated["values"]["precision"], stated["values"]["bits_per_param"]) == (precision, float(bits))
+    assert stated["sources"] == PAPERS.get(case, PAPERS.get(case.split()[0], []))
 
 
 def test_the_workloads_precision_overrides_the_checkpoint(tmp_path, capsys):

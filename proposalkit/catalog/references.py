@@ -7,8 +7,6 @@ catalogs' own rows.
 
 from __future__ import annotations
 
-import re
-
 from ..notes import Reference
 
 
@@ -137,44 +135,3 @@ def cited(ids) -> tuple[Reference, ...]:
     if unknown:
         raise KeyError(f"no reference with id {', '.join(sorted(unknown))} in catalog/references.py")
     return tuple(r for id_, r in REFERENCES.items() if id_ in wanted)
-
-
-# Transitional: the in-text citations of sentences not yet made records (notes.TEXT notes and the
-# plan's derivation strings), found by pattern until each emitter names its sources. Shrinks to
-# nothing as the emitters move to records.
-_LEGACY_PATTERNS: tuple[tuple[str, re.Pattern], ...] = (
-    ("asmussen-albrecher-2010", re.compile(r"Lundberg's inequality")),
-    ("bigscience-2022", re.compile(r"BLOOM")),
-    ("chowdhery-2022", re.compile(r"Chowdhery et al\.? 2022|PaLM")),
-    ("crommelin-1932", re.compile(r"Crommelin 1932")),
-    ("dao-2022", re.compile(r"Dao et al\.? 2022|FlashAttention")),
-    ("dettmers-2022", re.compile(r"Dettmers et al\.? 2022")),
-    ("dettmers-2023", re.compile(r"Dettmers et al\.? 2023|QLoRA|NF4")),
-    ("dubey-2024", re.compile(r"Dubey et al\.? 2024")),
-    ("erlang-1909", re.compile(r"Erlang 1909")),
-    ("franx-2001", re.compile(r"Franx 2001")),
-    ("frantar-2023", re.compile(r"Frantar et al\.? 2023|GPTQ")),
-    ("guo-2024", re.compile(r"Guo et al\.?,? (ASPLOS )?2024|GMLake")),
-    ("hoffmann-2022", re.compile(r"Hoffmann et al\.? 2022|Chinchilla")),
-    ("hu-2021", re.compile(r"Hu et al\.? 2021|LoRA")),
-    ("kaplan-2020", re.compile(r"Kaplan et al\.? 2020")),
-    ("korthikanti-2022", re.compile(r"Korthikanti et al\.? 2022")),
-    ("kwon-2023", re.compile(r"Kwon et al\.? 2023|vLLM")),
-    ("lin-2024", re.compile(r"Lin et al\.? 2024|AWQ")),
-    ("llm-foundry", re.compile(r"llm-foundry")),
-    ("little-1961", re.compile(r"Little 1961|Little's law")),
-    ("micikevicius-2018", re.compile(r"Micikevicius et al\.? 2018|fp32 master")),
-    ("nairr-guide", re.compile(r"NAIRR community guide")),
-    ("narayanan-2021", re.compile(r"Narayanan et al\.? 2021")),
-    ("rajbhandari-2020", re.compile(r"Rajbhandari et al\.? 2020|ZeRO")),
-    ("takacs-1962", re.compile(r"M/G/∞")),
-    ("torchtune-readme", re.compile(r"torchtune")),
-    ("torchtitan-sac", re.compile(r"torchtitan")),
-    ("trt-llm-perf", re.compile(r"TensorRT-LLM performance overview")),
-    ("touvron-2023", re.compile(r"Touvron et al\.? 2023")),
-)
-
-
-def legacy_sources(text: str) -> tuple[str, ...]:
-    """The ids of the works a sentence not yet made a record cites by name (transitional)."""
-    return tuple(id_ for id_, pattern in _LEGACY_PATTERNS if pattern.search(text))

@@ -54,9 +54,9 @@ class ModelSpec:
     rotary_fraction: float = 1.0        # share of head_dim rotated (Phi-2 0.4, GPT-NeoX 0.25); no parameters
     vision_params: int = 0              # vision tower + projector of a vision-language model: in the weights,
                                         # not in the language model's FLOPs
-    assumptions: tuple[str, ...] = ()   # what the config reader assumed, stated in the plan
-    warnings: tuple[str, ...] = ()      # what it guessed (an unknown model_type), warned in the plan
-    records: tuple[Note, ...] = ()      # the same as Note records (a shape assumed from params alone)
+    warnings: tuple[str, ...] = ()      # what the reader guessed (an unknown model_type), warned in the plan
+    records: tuple[Note, ...] = ()      # what the config reader or the mapping assumed, stated in the plan as
+                                        # notes (the planner adds the model's id as their value `model`)
     # --- end of the dense architecture block
     dropout: bool = False               # dropout in attention and MLP (GPT-style training)
     # Mixture of experts (experts > 1). Each MoE layer holds `experts` routed MLPs of width

@@ -225,7 +225,7 @@ class TrainingActivations(NamedTuple):
     total: int
     at_loss: int
     at_backward: int
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
     at_head: int = 0
 
 
@@ -264,10 +264,7 @@ def training_activations(model: ModelSpec, setup: TrainingSetup) -> TrainingActi
     copies (kernels.head_copy_terms()); "fused" none of these.
     """
     if not model.has_architecture:
-        return TrainingActivations(0, 0, 0, (
-            f"activations not estimated: model {model.id!r} gives only a parameter count; "
-            "give layers, hidden, heads and vocab to include them",
-        ))
+        return TrainingActivations(0, 0, 0, (note("training-activations-not-estimated", model=model.id),))
     e = 4 if setup.precision == "fp32" else 2
     autocast = setup.autocast_fp32_params and e < FP32_BYTES
     residual = AUTOCAST_RESIDUAL_BYTES if autocast else e   # the layer inputs: the fp32 stream under autocast

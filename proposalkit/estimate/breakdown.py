@@ -93,9 +93,8 @@ class MemoryBreakdown:
     """reserved − allocated: cached blocks and fragmentation."""
     cuda_context: int
     """device − reserved: CUDA context, cuBLAS/NCCL workspaces."""
-    notes: tuple[Note | str, ...] = ()
-    """How each component was counted: a record each (notes.Note), or a sentence where its emitter is
-    not yet a record."""
+    notes: tuple[Note, ...] = ()
+    """How each component was counted: a record each (notes.Note)."""
     paged_bytes: int = 0
     """Outside `total`: paged optimizer states in CUDA unified memory, evicted to host memory under
     pressure (bitsandbytes paged optimizers)."""

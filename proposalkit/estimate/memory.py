@@ -154,7 +154,7 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
     _validate_training(model, setup)
     t, p, n, stage = setup.tensor_parallel, setup.pipeline_parallel, setup.data_parallel, setup.zero_stage
     states = model_states(model, setup)
-    notes: list[Note | str] = list(states.notes)
+    notes: list[Note] = list(states.notes)
     if stage and n > 1:
         notes.append(note("zero-shards", ("rajbhandari-2020",), zero_stage=stage, gpus=n))
     if setup.expert_parallel > 1:
@@ -191,8 +191,7 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
         if peak == "loss" and head and loss_parts[1] == head:
             notes.append(head_accumulation_note(head, at_loss))
         phases = PeakPhases(peak, at_loss, at_backward, gradients, at_step if temporary else 0)
-        phase_at = len(notes)    # the note is written below, once the step and tied moments are weighed
-        notes.append("")
+        phase_at = len(notes)    # the note goes here, written below once the step and tied moments are weighed
     else:
         if (said := phase_note(model, setup, None)) is not None:
             notes.append(said)
@@ -221,7 +220,8 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
         if phases is not None:
             phases = dataclasses.replace(phases, peak="backward", backward_bytes=at_end)
     if gradients_persist(model, setup) is None:
-        notes[phase_at] = phase_note(model, setup, "end" if end_peak else phases.peak, at_loss, at_backward, gradients)
+        notes.insert(phase_at, phase_note(model, setup, "end" if end_peak else phases.peak, at_loss, at_backward,
+                                          gradients))
     notes.append(overhead_note(overhead))
     return MemoryBreakdown(*parts, *overhead_bytes(sum(parts), overhead), notes=tuple(notes),
                            paged_bytes=ceil(states.paged), host_bytes=ceil(states.host), phases=phases)

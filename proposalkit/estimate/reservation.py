@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from .breakdown import CUDA_CONTEXT_BYTES, MemoryBreakdown
 from ..catalog.engines import engine_memory_fraction
-from ..notes import Note, note
+from ..notes import note
 from .memory import BATCH_SIZED_KINDS
 
 
@@ -47,7 +47,7 @@ def engine_memory(rep, batch_memory: MemoryBreakdown, batch: int, context: int) 
         {"rule": "free", "free_bytes": device - rep.weights_bytes - rep.workspace_bytes}
     used = batch * rep.kv_bytes_per_sequence(context)
     # inference_memory()'s notes on a batch-sized allocation give way to the reservation's own.
-    notes = [n for n in batch_memory.notes if not (isinstance(n, Note) and n.kind in BATCH_SIZED_KINDS)]
+    notes = [n for n in batch_memory.notes if n.kind not in BATCH_SIZED_KINDS]
     notes += [
         note("engine-reservation", e.paper, engine=e.name, fraction=fraction, device_bytes=device,
              context_bytes=context_bytes, total_bytes=total, weights_bytes=rep.weights_bytes,

@@ -3,11 +3,12 @@
 A partial shape is completed the way the original GPT block is (Radford et
 al. 2018/2019: multi-head attention, an MLP of 4 × hidden with GELU, two
 matrices): kv_heads = heads, ffn_hidden = 4 × hidden, mlp: plain; each
-default is stated as an assumption and a warning. layers, hidden, heads and
-vocab have no default. A mapping with only `params` gets a whole shape
-(assumed_shape: its family's nearest catalog model, else the nearest standard
-decoder of catalog/standard_shapes.py), every dimension stated as a Note record
-and a warning; `params` keeps setting the weights and FLOPs.
+default is stated as a record (kind shape-default, worded in render/model_words.py)
+and warned. layers, hidden, heads and vocab have no default. A mapping with only
+`params` gets a whole shape (assumed_shape: its family's nearest catalog model,
+else the nearest standard decoder of catalog/standard_shapes.py), every
+dimension stated as a record (shape-assumed) and a warning; `params` keeps
+setting the weights and FLOPs.
 The consistency rules (shape_problem) hold for mappings and config.json alike.
 """
 
@@ -34,10 +35,10 @@ MOE_KEYS = ("experts_per_token", "moe_ffn_hidden", "shared_experts")
 SHAPE_KEYS = (*REQUIRED, "kv_heads", "head_dim", "ffn_hidden", "mlp", "tied_embeddings", "experts", *MOE_KEYS)
 PARAMS_TOLERANCE = 0.05     # a given params further than this from the shape's count is warned
 # What an assumed shape lends: the architecture fields of ModelSpec (catalog/shapes.py) from `layers` up to its
-# `assumptions`, the MoE and latent-attention fields, and `family` (the config model_type, which names the linear
+# `warnings`, the MoE and latent-attention fields, and `family` (the config model_type, which names the linear
 # modules); not the name, source, Hub id, context or counts of the model it is lent by.
 _LENT = tuple(f.name for f in dataclass_fields(ModelSpec)
-              if f.name not in ("id", "name", "max_context", "assumptions", "warnings", "records", "params_override",
+              if f.name not in ("id", "name", "max_context", "warnings", "records", "params_override",
                                 "published_params", "source", "hf_id", "weight_format", "vision_params"))
 
 
@@ -53,7 +54,7 @@ def from_mapping(ref: ModelShape, base: ModelSpec | None) -> tuple[ModelSpec | N
     """The mapping's model (base: the one its `config:` gave, if any) → (spec, None) or (None, problem)."""
     given = {k: v for k, v in ref.model_dump().items()
              if v is not None and k not in ("config", "hf", "revision", "params", "name", "family")}
-    assumptions: list[str] = []
+    records: list[Note] = []
     warnings: list[str] = []
     assumed = None
     shape = [k for k in SHAPE_KEYS if k in given]
@@ -71,7 +72,7 @@ def from_mapping(ref: ModelShape, base: ModelSpec | None) -> tuple[ModelSpec | N
             return None, (None, "incomplete model (expected params, a shape with layers, hidden, heads and "
                                 "vocab, or config)")
         if shape:
-            given, assumptions, warnings = _complete(given)
+            given, records, warnings = _complete(given)
         else:
             assumed = assumed_shape(ref)
             if isinstance(assumed, tuple):
@@ -86,15 +87,15 @@ def from_mapping(ref: ModelShape, base: ModelSpec | None) -> tuple[ModelSpec | N
     if ref.params is not None:
         spec = replace(spec, params_override=ref.params)
         if assumed is not None:
-            record = assumed.record(spec)
-            spec = replace(spec, records=(record,))
+            records.append(assumed.record(spec))
             warnings.append(assumed.warning(spec))
         elif spec.has_architecture:
-            note = _params_note(ref.params, parameter_count(spec))
-            assumptions.append(note[0])
-            if note[1]:
-                warnings.append(note[0])
-    spec = replace(spec, assumptions=spec.assumptions + tuple(assumptions), warnings=spec.warnings + tuple(warnings))
+            given_note = note("params-given", params=ref.params, shape_params=parameter_count(spec),
+                              tolerance=PARAMS_TOLERANCE)
+            records.append(given_note)
+            if _params_off(given_note):
+                warnings.append(_params_sentence(given_note))
+    spec = replace(spec, records=spec.records + tuple(records), warnings=spec.warnings + tuple(warnings))
     return spec, shape_problem(spec)
 
 
@@ -116,13 +117,13 @@ class AssumedShape:
         return "".join(f"{REFERENCES[s].key}, Table 1" for s in self.sources)
 
     def values(self, spec: ModelSpec) -> dict:
-        return dict(model=spec.id, params=spec.params, basis=self.basis, family=self.family, origin=self.origin,
+        return dict(params=spec.params, basis=self.basis, family=self.family, origin=self.origin,
                     origin_params=self.origin_params, table=self.table, layers=spec.layers, hidden=spec.hidden, heads=spec.heads,
                     kv_heads=spec.kv_head_count, head_dim=spec.head_size, ffn_hidden=spec.ffn_hidden, mlp=spec.mlp,
                     vocab=spec.vocab)
 
     def record(self, spec: ModelSpec) -> Note:
-        """The assumption as a record (render/notes.py words it, kind shape-assumed)."""
+        """The assumption as a record (render/model_words.py words it, kind shape-assumed)."""
         return note("shape-assumed", self.sources, **self.values(spec))
 
     def warning(self, spec: ModelSpec) -> str:
@@ -156,32 +157,51 @@ def assumed_shape(ref: ModelShape) -> AssumedShape | Problem:
     return AssumedShape(fields, row.name, parameter_count(row.spec), "table", sources=(row.source,))
 
 
-def _complete(given: dict) -> tuple[dict, list[str], list[str]]:
-    """The GPT block's defaults for what a shape leaves out: (fields, assumptions, warnings)."""
+# Why the GPT block's defaults are what they are, by field (and by mlp value): stated in the plan beside the value.
+GPT_BLOCK_DEFAULTS = {
+    "kv_heads": "= heads: multi-head attention, as in the original GPT block",
+    "ffn_hidden": f"= {GPT_FFN_FACTOR} × hidden, as in the original GPT block",
+    "plain": ("two matrices, up and down, with GELU, and LayerNorm, as in the original GPT block; write mlp: gated "
+              "for SwiGLU"),
+    "gated": "gate, up and down projections: SwiGLU, as Llama; write mlp: plain for a two-matrix GELU MLP",
+}
+
+
+def _default(field: str, value) -> Note:
+    """A field the shape left out, the value it takes and why (kind shape-default)."""
+    return note("shape-default", field=field, value=value, why=GPT_BLOCK_DEFAULTS[value if field == "mlp" else field])
+
+
+def _default_sentence(n: Note) -> str:
+    """A shape-default record as the plan's warning says it (render/model_words.py states the note the same way;
+    warnings are sentences until they are records)."""
+    value = f"{n['value']:,}" if n["field"] == "ffn_hidden" else n["value"]
+    return f"{n['field']} not given: {value} ({n['why']})"
+
+
+def _complete(given: dict) -> tuple[dict, list[Note], list[str]]:
+    """The GPT block's defaults for what a shape leaves out: (fields, the records stating them, warnings)."""
     out = dict(given)
     defaulted = []
     if "kv_heads" not in given:
         out["kv_heads"] = given["heads"]
-        defaulted.append(f"kv_heads not given: {given['heads']} (= heads: multi-head attention, as in the original "
-                         "GPT block)")
+        defaulted.append(_default("kv_heads", out["kv_heads"]))
     if "ffn_hidden" not in given:
         out["ffn_hidden"] = GPT_FFN_FACTOR * given["hidden"]
-        defaulted.append(f"ffn_hidden not given: {out['ffn_hidden']:,} (= 4 × hidden, as in the original GPT block)")
+        defaulted.append(_default("ffn_hidden", out["ffn_hidden"]))
         if "mlp" not in given:
             out["mlp"] = "plain"
-            defaulted.append("mlp not given: plain (two matrices, up and down, with GELU, and LayerNorm, as in the "
-                             "original GPT block; write mlp: gated for SwiGLU)")
+            defaulted.append(_default("mlp", "plain"))
     stated = []
     if out.get("mlp") == "plain":
         # The GPT block's LayerNorm (saves its input, mean and rstd: no eager fp32 copy, estimate/kernels.py);
         # counted without a bias, so the parameter count is the one the mapping always gave.
         out["norm"], out["norm_bias"] = "layernorm", False
         if given.get("mlp") == "plain":
-            stated.append("mlp: plain: LayerNorm, as the GPT block (no eager fp32 norm copy counted)")
+            stated.append(note("plain-mlp-layernorm"))
     if "mlp" not in out:
-        stated.append("mlp not given: gated (gate, up and down projections: SwiGLU, as Llama; write mlp: plain "
-                      "for a two-matrix GELU MLP)")
-    return out, stated + defaulted, defaulted
+        stated.append(_default("mlp", "gated"))
+    return out, stated + defaulted, [_default_sentence(n) for n in defaulted]
 
 
 def _moe_problem(given: dict, spec: ModelSpec) -> Problem | None:
@@ -196,14 +216,17 @@ def _moe_problem(given: dict, spec: ModelSpec) -> Problem | None:
     return None
 
 
-def _params_note(params: int, shape_count: int) -> tuple[str, bool]:
-    """The sentence on a given params beside the shape's count, and whether it differs by more than 5%."""
-    off = params / shape_count - 1
-    text = (f"params {params:,} given: it sets the weights and FLOPs; the shape (layers, hidden, heads, ...) "
-            f"counts {shape_count:,}")
-    if abs(off) <= PARAMS_TOLERANCE:
-        return text, False
-    return text + f"; params is {off:+.1%} from it: check the shape, or leave params out to use the shape's count", True
+def _params_off(n: Note) -> bool:
+    """Whether a given params (a params-given record) is further than its tolerance from the shape's count."""
+    return abs(n["params"] / n["shape_params"] - 1) > n["tolerance"]
+
+
+def _params_sentence(n: Note) -> str:
+    """A params-given record as the plan's warning says it when params is off the shape's count (render/model_words.py
+    states the note the same way; warnings are sentences until they are records)."""
+    return (f"params {n['params']:,} given: it sets the weights and FLOPs; the shape (layers, hidden, heads, ...) "
+            f"counts {n['shape_params']:,}; params is {n['params'] / n['shape_params'] - 1:+.1%} from it: check the "
+            "shape, or leave params out to use the shape's count")
 
 
 def shape_problem(spec: ModelSpec) -> Problem | None:

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from ..errors import Problem
 from ..catalog.shapes import ModelSpec
+from ..notes import note
 from . import hub
 from ..files import CONFIG_FILE, Refused, read_limited
 from .source import Path, Source, field_name
@@ -55,7 +56,8 @@ def read_hub_config(repo_id: str, revision: str | None, origin: Source, at: Path
         return None, [Problem(*where, f"{repo_id} config.json ({full}): {key}: {message}")
                       for key, message in problems]
     source = hub.describe_source(repo_id, revision, commit)
-    return replace(spec, source=source, assumptions=(f"shape read from the {source}",) + spec.assumptions), []
+    read = note("config-from-hub", repo_id=repo_id, revision=revision, commit=commit, source=source)
+    return replace(spec, source=source, records=(read,) + spec.records), []
 
 
 def _load(full: str):

@@ -3,14 +3,13 @@
 Appendix B lists what this returns (Plan.references), never what a search of the report's text
 finds: each record names the ids of the works it cites (a Note's sources, Throughput.sources,
 InferencePlan.sources, WorkloadStorage.checkpoint_sources, CrossCheck.sources, WorkloadPlan.sources
-for its warnings). Only the notes not yet made records (TEXT notes) are cited by
-catalog/references.legacy_sources, until their emitters name theirs.
+for its warnings).
 """
 
 from __future__ import annotations
 
-from ..catalog.references import cited, legacy_sources
-from ..notes import Note, Reference, text_note
+from ..catalog.references import cited
+from ..notes import Reference
 from .records import WorkloadPlan
 
 # The report's memory line rests on ZeRO's model states for training (it names the ZeRO stage) and
@@ -19,12 +18,6 @@ from .records import WorkloadPlan
 TRAINING_MEMORY_SOURCES = ("rajbhandari-2020",)
 INFERENCE_MEMORY_SOURCES = ("kwon-2023",)
 RECOMPUTE_MFU_SOURCES = ("llm-foundry",)
-
-
-def as_notes(items) -> tuple[Note, ...]:
-    """Notes and sentences not yet made records, as Notes (a sentence: a TEXT note citing the works it
-    names)."""
-    return tuple(n if isinstance(n, Note) else text_note(n, legacy_sources(n)) for n in items)
 
 
 def workload_sources(w: WorkloadPlan) -> list[str]:

@@ -66,7 +66,7 @@ def settings(w, s: Settings) -> Settings:
     return s
 
 
-def engine_of(w, notes: list[Note | str]) -> Engine:
+def engine_of(w, notes: list[Note]) -> Engine:
     e = engine_named(getattr(w, "framework", None))
     if getattr(w, "framework", None) is None:
         notes.append(note("engine-default", e.paper, engine=e.name))
@@ -277,7 +277,7 @@ def node_note(rep: Replica, target) -> Note | None:
                 why=source)
 
 
-def choose(lw, s: Settings, target, gpus: dict, e: Engine, notes: list[Note | str] | None = None):
+def choose(lw, s: Settings, target, gpus: dict, e: Engine, notes: list[Note] | None = None):
     """Every GPU type × tensor-parallel degree tried, and the best, as search.choose returns them:
     (candidates, (key, candidate, memory, throughput, hours, charge, InferencePlan) or None), and the
     reasons the ones that could not serve it failed, by (gpu, count). `notes` gets where the chosen

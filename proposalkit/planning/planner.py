@@ -29,7 +29,7 @@ from ..input.values import AUTO
 from ..catalog import resources
 from . import charges, comparison, infeasible, inference, pilots, ranges, search
 from .intervals import total
-from .citations import as_notes, plan_references
+from .citations import plan_references
 from ..notes import Note, note
 from .records import Candidate, Plan, Settings, WorkloadPlan
 
@@ -43,13 +43,13 @@ PUBLISHED_MFU_MAX_SOURCE = "Korthikanti et al. 2022 Table 3, GPT 1T on 512 A100"
 
 # ----------------------------------------------------------------- settings
 
-def _precision(w, model: ModelSpec, notes: list[Note | str]) -> str:
+def _precision(w, model: ModelSpec, notes: list[Note]) -> str:
     """The workload's precision; else a quantized checkpoint (config.json's quantization_config) is served
     at its own, and training loads it into 16-bit weights (QLoRA quantizes its base itself); else bf16."""
     fmt = model.weight_format
     if fmt is None:
         return w.precision or default("precision")
-    method = fmt.what.split(":")[0]
+    method = fmt.method
     if w.precision is not None:
         notes.append(note("precision-given", precision=w.precision, checkpoint_method=method))
         return w.precision
@@ -61,7 +61,7 @@ def _precision(w, model: ModelSpec, notes: list[Note | str]) -> str:
     return default("precision")
 
 
-def _attention(w, notes: list[Note | str]) -> str:
+def _attention(w, notes: list[Note]) -> str:
     """Inference attention kernel: as given; flash_attention: false is eager; else flash (serving engines)."""
     if w.kind != "inference":
         return default("attention")
@@ -81,7 +81,7 @@ def _given(w, k: Knob):
     return value
 
 
-def _settings(w, model: ModelSpec, notes: list[Note | str], behaviour: frameworks.Behaviour) -> Settings:
+def _settings(w, model: ModelSpec, notes: list[Note], behaviour: frameworks.Behaviour) -> Settings:
     """Every knob of the workload: as given (its field, or `defaults:` or its framework's preset, merged into
     the workload when it was loaded), else computed where the planner does (below), else the table's default
     (proposalkit/knobs.py); the framework's behaviour flags as resolved at load. Each default filled in that
@@ -193,7 +193,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
     # A cloud instance type at the workload's price_per_hour (or its proposal's, which plan_files put there).
     target = search.target(resource_id, w.price_per_hour,
                            "workload file" if "price_per_hour" in dict(lw.lines) else "proposal")
-    notes: list[Note | str] = list(lw.preset_notes)
+    notes: list[Note] = list(lw.preset_notes)
     warnings: list[str] = []
     if target is not None and w.gpu is not None and w.gpu not in target.gpus:
         where = f"workloads[{lw.index}].gpu"
@@ -284,7 +284,9 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
                               gpus=chosen.count))
         if w.activation_checkpointing is None and chosen.activation_checkpointing:
             notes.append(note("checkpointing-turned-on"))
-    notes += [f"{model.id}: {text}" for text in model.assumptions] + list(model.records)
+    # What the model's reader assumed, each naming the model (its id is settled only here: a mapping's name renames
+    # the model its config gave).
+    notes += [Note(n.kind, (("model", model.id), *n.values), n.sources) for n in model.records]
     warnings += [f"{w.name}: {model.id}: {text}" for text in model.warnings]
     trainable = None
     if w.kind != "inference":
@@ -313,7 +315,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
         trainable_params=trainable, alternatives=alternatives,
         cross_checks=tuple(cross_checks(model, kind=w.kind, method=w.method or "full", precision=s.precision,
                                         context=s.context if w.kind == "inference" else None)),
-        assumptions=as_notes(notes + list(mem.notes)), warnings=tuple(warnings), path=lw.path,
+        assumptions=(*notes, *mem.notes), warnings=tuple(warnings), path=lw.path,
         charge=charge, storage=_storage(w, model, s, tokens, trainable, chosen.zero_stage),
         calendar_days=charges.calendar_days(hours, s.variants, s.concurrency),
         calendar_waves=charges.calendar_waves(s.variants, s.concurrency),
@@ -326,7 +328,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
 def _with_ranges(p: WorkloadPlan) -> WorkloadPlan:
     """The plan with its ranges (planning/ranges.py) and their notes after its other assumptions."""
     r = ranges.workload_ranges(p)
-    return replace(p, ranges=r, assumptions=p.assumptions + as_notes(ranges.range_notes(r, p.settings)))
+    return replace(p, ranges=r, assumptions=p.assumptions + tuple(ranges.range_notes(r, p.settings)))
 
 
 def _within_period(lw: LoadedWorkload, s: Settings, target: search.Target, candidates: list[Candidate],

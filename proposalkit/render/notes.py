@@ -1,16 +1,17 @@
 """The plan's notes in words: the one place a Note (proposalkit/notes.py) becomes a sentence.
 
 WORDS maps each kind to the function that words it from the note's values (the training kinds' from
-training_words.py); the plan JSON, the terminal and the reports all print note_text(). A kind without
-wording is a KeyError, not a blank.
+training_words.py, the model readers' from model_words.py); the plan JSON, the terminal and the reports
+all print note_text(). A kind without wording is a KeyError, not a blank.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from ..notes import TEXT, Note
+from ..notes import Note
 from ..units import GB, GiB
+from .model_words import MODEL_WORDS
 from .training_words import TRAINING_WORDS, per_param
 from .notes_ranges import RANGE_WORDS
 
@@ -94,21 +95,7 @@ def _nodes(n: Note) -> str:
     return f"{node}-GPU nodes of {n['resource']} (its gpus_per_node)"
 
 
-# ------------------------------------------------------------- a shape assumed from params (input/mapping.py)
-
-def _shape_assumed(n: Note) -> str:
-    if n["basis"] == "catalog":
-        lent = f"{n['family']}'s catalog model nearest in size, {n['origin']} ({n['origin_params']:,} parameters)"
-    else:
-        lent = f"the standard decoder nearest in size, {n['origin']} ({n['origin_params']:,} parameters, {n['table']})"
-    return (f"{n['model']}: params alone ({n['params']:,}): shape assumed from {lent}: {n['layers']} layers, hidden "
-            f"{n['hidden']}, {n['heads']} heads, {n['kv_heads']} kv heads of {n['head_dim']}, ffn_hidden "
-            f"{n['ffn_hidden']:,} ({n['mlp']} MLP), vocab {n['vocab']:,}; params sets the weights and 6·N FLOPs, the "
-            "shape the activations, attention FLOPs and KV cache")
-
-
 WORDS: dict[str, Callable[[Note], str]] = {
-    TEXT: lambda n: n["text"],
     "overhead": lambda n: (
         f"overhead: CUDA context and library workspaces {n['cuda_context_bytes'] / GiB:.2f} GiB "
         f"+ {n['allocator_reserve']:.0%} caching-allocator reserve on the allocated bytes"),
@@ -225,7 +212,7 @@ WORDS: dict[str, Callable[[Note], str]] = {
         "2020)"),
     "checkpointing-turned-on": lambda n: (
         "full activation checkpointing turned on to fit; the recomputed forward pass is charged in the runtime"),
-    "shape-assumed": _shape_assumed,
+    **MODEL_WORDS,
     **RANGE_WORDS,      # the ranges' notes (planning/ranges.py)
 }
 

@@ -121,6 +121,9 @@ def _setting(value) -> str:
 TRAINING_WORDS: dict[str, Callable[[Note], str]] = {
     # ------------------------------------------------------------------------------ training activations
     "training-activations": _training_activations,
+    "training-activations-not-estimated": lambda n: (
+        f"activations not estimated: model {n['model']!r} gives only a parameter count; give layers, hidden, heads "
+        "and vocab to include them"),
     "moe-activations": _moe_activations,
     "lora-activations": lambda n: (
         "LoRA activations: counted as for full training plus each adapter's rank-r product (an upper bound: "

@@ -16,6 +16,8 @@ from .keys import Keys, shown
 
 _SCALE_BITS = 16   # GPTQ/AWQ scales are fp16; compressed-tensors stores them in the model's 16-bit dtype
 _FP32_BITS = 32    # FP8 block scales (weight_scale_inv) are fp32 (DeepSeek-V3 checkpoints)
+# The papers of the group-wise methods (catalog/references.py ids): GPTQ (Frantar et al. 2023), AWQ (Lin et al. 2024).
+_METHOD_PAPERS = {"gptq": ("frantar-2023",), "awq": ("lin-2024",)}
 
 
 def _precision(bits: int, floating: bool = False) -> str:
@@ -45,13 +47,13 @@ def read_quantization(keys: Keys) -> tuple[WeightFormat | None, str | None]:
             double = q.flag("bnb_4bit_use_double_quant", False)
             kind = q.text("bnb_4bit_quant_type", "fp4").upper()
             bits = bnb_4bit_bits(double)
-            return WeightFormat("int4", bits, f"bitsandbytes 4-bit {kind}, one absmax per 64 weights "
-                                              + ("double-quantized: 4 + 8/64 + 32/(64·256) = 4.127 bits/param"
-                                                 if double else "in fp32: 4 + 32/64 = 4.5 bits/param")
-                                              + " (Dettmers et al. 2023 §3)"), None
+            absmax, sum_ = ("double-quantized", "4 + 8/64 + 32/(64·256) = 4.127") if double else \
+                ("in fp32", "4 + 32/64 = 4.5")
+            return WeightFormat("int4", bits, f"bitsandbytes 4-bit {kind}, one absmax per 64 weights {absmax}",
+                                f"{sum_} bits/param (Dettmers et al. 2023 §3)", ("dettmers-2023",)), None
         if q.flag("load_in_8bit", False):
-            return WeightFormat("int8", 8, "bitsandbytes LLM.int8(): int8 weights, one fp32 scale per row "
-                                           "(< 0.01 bit/param, not counted) (Dettmers et al. 2022)"), None
+            return WeightFormat("int8", 8, "bitsandbytes LLM.int8()", "int8 weights, one fp32 scale per row "
+                                "(< 0.01 bit/param, not counted) (Dettmers et al. 2022)", ("dettmers-2022",)), None
         return None, None
     if method in ("gptq", "awq"):
         bits = q.count("bits", default=4, field="bits")
@@ -60,15 +62,15 @@ def read_quantization(keys: Keys) -> tuple[WeightFormat | None, str | None]:
         total = group_quant_bits(bits, group, scale_bits=_SCALE_BITS, zero_bits=bits if zero else 0)
         layout = (f"{bits} + ({_SCALE_BITS}-bit scale{f' + {bits}-bit zero' if zero else ''})/{group} = "
                   f"{float(total):.4g} bits/param" if group else f"{bits} bits/param, one scale per output channel")
-        return WeightFormat(_precision(bits), total, f"{method.upper()} {bits}-bit"
-                                                     f"{f', group {group}' if group else ''}: {layout}"), None
+        name = f"{method.upper()} {bits}-bit" + (f", group {group}" if group else "")
+        return WeightFormat(_precision(bits), total, name, layout, _METHOD_PAPERS[method]), None
     if method == "fp8":
         block = q.config.get("weight_block_size")
         if isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and not isinstance(b, bool)
                                                                 and b > 0 for b in block):
             bits = 8 + Fraction(_FP32_BITS, block[0] * block[1])
-            return WeightFormat("fp8", bits, f"FP8 (e4m3) weights, one fp32 scale per {block[0]}×{block[1]} block: "
-                                             f"8 + 32/{block[0] * block[1]} = {float(bits):.4g} bits/param"), None
+            return WeightFormat("fp8", bits, f"FP8 (e4m3) weights, one fp32 scale per {block[0]}×{block[1]} block",
+                                f"8 + 32/{block[0] * block[1]} = {float(bits):.4g} bits/param"), None
         if block is not None:
             q.problems.append((q.key("weight_block_size"), f"not a block shape (got {shown(block)}, expected two "
                                                            "positive integers, e.g. [128, 128])"))
@@ -99,4 +101,4 @@ def _compressed_tensors(q: Keys) -> WeightFormat | None:
     kind = f"{'float' if floating else 'int'}{bits}"
     layout = (f"{bits} + ({_SCALE_BITS}-bit scale{f' + {zero}-bit zero' if zero else ''})/{size} = "
               f"{float(total):.4g} bits/param" if size else f"{bits} bits/param, {strategy} scales (not counted)")
-    return WeightFormat(_precision(bits, floating), total, f"compressed-tensors {kind} weights, {strategy}: {layout}")
+    return WeightFormat(_precision(bits, floating), total, f"compressed-tensors {kind} weights, {strategy}", layout)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ...catalog import vision
 from ...catalog.shapes import ModelSpec
+from ...notes import Note, note
 from .families import (ENCODERS, FAMILIES, GEMMA3_TEXT_DEFAULTS, LLAMA_DEFAULTS, UNKNOWN_ASSUMED, UNKNOWN_REQUIRED,
                        UNKNOWN_UNREADABLE, llama_style)
 from ..shape_rules import shape_problems
@@ -43,7 +44,7 @@ def model_from_config(config: dict, name: str) -> tuple[ModelSpec | None, Proble
         return None, [("model_type", f"{model_type!r} is {ENCODERS[model_type]}, not a decoder-only language "
                                      "model; proposalkit plans decoders (expected a causal LM's config.json, or "
                                      "give the model as params)")]
-    assumptions: list[str] = []
+    records: list[Note] = []
     warnings: list[str] = []
     vision = 0
     text = keys
@@ -55,13 +56,17 @@ def model_from_config(config: dict, name: str) -> tuple[ModelSpec | None, Proble
         text = keys.nested("text_config", TEXT_DEFAULTS.get(text_type, {}))
         if text is None:
             return None, keys.problems or [("text_config", "missing (expected the language model's keys)")]
-        vision, vision_note = _vision(keys, model_type, projector, text)
-        (assumptions if vision else warnings).append(vision_note)
+        vision, vision_type = _vision(keys, model_type, projector, text)
+        if vision:
+            records.append(note("vision-counted", vision_type=vision_type, params=vision))
+        elif vision_type is not None:
+            warnings.append(f"vision tower ({vision_type or 'none stated'}) not counted: only CLIP and SigLIP towers "
+                            "of LLaVA and Gemma 3 are; the weights are the language model's")
         model_type = text_type or ""
     family = READERS.get(model_type)
     if family is not None:
         fields = family.read(text)
-        assumptions.insert(0, f"config.json read as {model_type}: {family.assumed}")
+        records.insert(0, note("config-read-as", model_type=model_type, assumed=family.assumed))
     else:
         absent = [text.key(k) for k in UNKNOWN_REQUIRED if not text.has(k)]
         unread = [text.key(k) for k in UNKNOWN_UNREADABLE if text.has(k)]
@@ -75,16 +80,18 @@ def model_from_config(config: dict, name: str) -> tuple[ModelSpec | None, Proble
                                                    f"to read it as a Llama-style decoder are missing: "
                                                    f"{', '.join(absent)}")]
         fields = llama_style(text)
-        note = f"{what} is not an architecture proposalkit knows; read as {UNKNOWN_ASSUMED}"
+        guessed = f"{what} is not an architecture proposalkit knows; read as {UNKNOWN_ASSUMED}"
         if text is keys and keys.has("vision_config"):
-            note += "; its vision_config is not counted"
-        warnings.insert(0, note)
+            guessed += "; its vision_config is not counted"
+        warnings.insert(0, guessed)
     context_note = _rope_scaled_context(text, model_type, fields)
     if context_note:
-        assumptions.append(context_note)
+        records.append(context_note)
     weight_format, unread = read_quantization(keys)
     if weight_format is not None:
-        assumptions.append(f"quantized checkpoint (quantization_config): {weight_format.what}")
+        records.append(note("quantized-checkpoint", weight_format.sources, precision=weight_format.precision,
+                            method=weight_format.method, layout=weight_format.layout,
+                            bits_per_param=float(weight_format.bits)))
     if unread:
         warnings.append(unread)
     if text.missing:
@@ -94,7 +101,7 @@ def model_from_config(config: dict, name: str) -> tuple[ModelSpec | None, Proble
     if problems:
         return None, problems
     return ModelSpec(id=name, name=name, source="local config.json", vision_params=vision, family=model_type or "",
-                     weight_format=weight_format, assumptions=tuple(assumptions), warnings=tuple(warnings),
+                     weight_format=weight_format, records=tuple(records), warnings=tuple(warnings),
                      **fields), []
 
 
@@ -105,19 +112,19 @@ def _shape_problems(fields: dict, keys: Keys) -> Problems:
     return shape_problems({k: fields[k] for k in ("hidden", "heads", "kv_heads", "head_dim")}, names)
 
 
-def _vision(keys: Keys, model_type: str, projector: str | None, text: Keys) -> tuple[int, str]:
-    """Parameters of the vision tower and projector, and the sentence that states them."""
+def _vision(keys: Keys, model_type: str, projector: str | None, text: Keys) -> tuple[int, str | None]:
+    """(Parameters of the vision tower and projector, the tower's model_type: '' where none is stated); 0 where the
+    tower is not one counted, (0, None) where vision_config is not an object (the problem is recorded)."""
     defaults = GEMMA3_VISION_DEFAULTS if model_type == "gemma3" else None
     raw = keys.config.get("vision_config")
     vision_type = raw.get("model_type") if isinstance(raw, dict) else None
     vision_type = vision_type or (defaults or {}).get("model_type")
     if vision_type not in ("clip_vision_model", "siglip_vision_model") or projector is None:
-        return 0, (f"vision tower ({vision_type or 'none stated'}) not counted: only CLIP and SigLIP towers of "
-                   "LLaVA and Gemma 3 are; the weights are the language model's")
+        return 0, vision_type or ""
     clip = vision_type == "clip_vision_model"
     v = keys.nested("vision_config", {**(CLIP_DEFAULTS if clip else SIGLIP_DEFAULTS), **(defaults or {})})
     if v is None:   # not an object: the problem is recorded, the model refused
-        return 0, ""
+        return 0, None
     hidden = v.count("hidden_size")
     count = vision.vision_encoder_params(
         hidden, v.count("intermediate_size"), v.count("num_hidden_layers"), v.count("patch_size"),
@@ -129,8 +136,7 @@ def _vision(keys: Keys, model_type: str, projector: str | None, text: Keys) -> t
         count += vision.llava_projector_params(hidden, text_hidden, keys.flag("multimodal_projector_bias", True))
     else:
         count += vision.gemma3_projector_params(hidden, text_hidden)
-    return count, (f"vision tower ({vision_type}) and projector: {count:,} parameters, counted in the weights; "
-                   "FLOPs and activations are the language model's")
+    return count, vision_type
 
 
 # rope_scaling types whose factor stretches the positions a model was trained on (transformers' LlamaConfig
@@ -142,8 +148,8 @@ def _vision(keys: Keys, model_type: str, projector: str | None, text: Keys) -> t
 STRETCHING_ROPE = ("linear", "dynamic", "yarn")
 
 
-def _rope_scaled_context(k: Keys, model_type: str, fields: dict) -> str | None:
-    """Raise fields["max_context"] to the context rope_scaling stretches it to; the sentence that says so.
+def _rope_scaled_context(k: Keys, model_type: str, fields: dict) -> Note | None:
+    """Raise fields["max_context"] to the context rope_scaling stretches it to; the record that says so.
 
     Only ever raised: a config whose max_position_embeddings is already the longer one (DeepSeek-V3: 163,840
     = 40 × 4,096) keeps it. Qwen2.5's cards ask for rope_scaling {type: yarn, factor: 4,
@@ -178,5 +184,5 @@ def _rope_scaled_context(k: Keys, model_type: str, fields: dict) -> str | None:
     if stretched <= stated:
         return None
     fields["max_context"] = stretched
-    return (f"maximum context {stretched:,} tokens: rope_scaling {kind} factor {factor:g} × {base_key} {base:,} "
-            f"(max_position_embeddings says {stated:,})")
+    return note("context-stretched", max_context=stretched, rope_type=kind, factor=factor, base_key=base_key,
+                base=base, stated=stated)
