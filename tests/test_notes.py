@@ -9,7 +9,7 @@ import pytest
 
 from proposalkit.catalog.references import REFERENCES, cited
 from proposalkit.input.loading import load_files
-from proposalkit.notes import TEXT, Note, note, of_kind, text_note
+from proposalkit.notes import Note, note, of_kind
 from proposalkit.planning.citations import workload_sources
 from proposalkit.planning.planner import plan_files
 from proposalkit.render import context as ctx
@@ -33,22 +33,34 @@ def test_a_note_keeps_its_values_in_order_and_by_name():
 
 
 def test_notes_are_selected_by_kind_not_by_text():
-    notes = [note("a", x=1), text_note("a: looks like kind a"), "a: a plain sentence", note("b")]
+    notes = [note("a", x=1), note("c", a="a", text="a: looks like kind a"), note("b")]
     assert of_kind(notes, "a") == [note("a", x=1)]
     assert [n.kind for n in of_kind(notes, "a", "b")] == ["a", "b"]
 
 
-def test_a_text_note_prints_its_sentence_and_every_kind_has_words():
-    assert note_text(text_note("as it was written")) == "as it was written"
-    assert TEXT in WORDS
+def test_every_note_is_a_record_with_words(golden_plan):
+    kinds = {n.kind for w in golden_plan.workloads for n in w.assumptions}
+    assert kinds and kinds <= WORDS.keys()
+    assert "text" not in WORDS          # no sentence passed through as a note
     with pytest.raises(KeyError):
         note_text(Note("no-such-kind"))
 
 
 def test_note_record_is_plain_json():
-    record = note_record(Note(TEXT, (("text", "rank 16"), ("targets", ("q_proj", "v_proj"))), ("hu-2021",)))
-    assert record == {"kind": TEXT, "values": {"text": "rank 16", "targets": ["q_proj", "v_proj"]},
-                      "sources": ["hu-2021"], "text": "rank 16"}
+    record = note_record(note("lora-defaults", ("hu-2021",), rank=16, targets=("q_proj", "v_proj")))
+    assert record == {"kind": "lora-defaults", "values": {"rank": 16, "targets": ["q_proj", "v_proj"]},
+                      "sources": ["hu-2021"], "text": "LoRA defaults: rank 16 on q_proj, v_proj"}
+
+
+def test_a_works_name_in_a_model_name_cites_nothing(tmp_path):
+    # Appendix B is the ids the records name, not a search of their sentences: a model named after three works
+    # (BLOOM, LoRA, GPTQ) in notes that cite none of them leaves them out.
+    path = tmp_path / "w.yaml"
+    path.write_text("workloads:\n  - name: a\n    kind: inference\n    context: 2k\n    hours: 10\n"
+                    "    model: {name: BLOOM-LoRA GPTQ, layers: 4, hidden: 256, heads: 4, vocab: 1000}\n")
+    plan = plan_files(load_files([str(path)]))
+    assert any(n["model"] == "BLOOM-LoRA GPTQ" for n in of_kind(plan.workloads[0].assumptions, "shape-default"))
+    assert not {"bigscience-2022", "hu-2021", "frantar-2023"} & {r.id for r in plan.references}
 
 
 def test_cited_lists_each_work_once_in_catalog_order_and_refuses_unknown_ids():
