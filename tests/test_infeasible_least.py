@@ -9,7 +9,7 @@ import textwrap
 from proposalkit.cli import main
 
 # Llama 3.1 70B: 70,553,706,496 parameters (catalog/models.yaml, HF safetensors total) × 2 B in bf16
-# = 141.1 GB of weights: 70.55 GB per GPU on 2 A100-40GB (39.4 GiB = 42.3 GB usable: no fit), 35.3 GB
+# = 141.1 GB of weights: 70.55 GB per GPU on 2 A100-40GB (39.5 GiB = 42.4 GB usable: no fit), 35.3 GB
 # on 4, under vLLM's gpu_memory_utilization 0.9 × 42.3 = 38.1 GB (catalog/engines.py), leaving room for
 # the workspace and a KV cache of 80 layers × 2 × 2 kv heads × 128 × 2 B = 81,920 B per token per GPU.
 WEIGHTS = 70_553_706_496 * 2
@@ -28,12 +28,12 @@ def run(tmp_path, capsys, body: str) -> list[str]:
 
 
 def test_a_70b_batch_job_pinned_to_2_a100s_is_told_4_fit(tmp_path, capsys):
-    assert WEIGHTS / 2 > 39.4 * 2**30 and WEIGHTS / 4 < 0.9 * 39.4 * 2**30
+    assert WEIGHTS / 2 > 39.5 * 2**30 and WEIGHTS / 4 < 0.9 * 39.5 * 2**30
     (err,) = run(tmp_path, capsys, """\
         - {name: b, kind: inference, model: llama-3.1-70b, gpu: a100-40gb, tensor_parallel: 2,
            requests: 10k, input_tokens: 2k, output_tokens: 256}
         """)
-    assert "b does not fit: it needs 73.9 GiB per GPU on 2× a100-40gb, which has 39.4 GiB usable" in err
+    assert "b does not fit: it needs 73.9 GiB per GPU on 2× a100-40gb, which has 39.5 GiB usable" in err
     assert err.endswith("it would fit on 4× a100-40gb (remove the gpu/gpus/tensor_parallel pin, or pin that)")
 
 

@@ -1,12 +1,8 @@
 """Catalog rows of the models researchers use now (issue 11): Hub id, shape from config.json, published total.
 
-Each published total is the Hugging Face API safetensors total of the Hub id,
-as recorded by the public repositories named beside it (the research notes
-list them: kvfit scripts/build_registry.py [KVFIT]; audit_compliance.py
-KNOWN_MODELS, HF Hub API 2026-09-25 [AUDIT]; AlexsJones/llmfit
-llmfit-core/data/hf_models.json [LLMFIT]; zaid-cdlg/inference-atlas
-test/fixtures/hf [ATLAS]). The count proposalkit computes from each row's
-shape must lie within 0.5% of it (all are exact today).
+Each published total is the safetensors parameter total of the Hub id's own model page, at the revision
+its catalog row cites (models.yaml params_source). The count proposalkit computes from each row's shape
+(its config.json) must lie within 0.5% of it (all are exact today).
 """
 
 from __future__ import annotations
@@ -19,26 +15,26 @@ from proposalkit.catalog import models
 from proposalkit.cli import main
 
 PUBLISHED = {
-    # catalog id: (Hub id, published total, where it was recorded)
-    "llama-3.3-70b": ("meta-llama/Llama-3.3-70B-Instruct", 70_553_706_496),   # [KVFIT] [AUDIT] [LLMFIT]
-    "qwen2.5-0.5b": ("Qwen/Qwen2.5-0.5B", 494_032_768),                      # [LLMFIT]; [AUDIT] -Instruct
-    "qwen2.5-7b": ("Qwen/Qwen2.5-7B", 7_615_616_512),                        # [LLMFIT]
-    "qwen2.5-72b": ("Qwen/Qwen2.5-72B", 72_706_203_648),                     # [LLMFIT]; [KVFIT] -Instruct
-    "qwen3-8b": ("Qwen/Qwen3-8B", 8_190_735_360),                            # [LLMFIT] [KVFIT] [AUDIT]
-    "qwen3-32b": ("Qwen/Qwen3-32B", 32_762_123_264),                         # [KVFIT] [AUDIT]
-    "qwen3-30b-a3b": ("Qwen/Qwen3-30B-A3B", 30_532_122_624),                 # [ATLAS] [KVFIT]
-    "gemma-2-2b": ("google/gemma-2-2b-it", 2_614_341_888),                   # [AUDIT] [LLMFIT]
-    "gemma-2-9b": ("google/gemma-2-9b-it", 9_241_705_984),                   # [LLMFIT] [KVFIT]
-    "gemma-2-27b": ("google/gemma-2-27b-it", 27_227_128_320),                # [KVFIT] [LLMFIT]
-    "gemma-3-1b": ("google/gemma-3-1b-it", 999_885_952),                     # [LLMFIT] [AUDIT]
-    "gemma-3-4b": ("google/gemma-3-4b-it", 4_300_079_472),                   # [LLMFIT] [KVFIT] [AUDIT]
-    "gemma-3-27b": ("google/gemma-3-27b-it", 27_432_406_640),                # [ATLAS] [KVFIT] [LLMFIT]
-    "phi-3.5-mini": ("microsoft/Phi-3.5-mini-instruct", 3_821_079_552),      # [LLMFIT] [AUDIT]
-    "phi-4-mini": ("microsoft/Phi-4-mini-instruct", 3_836_021_760),          # [KVFIT] [AUDIT]
-    "olmo-2-7b": ("allenai/OLMo-2-1124-7B", 7_298_617_344),                  # build_dataset.py HF_API table
-    "mistral-7b-v0.3": ("mistralai/Mistral-7B-v0.3", 7_248_023_552),         # [AUDIT] [KVFIT]; KerasHub preset
-    "llama-3.2-1b": ("meta-llama/Llama-3.2-1B", 1_235_814_400),              # [LLMFIT]; [AUDIT] -Instruct
-    "llama-3.2-3b": ("meta-llama/Llama-3.2-3B", 3_212_749_824),              # [LLMFIT] [KVFIT] [AUDIT]
+    # catalog id: (Hub id, published total on its model page)
+    "llama-3.3-70b": ("meta-llama/Llama-3.3-70B-Instruct", 70_553_706_496),
+    "qwen2.5-0.5b": ("Qwen/Qwen2.5-0.5B", 494_032_768),
+    "qwen2.5-7b": ("Qwen/Qwen2.5-7B", 7_615_616_512),
+    "qwen2.5-72b": ("Qwen/Qwen2.5-72B", 72_706_203_648),
+    "qwen3-8b": ("Qwen/Qwen3-8B", 8_190_735_360),
+    "qwen3-32b": ("Qwen/Qwen3-32B", 32_762_123_264),
+    "qwen3-30b-a3b": ("Qwen/Qwen3-30B-A3B", 30_532_122_624),
+    "gemma-2-2b": ("google/gemma-2-2b-it", 2_614_341_888),
+    "gemma-2-9b": ("google/gemma-2-9b-it", 9_241_705_984),
+    "gemma-2-27b": ("google/gemma-2-27b-it", 27_227_128_320),
+    "gemma-3-1b": ("google/gemma-3-1b-it", 999_885_952),
+    "gemma-3-4b": ("google/gemma-3-4b-it", 4_300_079_472),
+    "gemma-3-27b": ("google/gemma-3-27b-it", 27_432_406_640),
+    "phi-3.5-mini": ("microsoft/Phi-3.5-mini-instruct", 3_821_079_552),
+    "phi-4-mini": ("microsoft/Phi-4-mini-instruct", 3_836_021_760),
+    "olmo-2-7b": ("allenai/OLMo-2-1124-7B", 7_298_617_344),
+    "mistral-7b-v0.3": ("mistralai/Mistral-7B-v0.3", 7_248_023_552),
+    "llama-3.2-1b": ("meta-llama/Llama-3.2-1B", 1_235_814_400),
+    "llama-3.2-3b": ("meta-llama/Llama-3.2-3B", 3_212_749_824),
 }
 
 

@@ -113,19 +113,19 @@ def test_six_gpus_for_ten_hours_on_polaris_are_twenty_node_hours(tmp_path):
     assert "(20.0 node-hours on alcf-polaris; by resource in B.3)" in md      # the lead
 
 
-def test_delta_partitions_add_up_and_the_h200_rule_is_marked_second_hand(tmp_path):
+def test_delta_partitions_add_up(tmp_path):
     plan = plan_from(tmp_path, "proposal: {title: D, resource: ncsa-delta}\nworkloads:\n"
                      + service("on-h200", "h200", 2, 100) + service("on-a40", "a40", 1, 100, buffer=0.5))
     view = ctx.resources_view(plan)
     h200, a40 = view.rows
-    # H200: 2 GPUs × 100 h = 200 GPU-hours × 3.0 (gpuH200x8 charge factor, third-party copy) = 600 SUs
+    # H200: 2 GPUs × 100 h = 200 GPU-hours × 3.0 (gpuH200x8 charge factor, Delta_doc @ 43c8f4c) = 600 SUs
     assert (h200.resource_id, h200.gpu_hours_requested, h200.amount) == (
         "ncsa-delta-h200", pytest.approx(200.0), pytest.approx(600.0))
     # A40: 1 GPU × 100 h × 1.5 (50% buffer) = 150 GPU-hours × 0.5 (gpuA40x4 charge factor) = 75 SUs
     assert (a40.resource_id, a40.gpu_hours_requested, a40.amount) == (
         "ncsa-delta-a40", pytest.approx(150.0), pytest.approx(75.0))
-    assert (h200.rule_mark, h200.walltime_mark) == ("†", "†")      # catalog: confidence secondhand
-    assert (a40.rule_mark, a40.walltime_mark) == ("", "")          # read in the NCSA user guide
+    assert (h200.rule_mark, h200.walltime_mark) == ("", "")        # both read in the NCSA user guide
+    assert (a40.rule_mark, a40.walltime_mark) == ("", "")
     # Both partitions draw on the one Delta allocation: 200 + 150 GPU-hours, 600 + 75 SUs.
     [total] = view.summed
     assert (total.label, total.unit, total.gpu_hours_requested, total.amount) == (
@@ -135,18 +135,28 @@ def test_delta_partitions_add_up_and_the_h200_rule_is_marked_second_hand(tmp_pat
     assert table_lines(md)[2:] == [
         # Delta 'System Architecture' and 'Partitions/Queues': 8 H200 nodes, 1 per job; 100 A40 nodes.
         "| ncsa-delta-h200 | 8× h200, gpuH200x8, 8 nodes (64 GPUs), 1 node per job | 200.0 | 3 SUs per GPU-hour, "
-        "1 SU minimum † | 600.0 SUs | 48 h † |",
+        "1 SU minimum | 600.0 SUs | 48 h |",
         "| ncsa-delta-a40 | 4× a40, gpuA40x4, 100 nodes (400 GPUs) | 150.0 | 0.5 SU per GPU-hour, 1 SU minimum | "
         "75.0 SUs | 48 h |",
         "| **total, ncsa-delta** | | **350.0** | | **675.0 SUs** | |",
     ]
-    assert "† Second-hand source, not the provider's own page: re-check before quoting." in md
     assert "so their amounts add" in md
     summary_total = next(line for line in md.splitlines() if line.startswith("| **total** |"))
     assert summary_total.endswith("| **675.0 SUs** |")
     html = report.render_html(ctx.report_context(plan))
-    assert "<td>3 SUs per GPU-hour, 1 SU minimum †</td>" in html
+    assert "<td>3 SUs per GPU-hour, 1 SU minimum</td>" in html
     assert '<tr class="total"><th scope="row">total, ncsa-delta</th>' in html
+
+
+def test_a_second_hand_rule_is_marked(tmp_path):
+    # PSC Bridges-2's H100 charge and walltime are read only in users' notes (catalog: confidence secondhand).
+    plan = plan_from(tmp_path, "proposal: {title: P, resource: psc-bridges2}\nworkloads:\n"
+                     + service("on-h100", "h100-80gb", 2, 100))
+    [row] = ctx.resources_view(plan).rows
+    assert (row.resource_id, row.rule_mark, row.walltime_mark) == ("psc-bridges2-h100", "†", "†")
+    md = report.render_markdown(ctx.report_context(plan))
+    assert "† Second-hand source, not the provider's own page: re-check before quoting." in md
+    assert "<td>2 SUs per GPU-hour †</td>" in report.render_html(ctx.report_context(plan))
 
 
 def test_different_systems_are_not_added(tmp_path):
@@ -226,10 +236,8 @@ def test_example_report_has_the_units_table(example_plan):
     assert set(by_resource) == {"ncsa-delta-a100", "ncsa-delta-h200", "ncsa-delta-a40"}
     for rid, (unit, amount) in by_resource.items():
         assert f"| {fmt.fmt_hours(amount)} {unit} |" in rows[rid], rid
-    # Delta's H200 rule is second-hand (catalog): its row is marked, the verified ones are not.
-    assert "†" in rows["ncsa-delta-h200"]
-    assert "†" not in rows["ncsa-delta-a100"] and "†" not in rows["ncsa-delta-a40"]
-    assert "† Second-hand source" in body
+    # Delta's rules and walltimes are all read in the NCSA user guide: no row is marked second-hand.
+    assert not any("†" in rows[rid] for rid in by_resource)
     # gpuH200x8 charge factor 3.0: the H200 amount is its requested GPU-hours × 3
     h200_hours = sum(w.gpu_hours_requested for w in example_plan.workloads if w.gpu.id == "h200")
     assert by_resource["ncsa-delta-h200"][1] == pytest.approx(h200_hours * 3.0)

@@ -90,7 +90,9 @@ def test_catalog_resources_lists_the_sizes(capsys):
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("ncsa-delta-h200 "))
     assert line.split()[3:7] == ["8", "8", "64", "8"]          # per node, nodes, GPUs, largest job (8 GPUs)
-    assert "Max Nodes per job 1" in line
+    # the size's source: the Delta user guide's partition table, at the revision read
+    assert "provider-docs: NCSA, Delta User Guide, Running Jobs, table 'Delta Partitions/Queues'" in line
+    assert "(2025-04-22, revision 43c8f4c)" in line
 
 
 # ------------------------------------------------------------------ plans within the resource

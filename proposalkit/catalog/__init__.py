@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 from importlib import resources as _resources
 
 from .shapes import ModelSpec
+from .sources import Source, cite, parse
 from ..units import parse_count, parse_memory
 
 
@@ -67,6 +68,8 @@ def _read(name: str) -> dict:
 
 def _gpu_from_row(row: dict) -> GPUSpec:
     row = dict(row)
+    for key in ("source", "usable_memory_source"):
+        row[key] = cite(row[key], f"gpus.yaml: {row['id']}: {key}")
     row["memory_bytes"] = parse_memory(row.pop("memory"))
     row["usable_memory_bytes"] = parse_memory(row.pop("usable_memory"))
     row["peak_16bit_flops"] = parse_count(row["peak_16bit_flops"])
@@ -91,8 +94,51 @@ def models() -> dict[str, ModelSpec]:
     """Model id → ModelSpec, in catalog order."""
     out = {}
     for row in _read("models.yaml")["models"]:
+        row = dict(row)
+        where = f"models.yaml: {row.get('id')}"
+        # The shape's sources (config.json) and the published count's (the model's page), as one text.
+        row["source"] = (f"shape: {cite(row['source'], f'{where}: source')}; "
+                         f"parameter count: {cite(row.pop('params_source'), f'{where}: params_source')}")
         unknown = set(row) - _MODEL_FIELDS
         if unknown:
-            raise ValueError(f"models.yaml: {row.get('id')}: unknown keys {sorted(unknown)}")
+            raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
         out[row["id"]] = ModelSpec(**row)
     return out
+
+
+@dataclass(frozen=True)
+class RowSource:
+    """One typed source of one catalog row: catalog (gpus, models, resources), row id, field, Source."""
+
+    catalog: str
+    row: str
+    field: str            # source, usable_memory_source, params_source, size_source, access_credits.source ...
+    source: Source
+
+
+CATALOGS = ("gpus", "models", "resources")
+
+
+def row_sources(name: str) -> tuple[RowSource, ...]:
+    """Every typed source of a catalog's rows, in file order: each field named `source` or ending in
+    `_source`, at any depth of a row (resources' access_credits.source too); the resource catalog's
+    allocation tracks and ACCESS tiers as rows of their own."""
+    if name == "resources":
+        from .resources import _catalog
+
+        data = _catalog()
+        rows = [*data["resources"], *data["allocation_tracks"],
+                {"id": "access_credit_tiers", "source": data["access_credit_tiers_source"]}]
+    else:
+        rows = _read(f"{name}.yaml")[name]
+    return tuple(RowSource(name, str(row["id"]), field, s) for row in rows for field, value in _source_fields(row)
+                 for s in parse(value, f"{name}.yaml: {row['id']}: {field}"))
+
+
+def _source_fields(row: dict, prefix: str = ""):
+    """(dotted field name, raw value) of every source field in a row, nested mappings included."""
+    for key, value in row.items():
+        if key == "source" or key.endswith("_source"):
+            yield prefix + key, value
+        elif isinstance(value, dict):
+            yield from _source_fields(value, f"{prefix}{key}.")

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from importlib import resources as _package_files
 
+from .sources import cite
 from ..errors import ProposalkitError
 from .prices import PRICED_BASES, Price, dollars, parse_price, usd  # noqa: F401  (dollars, usd: named here too)
 
@@ -253,12 +254,17 @@ def _resource_from_row(row: dict) -> Resource:
         raise bad("source: every row needs the page it was read from")
     if not isinstance(row.get("gpus_per_node"), int) or row["gpus_per_node"] < 1:
         raise bad(f"gpus_per_node: expected a positive integer, got {row.get('gpus_per_node')!r}")
+    for key in ("source", "size_source", "walltime_source"):
+        if row.get(key):
+            row[key] = cite(row[key], f"resources.yaml: {rid}: {key}")
     credits = row.pop("access_credits", None)
     if credits is not None:
         if set(credits) != {"per_unit", "source", "confidence"} or credits["confidence"] not in CONFIDENCE_LEVELS \
                 or not float(credits["per_unit"]) > 0:
             raise bad(f"access_credits: expected per_unit > 0, source and confidence, got {credits!r}")
-        row["access_credits"] = CreditRate(float(credits["per_unit"]), credits["source"], credits["confidence"])
+        row["access_credits"] = CreditRate(float(credits["per_unit"]),
+                                           cite(credits["source"], f"resources.yaml: {rid}: access_credits.source"),
+                                           credits["confidence"])
     nodes = row.get("nodes")
     if isinstance(nodes, int) and not isinstance(nodes, bool):
         nodes = {g: nodes for g in row["gpus"]} if len(row["gpus"]) == 1 else None
@@ -420,7 +426,7 @@ def tracks() -> dict[str, AllocationTrack]:
     for row in _catalog()["allocation_tracks"]:
         out[row["id"]] = AllocationTrack(
             id=row["id"], name=row["name"], period_months=float(row["period_months"]),
-            source=row["source"], confidence=row["confidence"],
+            source=cite(row["source"], f"resources.yaml: {row['id']}: source"), confidence=row["confidence"],
             gpu_hours_cap=row.get("gpu_hours_cap"), jetstream2_su_cap=row.get("jetstream2_su_cap"),
             max_resources=row.get("max_resources"),
         )
@@ -431,8 +437,9 @@ def tracks() -> dict[str, AllocationTrack]:
 def credit_tiers() -> tuple[CreditTier, ...]:
     """ACCESS project types by credit limit, smallest first."""
     cat = _catalog()
-    tiers = (CreditTier(t["id"], t["name"], float(t["credits"]), cat["access_credit_tiers_source"],
-                        cat["access_credit_tiers_confidence"]) for t in cat["access_credit_tiers"])
+    source = cite(cat["access_credit_tiers_source"], "resources.yaml: access_credit_tiers_source")
+    tiers = (CreditTier(t["id"], t["name"], float(t["credits"]), source, cat["access_credit_tiers_confidence"])
+             for t in cat["access_credit_tiers"])
     return tuple(sorted(tiers, key=lambda t: t.credits))
 
 

@@ -1,0 +1,145 @@
+"""Every catalog row cites primary sources (issue 23, item 4): a GPU figure the vendor's datasheet, a model
+its own config.json and model page, a resource its provider's documentation; each with the version read
+(a date, a revision or both).
+
+The rule is FIELD_KINDS below: the kinds of work (catalog/sources.py KINDS) each source field may cite.
+A usable-memory figure is no datasheet figure (vendors do not print what a framework can allocate): it
+cites a public record of the measurement, or the provider's page that prints it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from proposalkit.catalog import CATALOGS, RowSource, resources, row_sources
+from proposalkit.catalog.sources import KINDS, Source, SourceError, parse
+
+# (catalog, field) → the kinds its sources may be.
+FIELD_KINDS: dict[tuple[str, str], frozenset[str]] = {
+    ("gpus", "source"): frozenset({"datasheet"}),
+    ("gpus", "usable_memory_source"): frozenset({"measurement", "provider-docs"}),
+    ("models", "source"): frozenset({"config", "paper"}),
+    ("models", "params_source"): frozenset({"model-card", "config", "paper"}),
+    **{("resources", field): frozenset({"provider-docs", "secondary"})
+       for field in ("source", "size_source", "walltime_source", "access_credits.source")},
+}
+# Catalogs whose rows are typed so far (the others keep text sources until migrated).
+TYPED = CATALOGS
+# Measurements known only from records without an address (the report says so in the citation).
+UNADDRESSED = {("gpus", "b200", "usable_memory_source")}
+# Resource figures read only in a third party's restatement (kind secondary, confidence secondhand): the
+# provider's page was not found. The list may only shrink: a new entry needs the provider's page instead.
+SECONDHAND = {
+    ("resources", row, "access_credits.source")
+    for row in ("ncsa-delta-a100", "ncsa-delta-a100x8", "ncsa-delta-a40", "ncsa-delta-h200", "psc-bridges2-v100",
+                "psc-bridges2-h100", "sdsc-expanse", "purdue-anvil")    # the ACCESS Exchange Calculator's rates
+} | {
+    ("resources", "ncsa-deltaai", "walltime_source"),
+    ("resources", "psc-bridges2-v100", "source"), ("resources", "psc-bridges2-v100", "walltime_source"),
+    ("resources", "psc-bridges2-h100", "source"), ("resources", "psc-bridges2-h100", "size_source"),
+    ("resources", "psc-bridges2-h100", "walltime_source"),
+    ("resources", "sdsc-expanse", "walltime_source"),
+    ("resources", "nersc-perlmutter", "source"), ("resources", "nersc-perlmutter", "walltime_source"),
+    ("resources", "startup", "source"), ("resources", "standard", "source"),     # the NAIRR Pilot's tracks
+}
+
+
+def violations(sources: tuple[RowSource, ...]) -> list[str]:
+    """What breaks the rule: a field the rule does not know, a kind it does not allow, no date or revision,
+    a measurement without an address outside UNADDRESSED."""
+    out = []
+    for rs in sources:
+        where = f"{rs.catalog}.yaml: {rs.row}: {rs.field}"
+        allowed = FIELD_KINDS.get((rs.catalog, rs.field))
+        if allowed is None:
+            out.append(f"{where}: no rule for this field")
+        elif rs.source.kind not in allowed:
+            out.append(f"{where}: {rs.source.kind} is not one of {sorted(allowed)}")
+        if not (rs.source.date or rs.source.revision):
+            out.append(f"{where}: no date or revision")
+        if not rs.source.url and (rs.catalog, rs.row, rs.field) not in UNADDRESSED | SECONDHAND:
+            out.append(f"{where}: no address")
+        if rs.source.kind == "secondary" and (rs.catalog, rs.row, rs.field) not in SECONDHAND:
+            out.append(f"{where}: a third party's restatement where the provider's page is wanted")
+    return out
+
+
+@pytest.mark.parametrize("name", TYPED)
+def test_every_row_cites_primary_sources_with_their_version(name):
+    assert violations(row_sources(name)) == []
+
+
+@pytest.mark.parametrize("name", ("gpus", "models"))
+def test_every_row_has_its_sources(name):
+    sources = row_sources(name)
+    fields = {field for catalog, field in FIELD_KINDS if catalog == name}
+    rows = {rs.row for rs in sources}
+    for row in rows:
+        assert {rs.field for rs in sources if rs.row == row} == fields, row
+
+
+def test_every_resource_cites_its_charging_rule_size_and_walltime():
+    cited = {(rs.row, rs.field) for rs in row_sources("resources")}
+    for rid in resources.resources():
+        assert {(rid, "source"), (rid, "size_source"), (rid, "walltime_source")} <= cited, rid
+
+
+def test_secondhand_sources_say_so_in_their_confidence():
+    # A figure read only in a third party's restatement is never shown as verified.
+    secondary = {(rs.row, rs.field) for rs in row_sources("resources") if rs.source.kind == "secondary"}
+    rows, tracks = resources.resources(), resources.tracks()
+    for row, field in secondary:
+        if row in tracks:
+            assert tracks[row].confidence == "secondhand", row
+            continue
+        r = rows[row]
+        confidence = {"source": r.confidence, "size_source": r.size_confidence,
+                      "walltime_source": r.walltime_confidence,
+                      "access_credits.source": r.access_credits.confidence if r.access_credits else None}[field]
+        assert confidence == "secondhand", (row, field)
+
+
+def test_secondhand_list_is_current():
+    assert SECONDHAND == {(rs.catalog, rs.row, rs.field) for rs in row_sources("resources")
+                          if rs.source.kind == "secondary"}
+
+
+def test_unaddressed_measurements_are_still_unaddressed():
+    # An entry here that gains an address should leave the list (and the report's "no record" wording).
+    for catalog, row, field in UNADDRESSED:
+        [rs] = [rs for rs in row_sources(catalog) if rs.row == row and rs.field == field]
+        assert rs.source.kind == "measurement" and not rs.source.url
+
+
+def _row(kind: str, **fields) -> RowSource:
+    base = dict(kind=kind, by="someone", title="a page", url="https://example.org/page", date="2024")
+    return RowSource("gpus", "x", "source", Source(**{**base, **fields}))
+
+
+def test_the_rule_fails_a_weak_source():
+    assert violations((_row("datasheet"),)) == []
+    # a model's config cited for a GPU figure, a measurement for a datasheet figure
+    assert violations((_row("config"),)) == ["gpus.yaml: x: source: config is not one of ['datasheet']"]
+    assert violations((_row("measurement"),)) == ["gpus.yaml: x: source: measurement is not one of ['datasheet']"]
+    assert violations((_row("datasheet", date=""),)) == ["gpus.yaml: x: source: no date or revision"]
+    assert violations((RowSource("gpus", "x", "notes_source", _row("datasheet").source),)) == [
+        "gpus.yaml: x: notes_source: no rule for this field"]
+
+
+@pytest.mark.parametrize("value, message", [
+    ("NVIDIA H100 datasheet (2023)", "expected a mapping"),
+    ({"kind": "blog", "by": "a", "title": "b", "url": "https://x", "date": 2024}, "kind: expected one of"),
+    ({"kind": "datasheet", "by": "a", "title": "b", "url": "https://x"}, "date or revision"),
+    ({"kind": "datasheet", "by": "a", "title": "b", "date": 2024}, "url: every datasheet source has its address"),
+    ({"kind": "paper", "by": "a", "title": "b", "url": "http://x", "date": 2024}, "expected an https:// address"),
+    ({"kind": "paper", "by": "a", "title": "b", "url": "https://x", "date": "March 2024"}, "YYYY"),
+    ({"kind": "paper", "by": "a", "title": "b", "url": "https://x", "date": 2024, "note": "c"}, "unknown keys"),
+])
+def test_a_source_not_of_the_typed_form_is_refused(value, message):
+    with pytest.raises(SourceError, match=message):
+        parse(value, "gpus.yaml: x: source")
+
+
+def test_kinds_are_described():
+    assert set(KINDS) >= {"datasheet", "model-card", "config", "paper", "provider-docs"}
+    assert CATALOGS == ("gpus", "models", "resources")
