@@ -333,9 +333,9 @@ def test_cross_checks_inference():
     nairr = 2 * p + 4096 * 10**6                            # 2·P(B) + 1·ctx(k) GB
     assert got["NAIRR guide inference rule"] == nairr == 17_572_831_232
     assert got["NAIRR guide inference rule with overhead"] == math.ceil(Fraction(nairr) * Fraction(115, 100) + 10**9)
-    assert got["inference weights at bf16"] == 2 * p
+    assert got["weights alone at bf16"] == 2 * p
     int4 = _by_name(cross_checks(LLAMA2_7B, kind="inference", method="full", precision="int4", context=None))
-    assert int4["inference weights at int4"] == p // 2
+    assert int4["weights alone at int4"] == p // 2
     assert int4["NAIRR guide inference rule"] == 2 * p
 
 
@@ -343,14 +343,11 @@ def test_cross_checks_training():
     p = LLAMA2_7B.params
     full = _by_name(cross_checks(LLAMA2_7B, kind="finetune", method="full", precision="bf16", context=None))
     assert full["NAIRR guide training rule"] == 40 * p
-    assert full["training at 16 bytes per parameter"] == 16 * p
-    assert full["full training (f16)"] == 6 * p
-    fp32 = _by_name(cross_checks(LLAMA2_7B, kind="pretrain", method="full", precision="fp32", context=None))
-    assert fp32["full training (f32)"] == 12 * p
+    assert full["model states of mixed-precision Adam"] == 16 * p       # ZeRO §3.1: 2 + 2 + 12 bytes
     lora = _by_name(cross_checks(LLAMA2_7B, kind="finetune", method="lora", precision="bf16", context=None))
-    assert lora["LoRA (f16)"] == math.ceil(p * Fraction(21, 10))
+    assert lora == {"LoRA's frozen base weights": 2 * p}                  # no training rule for an adapter
     qlora = _by_name(cross_checks(LLAMA2_7B, kind="finetune", method="qlora", precision="bf16", context=None))
-    assert qlora["QLoRA (int4)"] == math.ceil(p * Fraction(6, 10))
+    assert qlora == {"QLoRA's NF4 base weights": math.ceil(p * Fraction(4127, 8000))}   # 4.127 bits each
     for check in cross_checks(LLAMA2_7B, kind="finetune", method="lora", precision="bf16", context=None):
         assert check.formula and check.source
 

@@ -139,7 +139,8 @@ VLLM = Engine(
                  f"than A100, else {_VLLM_MAX_NUM_SEQS} "
                  "(EngineArgs default_max_num_seqs, vllm/engine/arg_utils.py @ 99d7eb5d)",
     calibration="TensorRT-LLM's calibrated fractions: vLLM runs the same roofline-bound kernels; a vLLM 0.23 "
-                "decode measurement (Llama-3.1-8B, A100 40GB, batch 1) is within 8% (docs/validation.md)",
+                "decode measurement (Llama-3.1-8B, A100 40GB, batch 1: J. Musgrave, 'vLLM throughput-latency sweep "
+                "on NVIDIA A100', johnmusgrave.com) is within 8%",
     # vllm/v1/worker/gpu_worker.py @ 35d5cda123ec28581759b6d34cde8052314fb1e6: init_device takes its
     # memory snapshot "after NCCL is initialized" (the CUDA context exists by then) and sets
     # requested_memory = total memory × gpu_memory_utilization; determine_available_memory gives the KV

@@ -118,8 +118,7 @@ _WORKS: tuple[tuple[str, str, str], ...] = (
     ("trt-llm-perf", "TensorRT-LLM performance overview",
      ("NVIDIA/TensorRT-LLM, docs/source/performance/perf-overview.md at commit 00f37686aa85: 'Throughput "
       "Measurements', trtllm-bench offline throughput of Llama 3.1 8B, Llama 3.3 70B and Llama 3.1 405B "
-      "(FP8) on H100 and H200 (the inference engines' achieved fractions are fitted on the H100 rows; "
-      "docs/validation.md).")),
+      "(FP8) on H100 and H200 (the inference engines' achieved fractions are fitted on the H100 rows).")),
     ("touvron-2023", "Touvron et al. 2023",
      ("H. Touvron, L. Martin, K. Stone, et al. Llama 2: Open Foundation and Fine-Tuned Chat Models. "
       "arXiv:2307.09288, 2023.")),

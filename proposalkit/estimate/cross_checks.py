@@ -1,4 +1,4 @@
-"""Rules of thumb for GPU memory, computed beside the estimate as cross-checks.
+"""Rules of thumb for GPU memory, each with its source, computed beside the estimate as cross-checks.
 
 Pure: model and workload in, CrossCheck records (bytes) out.
 """
@@ -15,7 +15,7 @@ from ..units import PRECISION_BITS, bytes_per_element
 
 @dataclass(frozen=True)
 class CrossCheck:
-    """A published or common rule of thumb, computed beside the estimate."""
+    """A published rule of thumb, or a plain lower bound, computed beside the estimate."""
 
     name: str
     bytes: int
@@ -28,8 +28,17 @@ class CrossCheck:
 NAIRR_GPU_ESTIMATE = "NAIRR community guide, GPU Estimate"
 NAIRR_GENERALIZED = "NAIRR community guide, Generalized Resource Estimation"
 NAIRR_REFERENCES = ("nairr-guide",)
-# Rules repeated across tutorials and notes without one citable origin: shown with their formula.
-COMMON_RULE = "common rule of thumb"
+# Not a rule of thumb: the weights alone, parameters × bytes per value, a lower bound on any plan.
+ARITHMETIC = "arithmetic: parameters × bytes per value"
+# Mixed-precision Adam keeps 16 bytes per parameter of model states: fp16 weights and gradients (2 + 2) and
+# fp32 master weights, momentum and variance (4 + 4 + 4) (Rajbhandari et al. 2020, §3.1).
+ZERO_MODEL_STATES = "Rajbhandari et al. 2020, §3.1"
+# LoRA freezes the pre-trained weights: they carry no gradients or optimizer states (Hu et al. 2021, §4.1).
+LORA_FROZEN = "Hu et al. 2021, §4.1"
+# QLoRA stores the frozen base in 4-bit NormalFloat with double quantization: 4 bits per parameter and
+# 8/64 + 32/(64·256) = 0.127 bits of quantization constants (Dettmers et al. 2023, §3).
+QLORA_NF4 = "Dettmers et al. 2023, §3"
+NF4_BITS_PER_PARAMETER = Fraction(4127, 1000)
 
 
 def cross_checks(model: ModelSpec, *, kind: str, method: str, precision: str, context: int | None) -> list[CrossCheck]:
@@ -39,11 +48,13 @@ def cross_checks(model: ModelSpec, *, kind: str, method: str, precision: str, co
 
 @memo
 def _cross_checks(model: ModelSpec, kind: str, method: str, precision: str, context: int | None) -> tuple[CrossCheck, ...]:
-    """The rules of thumb for this workload, in bytes (GB = 10^9 as the rules mean it).
+    """The rules of thumb that apply to this workload's method, each with its source, in bytes (GB = 10^9
+    as the rules mean it).
 
-    P(B) = parameters / 10^9, ctx(k) = context / 1000, so "x·P(B) GB" is x
-    bytes per parameter and "1·ctx(k) GB" is 10^6 bytes per context token.
-    Only the rules' formulas are used, never worked results printed beside them.
+    P(B) = parameters / 10^9, ctx(k) = context / 1000, so "x·P(B) GB" is x bytes per parameter and
+    "1·ctx(k) GB" is 10^6 bytes per context token. Only the rules' formulas are used, never worked
+    results printed beside them. The NAIRR guide's training rule and ZeRO's model states are for full
+    training with Adam; LoRA and QLoRA are shown their frozen base instead (a lower bound, not a rule).
     """
     P = model.params
     checks: list[CrossCheck] = []
@@ -63,24 +74,22 @@ def _cross_checks(model: ModelSpec, kind: str, method: str, precision: str, cont
             # the weights alone: bytes per parameter of the precision (fp32 4, bf16 2, int8 1, int4 0.5)
             x = bytes_per_element(precision)
             checks.append(CrossCheck(
-                f"inference weights at {precision}", ceil(P * x),
-                f"{fmt_bytes_per_param(x)}·P(B) GB", COMMON_RULE,
+                f"weights alone at {precision}", ceil(P * x), f"{fmt_bytes_per_param(x)}·P(B) GB", ARITHMETIC,
             ))
     elif training:
-        checks.append(CrossCheck("NAIRR guide training rule", 40 * P, "40·P(B) GB (Adam, mixed precision)",
-                                 NAIRR_GPU_ESTIMATE, NAIRR_REFERENCES))
-        checks.append(CrossCheck("training at 16 bytes per parameter", 16 * P, "16 GB per billion parameters",
-                                 COMMON_RULE))
-        width = "f32" if precision == "fp32" else "f16"
+        width = bytes_per_element("fp32" if precision == "fp32" else "bf16")
         if method == "full":
-            x = 12 if precision == "fp32" else 6
-            checks.append(CrossCheck(f"full training ({width})", x * P, f"{x}·P(B) GB", COMMON_RULE))
+            checks.append(CrossCheck("NAIRR guide training rule", 40 * P, "40·P(B) GB (Adam, mixed precision)",
+                                     NAIRR_GPU_ESTIMATE, NAIRR_REFERENCES))
+            checks.append(CrossCheck("model states of mixed-precision Adam", 16 * P, "16·P(B) GB",
+                                     ZERO_MODEL_STATES, ("rajbhandari-2020",)))
         elif method == "lora":
-            x = (4 if precision == "fp32" else 2) + Fraction(1, 10)
-            checks.append(CrossCheck(f"LoRA ({width})", ceil(P * x), f"{float(x):g}·P(B) GB", COMMON_RULE, ("hu-2021",)))
+            checks.append(CrossCheck("LoRA's frozen base weights", ceil(P * width), f"{fmt_bytes_per_param(width)}·P(B) GB",
+                                     LORA_FROZEN, ("hu-2021",)))
         elif method == "qlora":
-            checks.append(CrossCheck("QLoRA (int4)", ceil(P * Fraction(6, 10)), "0.6·P(B) GB", COMMON_RULE,
-                                     ("dettmers-2023", "hu-2021")))
+            x = NF4_BITS_PER_PARAMETER / 8
+            checks.append(CrossCheck("QLoRA's NF4 base weights", ceil(P * x), f"{float(x):g}·P(B) GB",
+                                     QLORA_NF4, ("dettmers-2023", "hu-2021")))
     else:
         raise ValueError(f"kind: expected inference, training, pretrain or finetune, got {kind!r}")
     return tuple(checks)

@@ -26,7 +26,7 @@ def fmt_gib(n_bytes: float, digits: int = 1, unit: bool = True) -> Safe:
 
 
 def fmt_gb(n_bytes: float, digits: int = 1, unit: bool = True) -> Safe:
-    """Bytes as GB (10^9), the unit the common rules of thumb are stated in."""
+    """Bytes as GB (10^9), the unit the rules of thumb are stated in."""
     return Safe(f"{n_bytes / GB:,.{digits}f}" + (" GB" if unit else ""))
 
 

@@ -203,7 +203,7 @@ WORDS: dict[str, Callable[[Note], str]] = {
     "flash-attention-default": lambda n: f"FlashAttention on ({n['why']}): no s² attention activations",
     "inference-roofline": lambda n: (
         "no measured pilot: the inference speed is a roofline calibrated on published measurements "
-        "(docs/validation.md, inference)"),
+        "(the TensorRT-LLM performance overview)"),
     "whole-nodes": lambda n: (
         f"{n['gpus']} GPUs rather than {n['fewer']}: {n['resource']} charges whole nodes, so fewer GPUs would pay "
         f"for idle ones; {n['scaling']}"),
