@@ -21,7 +21,7 @@ FIELD_KINDS: dict[tuple[str, str], frozenset[str]] = {
     ("models", "source"): frozenset({"config", "paper"}),
     ("models", "params_source"): frozenset({"model-card", "config", "paper"}),
     **{("resources", field): frozenset({"provider-docs", "secondary"})
-       for field in ("source", "size_source", "walltime_source", "access_credits.source")},
+       for field in ("source", "size_source", "walltime_source", "access_credits.source", "price.source")},
 }
 # Catalogs whose rows are typed so far (the others keep text sources until migrated).
 TYPED = CATALOGS

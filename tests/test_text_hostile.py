@@ -147,7 +147,8 @@ def test_no_report_or_plan_table_cell_starts_a_formula(tmp_path, capsys, lead):
     page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     code, table, err = run(capsys, "plan", path, "--format", "markdown")
     assert code == 0, err
-    for cells, at_least in ((markdown_cells(md), 100), (html_cells(page), 100), (markdown_cells(table), 20)):
+    # (a LoRA workload's report has about 90 cells: its memory section shows one rule of thumb, LoRA's frozen base)
+    for cells, at_least in ((markdown_cells(md), 80), (html_cells(page), 80), (markdown_cells(table), 20)):
         assert len(cells) >= at_least          # the tables were found
         assert formula_cells(cells) == []
     # The model's cell is there, marked as text for a spreadsheet.

@@ -97,7 +97,7 @@ def models() -> dict[str, ModelSpec]:
         row = dict(row)
         where = f"models.yaml: {row.get('id')}"
         # The shape's sources (config.json) and the published count's (the model's page), as one text.
-        row["source"] = (f"shape: {cite(row['source'], f'{where}: source')}; "
+        row["source"] = (f"shape: {cite(row['source'], f'{where}: source').removesuffix('.')}; "
                          f"parameter count: {cite(row.pop('params_source'), f'{where}: params_source')}")
         unknown = set(row) - _MODEL_FIELDS
         if unknown:

@@ -104,8 +104,8 @@ def parse(value, where: str) -> tuple[Source, ...]:
 
 
 def text(sources: tuple[Source, ...]) -> str:
-    """The sources of one field as one citation text ('; ' between works)."""
-    return "; ".join(s.text for s in sources)
+    """The sources of one field as one citation text ('; ' between works), ending with a full stop."""
+    return "; ".join(s.text for s in sources) + "."
 
 
 def cite(value, where: str) -> str:
