@@ -195,53 +195,10 @@ def cmd_schema(args) -> int:
 
 
 def cmd_catalog(args) -> int:
-    from . import catalog
-    from .units import GiB
+    from .catalog.listing import listing
 
-    if args.what == "gpus":
-        def formats(g) -> str:
-            return ",".join(p for p in ("fp16", *catalog.PRECISION_HARDWARE) if g.supports(p))
-
-        cited = _citations("gpus")
-        lines = [f"{'id':<16} {'usable memory':>14} {'16-bit dense':>14} {'bandwidth':>11}  {'formats':<17} "
-                 "source; usable memory's source"]
-        lines += [f"{g.id:<16} {g.usable_memory_bytes / GiB:>10.2f} GiB {g.peak_16bit_flops / 1e12:>8.1f} TFLOP/s "
-                  f"{g.memory_bandwidth / 1e12:>6.3f} TB/s  {formats(g):<17} "
-                  f"{cited[g.id, 'source']}; {cited[g.id, 'usable_memory_source']}"
-                  for g in catalog.gpus().values()]
-    elif args.what == "models":
-        cited = _citations("models")
-        lines = [f"{'id':<16} {'params':>16} {'L':>4} {'h':>6} {'a':>4} {'kv':>4} {'ffn':>6} {'vocab':>7} "
-                 f"{'ctx':>7}  {'Hugging Face Hub id':<52} source; parameter count's source"]
-        lines += [f"{m.id:<16} {m.params:>16,} {m.layers:>4} {m.hidden:>6} {m.heads:>4} {m.kv_head_count:>4} "
-                  f"{m.ffn_hidden:>6} {m.vocab:>7} {m.max_context or 0:>7}  {m.hf_id or '-':<52} "
-                  f"{cited[m.id, 'source']}; {cited[m.id, 'params_source']}"
-                  for m in catalog.models().values()]
-    else:
-        from .catalog import resources
-
-        cited = _citations("resources")
-        lines = [f"{'id':<25} {'unit':<12} {'GPUs':<24} {'per node':>8} {'nodes':>7} {'GPUs':>7} {'largest job':>12}  "
-                 f"{'price/instance-h, region, read':<34}  source; size's source; price's source"]
-        lines += [f"{r.id:<25} {r.unit:<12} {g:<24} {r.gpus_per_node:>8} {r.node_count(g):>7,} {r.gpu_count(g):>7,} "
-                  f"{resources.gpus_text(r.largest_job_gpus(g)):>12}  {r.price.short if r.is_cloud else '-':<34}  "
-                  f"{cited[r.id, 'source']}; {cited[r.id, 'size_source']}"
-                  + (f"; {cited[r.id, 'price.source']}" if r.is_cloud else "")
-                  for r in resources.resources().values() for g in r.gpus]
-    _emit("".join(line + "\n" for line in lines))
+    _emit(listing(args.what))
     return EXIT_OK
-
-
-def _citations(name: str) -> dict[tuple[str, str], str]:
-    """(row id, field) → its sources in short: 'datasheet: NVIDIA, NVIDIA H100 … datasheet (2023)', '; ' between
-    works (the full citations, with what each row reads there, are in the report's references)."""
-    from .catalog import row_sources
-
-    out: dict[tuple[str, str], list[str]] = {}
-    for rs in row_sources(name):
-        s = rs.source
-        out.setdefault((rs.row, rs.field), []).append(f"{s.kind}: {s.by}, {s.title} ({s.version})")
-    return {key: "; ".join(texts) for key, texts in out.items()}
 
 
 def cmd_pilot(args) -> int:

@@ -143,3 +143,19 @@ def test_a_source_not_of_the_typed_form_is_refused(value, message):
 def test_kinds_are_described():
     assert set(KINDS) >= {"datasheet", "model-card", "config", "paper", "provider-docs"}
     assert CATALOGS == ("gpus", "models", "resources")
+
+
+@pytest.mark.parametrize("what, row, shown", [
+    ("gpus", "h100-80gb", "datasheet: NVIDIA, NVIDIA H100 Tensor Core GPU datasheet (2023); measurement: "
+                          "vllm-project/vllm issue 27508"),
+    ("models", "llama-3.1-8b", "config: meta-llama, meta-llama/Llama-3.1-8B config.json (revision d04e592bb4f6); "
+                               "model-card: meta-llama, meta-llama/Llama-3.1-8B model page"),
+    ("resources", "alcf-polaris", "provider-docs: Argonne Leadership Computing Facility, ALCF User Guides, "
+                                  "'Running Jobs on Polaris' (2026-02-17, revision e30db64c)"),
+])
+def test_catalog_prints_each_rows_sources(capsys, what, row, shown):
+    from proposalkit.cli import main
+
+    assert main(["catalog", what]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith(row + " "))
+    assert shown in line

@@ -1,9 +1,10 @@
 """Built-in catalogs (GPUs, models), read lazily from the YAML files beside this module.
 
-Each row carries its source. Nothing is read at import time. Beside this module, the records and
-readers of what the tool knows: shapes.py (ModelSpec, parameter counts), vision.py (vision towers),
-modules.py (linear module names, LoRA targets), engines.py (serving engines), resources.py
-(resources, tracks, ACCESS tiers).
+Each row carries its sources, typed (sources.py: kind, publisher, title, URL, date or revision);
+row_sources() lists them and listing.py prints them (`proposalkit catalog`). Nothing is read at import
+time. Beside this module, the records and readers of what the tool knows: shapes.py (ModelSpec,
+parameter counts), vision.py (vision towers), modules.py (linear module names, LoRA targets),
+engines.py (serving engines), resources.py (resources, tracks, ACCESS tiers).
 """
 
 from __future__ import annotations
