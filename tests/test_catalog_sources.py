@@ -20,8 +20,11 @@ FIELD_KINDS: dict[tuple[str, str], frozenset[str]] = {
     ("gpus", "usable_memory_source"): frozenset({"measurement", "provider-docs"}),
     ("models", "source"): frozenset({"config", "paper"}),
     ("models", "params_source"): frozenset({"model-card", "config", "paper"}),
-    **{("resources", field): frozenset({"provider-docs", "secondary"})
-       for field in ("source", "size_source", "walltime_source", "access_credits.source", "price.source")},
+    **{("resources", field): frozenset({"provider-docs", "secondary"}) for field in ("source", "access_credits.source")},
+    # a cloud instance type has no partition size or batch walltime, and two have no price: proposalkit's own
+    # bound or finding, stated (derived, confidence inferred)
+    **{("resources", field): frozenset({"provider-docs", "secondary", "derived"})
+       for field in ("size_source", "walltime_source", "price.source")},
 }
 # Catalogs whose rows are typed so far (the others keep text sources until migrated).
 TYPED = CATALOGS
@@ -41,6 +44,16 @@ SECONDHAND = {
     ("resources", "sdsc-expanse", "walltime_source"),
     ("resources", "nersc-perlmutter", "source"), ("resources", "nersc-perlmutter", "walltime_source"),
     ("resources", "startup", "source"), ("resources", "standard", "source"),     # the NAIRR Pilot's tracks
+} | {
+    # the cloud partners' on-demand prices, read in dated copies of the providers' price lists (their pricing
+    # pages build their tables in the browser), and the instance types not read on the provider's own page
+    ("resources", row, "price.source")
+    for row in ("aws-p4d", "aws-p4de", "aws-p5", "azure-nd-a100-v4", "azure-nd-h100-v5", "gcp-a2-high",
+                "gcp-a2-ultra", "gcp-a3-high")
+} | {
+    ("resources", row, "source")
+    for row in ("aws-p4de", "aws-p5e", "azure-ndm-a100-v4", "azure-nd-h100-v5", "gcp-a2-high", "gcp-a2-ultra",
+                "gcp-a3-high")
 }
 
 
@@ -57,7 +70,8 @@ def violations(sources: tuple[RowSource, ...]) -> list[str]:
             out.append(f"{where}: {rs.source.kind} is not one of {sorted(allowed)}")
         if not (rs.source.date or rs.source.revision):
             out.append(f"{where}: no date or revision")
-        if not rs.source.url and (rs.catalog, rs.row, rs.field) not in UNADDRESSED | SECONDHAND:
+        if not rs.source.url and rs.source.kind != "derived" and (rs.catalog, rs.row, rs.field) not in \
+                UNADDRESSED | SECONDHAND:
             out.append(f"{where}: no address")
         if rs.source.kind == "secondary" and (rs.catalog, rs.row, rs.field) not in SECONDHAND:
             out.append(f"{where}: a third party's restatement where the provider's page is wanted")
@@ -93,10 +107,20 @@ def test_secondhand_sources_say_so_in_their_confidence():
             assert tracks[row].confidence == "secondhand", row
             continue
         r = rows[row]
-        confidence = {"source": r.confidence, "size_source": r.size_confidence,
-                      "walltime_source": r.walltime_confidence,
-                      "access_credits.source": r.access_credits.confidence if r.access_credits else None}[field]
-        assert confidence == "secondhand", (row, field)
+        assert _confidence(r, field) == "secondhand", (row, field)
+
+
+def test_derived_sources_say_so_in_their_confidence():
+    rows = resources.resources()
+    for rs in row_sources("resources"):
+        if rs.source.kind == "derived":
+            assert _confidence(rows[rs.row], rs.field) == "inferred", (rs.row, rs.field)
+
+
+def _confidence(r, field: str) -> str | None:
+    return {"source": r.confidence, "size_source": r.size_confidence, "walltime_source": r.walltime_confidence,
+            "access_credits.source": r.access_credits.confidence if r.access_credits else None,
+            "price.source": r.price.confidence if r.price else None}[field]
 
 
 def test_secondhand_list_is_current():

@@ -77,9 +77,10 @@ def parse_price(price: dict | None, rule: dict, row: dict, bad, levels: tuple[st
         raise bad(f"price.read: expected the date the price was read, YYYY-MM-DD (null only with no price), got "
                   f"{price['read']!r}")
     from .references import REFERENCES     # deferred like the YAML: nothing is read at import
+    from .sources import cite
 
     if price["reference"] not in REFERENCES:
         raise bad(f"price.reference: expected a work of catalog/references.py, got {price['reference']!r}")
     return Price(per_hour=float(per_hour) if per_hour is not None else None, region=str(price["region"]),
-                 basis=str(price["basis"]), read=read, source=" ".join(str(price["source"]).split()),
+                 basis=str(price["basis"]), read=read, source=cite(price["source"], f"{row['id']}: price.source"),
                  confidence=price["confidence"], reference=price["reference"])

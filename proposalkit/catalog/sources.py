@@ -31,6 +31,7 @@ KINDS: dict[str, str] = {
     "code": "the software's own source code at a commit (an engine's defaults)",
     "measurement": "a public record of a measurement (a log in an issue thread or repository), dated",
     "secondary": "a third party's restatement of a provider's figure, where the provider's page was not found",
+    "derived": "proposalkit's own bound or derivation from documented facts, with its reasoning (confidence inferred)",
 }
 _KEYS = ("kind", "by", "title", "url", "date", "revision", "detail")
 _DATE = re.compile(r"\d{4}(-\d{2}(-\d{2})?)?")
@@ -90,8 +91,9 @@ def parse(value, where: str) -> tuple[Source, ...]:
         if missing:
             raise SourceError(f"{at}: {', '.join(missing)}: every source names its publisher and title")
         # A measurement or a secondary source may be known only from records without an address
-        # (tests/test_catalog_sources.py lists those rows); every other work has one.
-        if not fields.get("url") and fields["kind"] not in ("measurement", "secondary"):
+        # (tests/test_catalog_sources.py lists those rows), and a derivation is proposalkit's own; every other
+        # work has one.
+        if not fields.get("url") and fields["kind"] not in ("measurement", "secondary", "derived"):
             raise SourceError(f"{at}: url: every {fields['kind']} source has its address")
         if not fields.get("date") and not fields.get("revision"):
             raise SourceError(f"{at}: date or revision: every source says which version was read")

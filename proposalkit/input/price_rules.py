@@ -60,7 +60,8 @@ def price_problems(workload, proposal, resource_ids) -> list[tuple[tuple, str]]:
             and price_for(workload, proposal) is None:
         row = rows[0]
         where = ("resource",) if workload.resource is not None else None
-        why = row.price.source.split(":")[0].lower()       # "no on-demand price found"
+        # the catalog's finding, its derived source's title: "proposalkit, no on-demand price found (2026-11): …"
+        why = row.price.source.split(" (")[0].removeprefix("proposalkit, ")
         return [(where, f"{row.id} ({row.partition}) has no price per instance-hour in the catalog ({why}; "
                         "proposalkit catalog resources); set price_per_hour, dollars per instance-hour, on the "
                         "workload or in proposal:")]
