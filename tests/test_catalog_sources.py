@@ -46,14 +46,10 @@ SECONDHAND = {
     ("resources", "startup", "source"), ("resources", "standard", "source"),     # the NAIRR Pilot's tracks
 } | {
     # the cloud partners' on-demand prices, read in dated copies of the providers' price lists (their pricing
-    # pages build their tables in the browser), and the instance types not read on the provider's own page
+    # pages build their tables in the browser)
     ("resources", row, "price.source")
     for row in ("aws-p4d", "aws-p4de", "aws-p5", "azure-nd-a100-v4", "azure-nd-h100-v5", "gcp-a2-high",
                 "gcp-a2-ultra", "gcp-a3-high")
-} | {
-    ("resources", row, "source")
-    for row in ("aws-p4de", "aws-p5e", "azure-ndm-a100-v4", "azure-nd-h100-v5", "gcp-a2-high", "gcp-a2-ultra",
-                "gcp-a3-high")
 }
 
 
