@@ -35,7 +35,7 @@ def range_basis(n: Note) -> str:
     if n["pooled"]:
         where = (f"{n['what']}: {n['own_rows']} validation row{'s' if n['own_rows'] != 1 else ''} of its own, "
                  f"fewer than {n['min_rows']}, so the {n['rows']} rows of its set's pool")
-    return f"range of {names}: {spread}, from the {where} (measured ÷ planned; docs/validation.md, Ranges)"
+    return f"range of {names}: {spread}, from the {where} (measured ÷ planned)"
 
 
 def request_coverage(n: Note) -> str:

@@ -1,0 +1,50 @@
+"""The report cites only what a reviewer can read (issue 23, item 4): no file of this project (the reviewer
+has the report, not the repository: docs/validation.md, a benchmark, a catalog file) and no "common rule of
+thumb" in place of its source. Checked on the examples, the golden workload file and the cloud one."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from proposalkit.input.loading import load_files
+from proposalkit.planning.planner import plan_files
+from proposalkit.render import context as ctx
+from proposalkit.render import report
+
+ROOT = Path(__file__).resolve().parent.parent
+FILES = [sorted(str(p) for p in (ROOT / "workloads").glob("*.yaml")),
+         [str(ROOT / "tests" / "golden" / "workloads.yaml")],
+         [str(ROOT / "tests" / "data" / "cloud.yaml")]]
+
+
+def _project_paths() -> list[str]:
+    """This project's documentation, benchmark and catalog files: paths a reviewer cannot open."""
+    out = subprocess.run(["git", "ls-files", "docs", "benchmarks", "proposalkit/catalog"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout.split()
+    return [p for p in out if p.endswith((".md", ".py", ".yaml", ".json", ".csv"))]
+
+
+def internal_citations(text: str, paths: list[str]) -> list[str]:
+    found = [p for p in paths if p in text]
+    return found + (["common rule of thumb"] if "rule of thumb" in text.lower() and "common rule" in text.lower()
+                    else [])
+
+
+def test_the_check_finds_an_internal_file():
+    # the test of the test: the ranges' notes read '(measured ÷ planned; docs/validation.md, Ranges)' before
+    assert internal_citations("p10–p90 (measured ÷ planned; docs/validation.md, Ranges)",
+                              ["docs/validation.md"]) == ["docs/validation.md"]
+    assert internal_citations("memory: a common rule of thumb (16 bytes per parameter)", []) == [
+        "common rule of thumb"]
+    assert internal_citations("NVIDIA/TensorRT-LLM, docs/source/performance/perf-overview.md", ["docs/cli.md"]) == []
+
+
+@pytest.mark.parametrize("files", FILES, ids=["examples", "golden", "cloud"])
+def test_the_report_cites_no_file_of_this_project(files):
+    paths = _project_paths()
+    assert "docs/validation.md" in paths
+    md = report.render_markdown(ctx.report_context(plan_files(load_files(files))))
+    assert internal_citations(md, paths) == []
