@@ -144,6 +144,12 @@ def test_the_rule_fails_a_weak_source():
     assert violations((_row("datasheet", date=""),)) == ["gpus.yaml: x: source: no date or revision"]
     assert violations((RowSource("gpus", "x", "notes_source", _row("datasheet").source),)) == [
         "gpus.yaml: x: notes_source: no rule for this field"]
+    # a cloud instance type read in a third party's copy of the price list (as aws-p5e's was) and not listed
+    # in SECONDHAND, without an address
+    copy = Source(kind="secondary", by="skypilot-org/skypilot-catalog", title="vms.csv", date="2026-11")
+    assert violations((RowSource("resources", "aws-p5e", "source", copy),)) == [
+        "resources.yaml: aws-p5e: source: no address",
+        "resources.yaml: aws-p5e: source: a third party's restatement where the provider's page is wanted"]
 
 
 @pytest.mark.parametrize("value, message", [
