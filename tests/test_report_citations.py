@@ -1,9 +1,11 @@
 """The report cites only what a reviewer can read (issue 23, item 4): no file of this project (the reviewer
 has the report, not the repository: docs/validation.md, a benchmark, a catalog file) and no "common rule of
-thumb" in place of its source. Checked on the examples, the golden workload file and the cloud one."""
+thumb" in place of its source; each of Appendix B's citations ends with one full stop. Checked on the examples, the
+golden workload file and the cloud one."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -48,3 +50,16 @@ def test_the_report_cites_no_file_of_this_project(files):
     assert "docs/validation.md" in paths
     md = report.render_markdown(ctx.report_context(plan_files(load_files(files))))
     assert internal_citations(md, paths) == []
+
+
+# Two full stops that are not part of an ellipsis: a cloud resource's entry read 'was not read.. Size:' when
+# its price's citation (ending with a full stop, catalog/sources.text) got another.
+DOUBLED_STOP = re.compile(r"(?<!\.)\.\.(?!\.)")
+
+
+@pytest.mark.parametrize("files", FILES, ids=["examples", "golden", "cloud"])
+def test_each_reference_ends_with_one_full_stop(files):
+    md = report.render_markdown(ctx.report_context(plan_files(load_files(files))))
+    references = md[md.index("## Appendix B"):]
+    assert DOUBLED_STOP.findall(references) == []
+    assert DOUBLED_STOP.findall("was not read.. Size: ...") == [".."]

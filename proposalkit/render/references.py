@@ -31,12 +31,15 @@ def references(plan: Plan) -> tuple[Reference, ...]:
             seen.add(charge.resource_id)
             r = charge.resource
             source = " ".join(r.source.split())
-            price = f" Price: {r.price.text}; {r.price.source}." if r.is_cloud and not r.price.set_by else ""
-            refs.append(Reference(r.name, source + ("" if source.endswith(".") else ".") + price + " Size: "
-                                  + " ".join(r.size_source.split())))
+            price = f" Price: {r.price.text}; {_sentence(r.price.source)}" if r.is_cloud and not r.price.set_by else ""
+            refs.append(Reference(r.name, _sentence(source) + price + " Size: " + " ".join(r.size_source.split())))
     for w in plan.workloads:
         if w.model.id not in seen and w.model.source:
             seen.add(w.model.id)
             refs.append(Reference(w.model.name, " ".join(w.model.source.split())))
     return tuple(refs)
 
+
+def _sentence(text: str) -> str:
+    """A citation ending with one full stop (catalog citations end with one already: catalog/sources.text)."""
+    return text if text.endswith(".") else text + "."
