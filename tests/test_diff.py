@@ -96,26 +96,45 @@ def test_hand_arithmetic_matches_the_plans(files, capsys):
         assert got == pytest.approx(expected, abs=1e-6)
 
 
+def needed(plan: dict) -> str:
+    """The whole request's p10–p90 as the diff writes it, from the plan JSON's totals."""
+    r = plan["totals"]["ranges"]["gpu_hours"]
+    return f"{r['p10']:,.1f}–{r['p90']:,.1f}"
+
+
+def covers(c: float) -> str:
+    return f"{100 * c:.0f}%" if abs(100 * c - round(100 * c)) < 1e-9 else f"{100 * c:.1f}%"
+
+
 def test_summary_line(files, capsys):
     code, out, err = run(capsys, "diff", *files)
     assert code == 0, err
+    old, new = (plan_json(capsys, p) for p in files)
     before, after = sum(BEFORE.values()), sum(AFTER.values())   # 15.93 → 55.98
+    # Every workload gives a measured rate: one regime, one coverage on both sides, named once.
+    assert old["totals"]["request_coverage"] == new["totals"]["request_coverage"]
+    ranges = (f"needed p10–p90 {needed(old)} → {needed(new)} GPU-h, the request covering "
+              f"{covers(new['totals']['request_coverage'])} of validated cases")
     assert out.splitlines()[0] == (
         f"Requested GPU-hours: {before:,.1f} → {after:,.1f} (+{after - before:,.1f}, "
-        f"+{100 * (after - before) / before:.1f}%); 1 added, 1 removed, 1 renamed, 1 changed.")
-    assert out.splitlines()[0] == "Requested GPU-hours: 16.1 → 56.0 (+39.9, +248.1%); 1 added, 1 removed, 1 renamed, 1 changed."
+        f"+{100 * (after - before) / before:.1f}%); {ranges}; 1 added, 1 removed, 1 renamed, 1 changed.")
+    assert out.splitlines()[0].startswith("Requested GPU-hours: 16.1 → 56.0 (+39.9, +248.1%); needed p10–p90 ")
 
 
 def test_table_rows(files, capsys):
     _, out, _ = run(capsys, "diff", *files)
+    old, new = (plan_json(capsys, p) for p in files)
+    sweep = [next(w for w in plan["workloads"] if w["name"] == "sweep")["ranges"]["gpu_hours"] for plan in (old, new)]
+    spans = [f"{r['p10']:,.1f}–{r['p90']:,.1f} GPU-h" for r in sweep]
     lines = out.splitlines()
     table = lines[lines.index("| workload | change | before | after | delta | what changed |"):]
-    # Category order (added, removed, renamed, changed), then name.
+    # Category order (added, removed, renamed, changed), then name. The GPU-hours needed move with the request.
     assert table[2:6] == [
         "| `fresh` | added | — | 1.3 | +1.3 | 1× a100-80gb, 72M tokens |",
         "| `gone` | removed | 0.8 | — | -0.8 | was 1× a100-80gb, 45M tokens |",
         "| `old-name` → `new-name` | renamed | 1.8 | 1.8 | +0.0 | name only |",
-        "| `sweep` | changed | 13.1 | 52.5 | +39.4 (+300.0%) | tokens 200M → 400M; h/run 1.01 → 2.02; variants 10 → 20 |",
+        "| `sweep` | changed | 13.1 | 52.5 | +39.4 (+300.0%) | tokens 200M → 400M; h/run 1.01 → 2.02; variants 10 → 20; "
+        f"needed p10–p90 {spans[0]} → {spans[1]} |",
     ]
     assert "1 workload unchanged (0.3 requested GPU-hours)." in lines
     assert "`same`" not in out
@@ -129,6 +148,12 @@ def test_totals_table(files, capsys):
     assert f"| GPU-hours on a100-80gb | {before:,.1f} | {after:,.1f} | +{after - before:,.1f} (+248.1%) |" in out
     assert (f"| GPU-hours before the buffer | {before / 1.3:,.1f} | {after / 1.3:,.1f} | "
             f"+{(after - before) / 1.3:,.1f} (+248.1%) |") in out
+    old, new = (plan_json(capsys, p)["totals"] for p in files)
+    for p in ("p10", "p90"):
+        a, b = old["ranges"]["gpu_hours"][p], new["ranges"]["gpu_hours"][p]
+        assert f"| GPU-hours needed, {p} | {a:,.1f} | {b:,.1f} | +{b - a:,.1f} (+{100 * (b - a) / a:.1f}%) |" in out
+    share = covers(new["request_coverage"])
+    assert f"| request covers (validated cases) | {share} | {share} | +0.0 points |" in out
 
 
 def test_json(files, capsys):
@@ -143,7 +168,7 @@ def test_json(files, capsys):
     assert [e["name"] for e in d["changed"]] == ["sweep"]
     assert [e["name"] for e in d["unchanged"]] == ["same"]
     sweep = d["changed"][0]
-    assert [c["field"] for c in sweep["changes"]] == ["tokens", "runtime_hours", "variants"]
+    assert [c["field"] for c in sweep["changes"]] == ["tokens", "runtime_hours", "variants", "ranges.gpu_hours"]
     assert sweep["changes"][0] | {"text": None} == {"field": "tokens", "before": 200_000_000,
                                                      "after": 400_000_000, "text": None}
     assert sweep["before"]["gpu_hours_requested"] == pytest.approx(BEFORE["sweep"], abs=1e-6)
@@ -199,7 +224,7 @@ def test_defaults_moved_into_defaults_is_no_change(tmp_path, capsys):
     new.write_text("defaults:\n  buffer: 0.25\n" + document(workload("a", "100M", 20000)).replace("    buffer: 0.3\n", ""),
                    encoding="utf-8")
     _, out, _ = run(capsys, "diff", old, new)
-    assert out.splitlines()[0] == "Requested GPU-hours: 1.7 → 1.7 (+0.0); no workload changed."
+    assert out.splitlines()[0] == "Requested GPU-hours: 1.7 → 1.7 (+0.0); no workload changed."   # nor its range
     assert "1 workload unchanged (1.7 requested GPU-hours)." in out
     assert "| workload |" not in out
 
@@ -221,10 +246,68 @@ def test_totals_by_resource(tmp_path, capsys):
 
 
 def test_dev_null_is_an_added_or_deleted_file(files, capsys):
+    """Nothing is needed without workloads (0.0), and there is no request whose coverage to name."""
+    old, new = (plan_json(capsys, p) for p in files)
     _, out, _ = run(capsys, "diff", "/dev/null", files[1])
-    assert out.splitlines()[0] == f"Requested GPU-hours: 0.0 → {sum(AFTER.values()):,.1f} (+56.0); 4 added."
+    assert out.splitlines()[0] == (f"Requested GPU-hours: 0.0 → {sum(AFTER.values()):,.1f} (+56.0); needed p10–p90 "
+                                   f"0.0 → {needed(new)} GPU-h, the request covering "
+                                   f"{covers(new['totals']['request_coverage'])} of validated cases; 4 added.")
+    assert f"| request covers (validated cases) | — | {covers(new['totals']['request_coverage'])} | — |" in out
     _, out, _ = run(capsys, "diff", files[0], "/dev/null")
-    assert out.splitlines()[0] == "Requested GPU-hours: 16.1 → 0.0 (-16.1, -100.0%); 4 removed."
+    assert out.splitlines()[0] == (f"Requested GPU-hours: 16.1 → 0.0 (-16.1, -100.0%); needed p10–p90 {needed(old)} "
+                                   f"→ 0.0 GPU-h, the request covering {covers(old['totals']['request_coverage'])} "
+                                   "of validated cases; 4 removed.")
+
+
+FLOPS = """\
+workloads:
+  - name: pretrain
+    kind: pretrain
+    model: llama-3.2-1b
+    tokens: 2B
+    gpu: h100-80gb
+    gpus: 8
+"""
+
+
+def test_a_change_of_range_and_of_coverage(tmp_path, capsys):
+    """A rate from FLOPs instead of a measured one: the range widens by the FLOPs regime's rows and the request
+    covers fewer cases; with buffer: auto the request moves to the coverage asked for, and the range does not."""
+    measured, flops, auto = (tmp_path / f"{n}.yaml" for n in ("measured", "flops", "auto"))
+    tps = 400_000
+    measured.write_text(FLOPS + f"    throughput: {{tokens_per_second: {tps}, gpu: h100-80gb, gpus: 8}}\n",
+                        encoding="utf-8")
+    flops.write_text(FLOPS, encoding="utf-8")
+    auto.write_text(FLOPS + "    buffer: auto\n    coverage: 0.9\n", encoding="utf-8")
+    plans = {p.stem: plan_json(capsys, p)["workloads"][0] for p in (measured, flops, auto)}
+
+    def span(w):
+        r = w["ranges"]["gpu_hours"]
+        return f"{r['p10']:,.1f}–{r['p90']:,.1f} GPU-h"
+
+    _, out, _ = run(capsys, "diff", measured, flops)
+    row = next(line for line in out.splitlines() if line.startswith("| `pretrain` |"))
+    a, b = plans["measured"], plans["flops"]
+    assert b["request_coverage"] < a["request_coverage"]
+    assert f"needed p10–p90 {span(a)} → {span(b)}" in row
+    assert f"request covers {covers(a['request_coverage'])} → {covers(b['request_coverage'])}" in row
+    assert out.splitlines()[0].startswith(
+        f"Requested GPU-hours: {a['gpu_hours_requested']:,.1f} → {b['gpu_hours_requested']:,.1f} (")
+    assert (f"needed p10–p90 {span(a).removesuffix(' GPU-h')} → {span(b)}, the request covering "
+            f"{covers(a['request_coverage'])} → {covers(b['request_coverage'])} of validated cases; 1 changed.") \
+        in out.splitlines()[0]
+
+    _, out, _ = run(capsys, "diff", flops, auto)
+    row = next(line for line in out.splitlines() if line.startswith("| `pretrain` |"))
+    c = plans["auto"]
+    assert c["ranges"]["gpu_hours"] == b["ranges"]["gpu_hours"] and c["request_coverage"] >= 0.9
+    assert "needed p10–p90" not in row
+    assert f"buffer {100 * b['buffer']:g}% → {100 * c['buffer']:g}%" in row
+    assert f"request covers {covers(b['request_coverage'])} → {covers(c['request_coverage'])}" in row
+    d = json.loads(run(capsys, "diff", flops, auto, "--format", "json")[1])
+    change = next(x for x in d["changed"][0]["changes"] if x["field"] == "request_coverage")
+    assert (change["before"], change["after"]) == (b["request_coverage"], c["request_coverage"])
+    assert d["changed"][0]["after"]["gpu_hours_range"] == c["ranges"]["gpu_hours"]
 
 
 # ----------------------------------------------------------------- git
@@ -409,10 +492,14 @@ def test_workflow_commands_on_a_pull_request(tmp_path):
     sections = body.split("### Budget change: ")[1:]
     assert [s.splitlines()[0] for s in sections] == ["workloads/extra.yaml", "workloads/plan.yaml",
                                                      "workloads/retired.yaml"]
-    assert sections[0].splitlines()[2] == "Requested GPU-hours: 0.0 → 1.3 (+1.3); 1 added."
-    assert sections[1].splitlines()[2] == ("Requested GPU-hours: 16.1 → 56.0 (+39.9, +248.1%); "
-                                           "1 added, 1 removed, 1 renamed, 1 changed.")
-    assert sections[2].splitlines()[2] == "Requested GPU-hours: 0.8 → 0.0 (-0.8, -100.0%); 1 removed."
+    # Each section's first line is the diff's summary (test_summary_line, test_dev_null_is_an_added_or_deleted_file).
+    firsts = [s.splitlines()[2] for s in sections]
+    assert firsts[0].startswith("Requested GPU-hours: 0.0 → 1.3 (+1.3); needed p10–p90 0.0 → ")
+    assert firsts[0].endswith("; 1 added.")
+    assert firsts[1].startswith("Requested GPU-hours: 16.1 → 56.0 (+39.9, +248.1%); needed p10–p90 ")
+    assert firsts[1].endswith("; 1 added, 1 removed, 1 renamed, 1 changed.")
+    assert firsts[2].startswith("Requested GPU-hours: 0.8 → 0.0 (-0.8, -100.0%); needed p10–p90 ")
+    assert firsts[2].endswith(" → 0.0 GPU-h, the request covering 99.3% of validated cases; 1 removed.")
 
 
 def test_workflow_on_invalid_input(tmp_path):

@@ -41,6 +41,8 @@ class Regime:
     inverse), or bytes."""
     what: str
     """The regime in words, for the plan's basis and docs/validation.md."""
+    short: str = ""
+    """A few words for a table or a derivation line."""
     pool: tuple[str, ...] = ()
     """The regimes whose rows are joined to this one's when it has fewer than MIN_ROWS."""
     used: bool = True
@@ -53,30 +55,35 @@ _MEMORY = ("memory-allocated", "memory-reserved", "memory-device")
 
 REGIMES: dict[str, Regime] = {r.id: r for r in (
     Regime("flops-single-node", SPEED, "tokens_per_second",
-           "training speed from FLOPs at an MFU, one node (at most 8 GPUs), no tensor parallelism", _FLOPS),
+           "training speed from FLOPs at an MFU, one node (at most 8 GPUs), no tensor parallelism",
+           "FLOPs speed, one node", _FLOPS),
     Regime("flops-multi-node", SPEED, "tokens_per_second",
-           "training speed from FLOPs at an MFU, more than one node, no tensor parallelism", _FLOPS),
+           "training speed from FLOPs at an MFU, more than one node, no tensor parallelism",
+           "FLOPs speed, several nodes", _FLOPS),
     Regime("flops-tensor-parallel", SPEED, "tokens_per_second",
-           "training speed from FLOPs at an MFU, tensor parallel", _FLOPS),
+           "training speed from FLOPs at an MFU, tensor parallel", "FLOPs speed, tensor parallel", _FLOPS),
     Regime("pilot-extrapolated", SPEED, "tokens_per_second",
            "a measured rate carried to another GPU type or count by the peak rates (two runs of one workload "
-           "on different GPUs: the second's measured ÷ the first's extrapolated)", _FLOPS),
+           "on different GPUs: the second's measured ÷ the first's extrapolated)", "pilots carried to other GPUs",
+           _FLOPS),
     Regime("pilot-steps", SPEED, "tokens_per_second",
            "a measured rate's step-to-step spread (each steady step's rate ÷ the run's median; this project's "
-           "own runs)"),
+           "own runs)", "steps of measured runs"),
     Regime("whole-run", SPEED, "tokens_per_second",
            "a whole published run's GPU-hours against the plan's steady-state speed (restarts, evaluation, "
-           "long-context stages and idle time included)", used=False),
+           "long-context stages and idle time included)", "whole published runs", used=False),
     Regime("inference-throughput", INFERENCE, "tokens_per_second",
-           "inference output tokens per second of a batch job", _INFERENCE),
+           "inference output tokens per second of a batch job", "inference throughput", _INFERENCE),
     Regime("inference-prefill", INFERENCE, "ttft_rate", "inference time to first token (its inverse)",
-           _INFERENCE),
+           "time to first token", _INFERENCE),
     Regime("inference-decode", INFERENCE, "tpot_rate", "inference time per output token (its inverse)",
-           _INFERENCE),
-    Regime("memory-allocated", MEMORY, "bytes", "peak allocated memory (torch max_memory_allocated)", _MEMORY),
-    Regime("memory-reserved", MEMORY, "bytes", "peak reserved memory (the caching allocator's pool)", _MEMORY),
+           "time per output token", _INFERENCE),
+    Regime("memory-allocated", MEMORY, "bytes", "peak allocated memory (torch max_memory_allocated)",
+           "allocated memory", _MEMORY),
+    Regime("memory-reserved", MEMORY, "bytes", "peak reserved memory (the caching allocator's pool)",
+           "reserved memory", _MEMORY),
     Regime("memory-device", MEMORY, "bytes", "whole-device memory (nvidia-smi: reserved + CUDA context)",
-           _MEMORY),
+           "device memory", _MEMORY),
 )}
 
 # The plan JSON's memory statistic → its regime (an "active" figure is compared with allocated).

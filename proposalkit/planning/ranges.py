@@ -169,8 +169,9 @@ def range_notes(r: Ranges, s) -> list[Note]:
         grouped.setdefault(b, []).append(quantity)
     for b, quantities in grouped.items():
         first = r.get(quantities[0])
-        what = REGIMES[b.regime].what if b.regime in REGIMES else None
-        out.append(note("range-basis", quantities=tuple(quantities), regime=b.regime, what=what, rows=b.rows,
+        regime = REGIMES.get(b.regime)
+        out.append(note("range-basis", quantities=tuple(quantities), regime=b.regime,
+                        what=regime.what if regime else None, short=regime.short if regime else None, rows=b.rows,
                         own_rows=b.own_rows, pooled=b.pooled, min_rows=MIN_ROWS, why=b.why or None,
                         low=first.p10 / first.p50 if first.p50 else 1.0,
                         high=first.p90 / first.p50 if first.p50 else 1.0))

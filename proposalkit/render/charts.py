@@ -2,7 +2,8 @@
 
 Charts a reviewer would rather look at than read:
 
-- `bar_chart`: requested GPU-hours per workload (horizontal bars).
+- `bar_chart`: requested GPU-hours per workload (horizontal bars), each with the
+  p10–p90 of the GPU-hours needed as an error bar.
 - `memory_chart`: memory per GPU by component (stacked bars), each bar
   crossed by a vertical line at its GPU's usable memory.
 - `burndown_chart` (the progress report): an allocation's amount remaining
@@ -31,6 +32,7 @@ WIDTH = 640             # px, the drawing's nominal width
 BAR = 13                # px, bar thickness
 GAP = 7                 # px between bars
 TICKS = 5               # about this many grid lines
+WHISKER = "#222222"     # an error bar across a bar: near black, seen on the blue bar and on white
 
 
 def xml_escape(text: str) -> str:
@@ -91,23 +93,34 @@ def _axis(x0: float, plot_width: float, top: float, bottom: float, vmax: float, 
     return out, scale
 
 
-def bar_chart(items: list[tuple[str, float, str]], *, title: str, unit: str) -> str:
-    """Horizontal bars: (label, value, value shown at the bar's end)."""
+def bar_chart(items: list[tuple[str, float, str]], *, title: str, unit: str,
+              whiskers: list[tuple[float, float] | None] | None = None) -> str:
+    """Horizontal bars: (label, value, value shown at the bar's end); `whiskers`, per bar, an interval (low,
+    high) drawn across it as an error bar (None: none for that bar)."""
+    whiskers = whiskers or [None] * len(items)
     label_w = _label_width(label for label, _, _ in items)
     value_w = _label_width(shown for _, _, shown in items)
     x0 = label_w
     plot_w = max(WIDTH - label_w - value_w, 120)
     top = 8
     bottom = top + len(items) * (BAR + GAP)
-    vmax = max((v for _, v, _ in items), default=0.0)
+    vmax = max([v for _, v, _ in items] + [span[1] for span in whiskers if span], default=0.0)
     grid, scale = _axis(x0, plot_w, top, bottom, vmax, unit)
     body = list(grid)
-    for i, (label, value, shown) in enumerate(items):
+    for i, ((label, value, shown), span) in enumerate(zip(items, whiskers)):
         y = top + GAP / 2 + i * (BAR + GAP)
         w = max(value * scale, 0.0)
         body.append(f'<text x="{_n(x0 - 6)}" y="{_n(y + BAR * 0.75)}" text-anchor="end">{xml_escape(label)}</text>')
         body.append(f'<rect x="{_n(x0)}" y="{_n(y)}" width="{_n(w)}" height="{BAR}" fill="{PALETTE[0]}"/>')
-        body.append(f'<text x="{_n(x0 + w + 4)}" y="{_n(y + BAR * 0.75)}">{xml_escape(shown)}</text>')
+        end = w
+        if span is not None and span[1] > span[0]:
+            lo, hi = x0 + span[0] * scale, x0 + span[1] * scale
+            mid = y + BAR / 2
+            body.append(f'<path d="M{_n(lo)} {_n(mid)}H{_n(hi)}M{_n(lo)} {_n(y + 2)}V{_n(y + BAR - 2)}'
+                        f'M{_n(hi)} {_n(y + 2)}V{_n(y + BAR - 2)}" stroke="{WHISKER}" stroke-width="1.5" '
+                        'fill="none"/>')
+            end = max(end, hi - x0)
+        body.append(f'<text x="{_n(x0 + end + 4)}" y="{_n(y + BAR * 0.75)}">{xml_escape(shown)}</text>')
     return _svg(WIDTH, bottom + 38, title, body)
 
 

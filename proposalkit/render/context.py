@@ -21,6 +21,8 @@ from .references import Reference, references
 from .views import WorkloadView, workload_view
 
 CHART_FILES = {"gpu_hours": "charts/gpu-hours.svg", "memory": "charts/memory.svg"}
+GPU_HOURS_CHART = ("Requested GPU-hours per workload, buffer included; error bars: the GPU-hours needed, p10 to p90 "
+                   "of the estimate's validated error")
 
 
 @dataclass(frozen=True)
@@ -213,6 +215,13 @@ class ReportContext:
     access: AccessView | None = None
     pilots: PilotsView | None = None     # the "Pilot measurements" table; None without pilot logs
     cloud: CloudView | None = None       # the dollar request for cloud partners; None without a cloud resource
+    total_range: tuple[float, float] | None = None  # the GPU-hours all workloads need, p10 and p90 (fully correlated)
+    total_coverage: float | None = None  # the share of validated cases the whole request covers
+    auto_buffer: bool = False           # some workload's buffer was set by buffer: auto
+
+    @property
+    def has_ranges(self) -> bool:
+        return self.total_range is not None
 
     @property
     def resources_heading(self) -> str | None:
@@ -238,8 +247,8 @@ def _title(plan: Plan) -> TitleBlock:
 
 def _charts(views: tuple[WorkloadView, ...]) -> dict[str, Chart]:
     bars = [(v.name, v.gpu_hours_requested, f"{fmt_hours(v.gpu_hours_requested)}") for v in views]
-    gpu_svg = charts.bar_chart(bars, title="Requested GPU-hours per workload, buffer included",
-                               unit="GPU-hours requested")
+    gpu_svg = charts.bar_chart(bars, title=GPU_HOURS_CHART, unit="GPU-hours requested",
+                               whiskers=[v.gpu_hours_range for v in views])
     stacked = [charts.StackedBar(
         label=v.name,
         parts=tuple((c.name, c.bytes / GiB) for c in v.components),
@@ -253,8 +262,7 @@ def _charts(views: tuple[WorkloadView, ...]) -> dict[str, Chart]:
         return float(re.search(r'height="([0-9.]+)"', svg).group(1))
 
     return {
-        "gpu_hours": Chart(gpu_svg, CHART_FILES["gpu_hours"], "Requested GPU-hours per workload, buffer included",
-                           height(gpu_svg)),
+        "gpu_hours": Chart(gpu_svg, CHART_FILES["gpu_hours"], GPU_HOURS_CHART, height(gpu_svg)),
         "memory": Chart(mem_svg, CHART_FILES["memory"], "Memory per GPU by component against the GPU's usable "
                         "memory", height(mem_svg)),
     }
@@ -356,5 +364,8 @@ def report_context(plan: Plan) -> ReportContext:
         access=_access_view(plan),
         pilots=pilots_view(plan),
         cloud=cloud_view(plan),
+        total_range=(plan.total_range.gpu_hours.p10, plan.total_range.gpu_hours.p90) if plan.total_range else None,
+        total_coverage=plan.total_range.request_coverage if plan.total_range else None,
+        auto_buffer=any(w.settings.coverage is not None for w in plan.workloads),
     )
 

@@ -149,7 +149,14 @@ def formula_safe(text: object) -> str:
     return "'" + stripped if stripped.startswith(_FORMULA_START) else text
 
 
+def fmt_span(low_high: tuple[float, float]) -> Safe:
+    """A range of hours, low–high: '25.9–63.4'; one figure where there is no spread."""
+    low, high = (fmt_hours(x) for x in low_high)
+    return Safe(low if low == high else f"{low}–{high}")
+
+
 FILTERS = {
+    "span": fmt_span,
     "gib": fmt_gib, "gb": fmt_gb, "hours": fmt_hours, "count": fmt_count, "si": fmt_si,
     "rate": fmt_rate, "pct": fmt_pct, "factor": fmt_factor, "size": fmt_size, "days": fmt_days,
     "hours_precise": fmt_hours_precise, "in_unit": fmt_in_unit,

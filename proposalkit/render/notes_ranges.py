@@ -1,11 +1,13 @@
 """The ranges' notes in words (planning/ranges.py range_notes): where each range comes from, and the
-share of validated cases the request covers. render/notes.py's WORDS takes these kinds from here."""
+share of validated cases the request covers; and the report's one derivation line on the GPU-hours'
+range (range_line). render/notes.py's WORDS takes these kinds from here."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from ..notes import Note
+from .format import fmt_hours, fmt_pct
 
 # The quantities of a plan's ranges, as a sentence names them.
 QUANTITY_WORDS = {"tokens_per_second": "tokens/s", "runtime_hours": "runtime", "gpu_hours": "GPU-hours",
@@ -15,6 +17,7 @@ QUANTITY_WORDS = {"tokens_per_second": "tokens/s", "runtime_hours": "runtime", "
 NO_SPREAD = {"hours-given": "a service's GPU-hours are its hours × GPUs whatever its speed; a slower engine shows "
                             "in its latencies",
              "engine-reservation": "the engine reserves its memory at start-up whatever the tensors need"}
+SHORT_NO_SPREAD = {"hours-given": "a service's GPU-hours are its hours"}
 
 
 def _names(quantities) -> str:
@@ -22,32 +25,50 @@ def _names(quantities) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def source(n: Note) -> str:
+    """Where a range-basis note's spread comes from: 'the 25 validation rows of …' (no spread: why not)."""
+    if n["regime"] is None:
+        return NO_SPREAD[n["why"]]
+    if n["regime"] == "pilot-log":
+        return f"the pilot log's own {_plural(n['rows'], 'steady step')} (each step's rate ÷ their median)"
+    if n["regime"] == "pilot-steps":
+        return (f"the {_plural(n['rows'], 'timed step')} of measured training runs (each step's rate ÷ its "
+                "run's median: a measured rate given without its log)")
+    if n["pooled"]:
+        return (f"{n['what']}: {_plural(n['own_rows'], 'validation row')} of its own, fewer than {n['min_rows']}, "
+                f"so the {n['rows']} rows of its set's pool (measured ÷ planned)")
+    return f"the {n['rows']} validation rows of {n['what']} (measured ÷ planned)"
+
+
 def range_basis(n: Note) -> str:
     """Where one group of quantities' p10–p90 comes from."""
     names = _names(n["quantities"])
     if n["regime"] is None:
-        return f"range of {names}: none ({NO_SPREAD[n['why']]})"
+        return f"range of {names}: none ({source(n)})"
     spread = f"p10–p90 = {n['low']:.2f}–{n['high']:.2f} × the estimate of {QUANTITY_WORDS[n['quantities'][0]]}"
-    if n["regime"] == "pilot-log":
-        return (f"range of {names}: the pilot log's own {n['rows']:,} steady steps (each step's rate ÷ their "
-                f"median): {spread}")
-    where = f"{n['rows']} validation rows of {n['what']}"
-    if n["pooled"]:
-        where = (f"{n['what']}: {n['own_rows']} validation row{'s' if n['own_rows'] != 1 else ''} of its own, "
-                 f"fewer than {n['min_rows']}, so the {n['rows']} rows of its set's pool")
-    return f"range of {names}: {spread}, from the {where} (measured ÷ planned)"
+    return f"range of {names}: {spread}, from {source(n)}"
+
+
+def _cases(n: Note) -> str:
+    """What a request-coverage note's share is of."""
+    if n["basis"] == "pilot-log":
+        return f"the pilot log's {_plural(n['cases'], 'steady step')}"
+    if n["basis"] == "pilot-steps":
+        return f"the {_plural(n['cases'], 'timed step')} of measured training runs"
+    return f"the {_plural(n['cases'], 'validated case')}"
 
 
 def request_coverage(n: Note) -> str:
     request = f"the request, GPU-hours × (1 + {n['buffer']:.0%}),"
     if n["basis"] is None:
         covers = f"{request} covers the GPU-hours needed ({NO_SPREAD['hours-given']})"
-    elif n["basis"] == "pilot-log":
-        covers = (f"{request} covers {n['coverage']:.0%} of the pilot log's step-to-step spread (its "
-                  f"{n['cases']:,} steady steps' rates)")
     else:
-        covers = (f"{request} covers {n['coverage']:.0%} of the {n['cases']:,} validated cases (those whose "
-                  "GPU-hours needed are at most it)")
+        covers = (f"{request} covers {fmt_pct(n['coverage'])} of {_cases(n)} (those whose GPU-hours needed are at "
+                  "most it)")
     if n["auto"] is None:
         return covers
     return (f"buffer auto: {n['buffer']:.0%}, the least whole percent at which {covers}; asked: at least "
@@ -61,6 +82,22 @@ def fit_margin(n: Note) -> str:
                 "fits at the p10, planned tight (see its warning)")
     return (f"configurations chosen where the memory p90 fits: the estimate × {n['margin']:.3f} (the whole-device "
             "rows' 90th percentile, measured ÷ planned) within the GPU's usable memory")
+
+
+def range_line(low: float, high: float, basis: Note, coverage: Note) -> str:
+    """The report's derivation line, short enough for one line of the PDF: the GPU-hours needed at p10–p90,
+    the rows the spread comes from (their factors: Appendix A's range note), the share the request covers."""
+    if basis["regime"] is None:
+        return f"none: {SHORT_NO_SPREAD[basis['why']]}"
+    if basis["regime"] == "pilot-log":
+        rows = f"the pilot log's {_plural(basis['rows'], 'steady step')}"
+    elif basis["regime"] == "pilot-steps":
+        rows = f"{_plural(basis['rows'], 'step')} of measured training runs"
+    elif basis["pooled"]:
+        rows = f"{basis['short']}: {_plural(basis['own_rows'], 'validation run')}, pooled to {basis['rows']}"
+    else:
+        rows = f"{basis['short']}: {_plural(basis['rows'], 'validation run')}"
+    return f"p10–p90 {fmt_hours(low)}–{fmt_hours(high)} GPU-h ({rows}); covers {fmt_pct(coverage['coverage'])}"
 
 
 RANGE_WORDS: dict[str, Callable[[Note], str]] = {"range-basis": range_basis, "request-coverage": request_coverage,

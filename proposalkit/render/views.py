@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..notes import of_kind
 from ..planning.records import Candidate, WorkloadPlan, WorkloadStorage
 from ..units import SECONDS_PER_HOUR
 from .format import fmt_count, fmt_days, fmt_gib, fmt_hours, fmt_hours_precise, fmt_pct, fmt_rate, fmt_size
 from .notes import note_texts
+from .notes_ranges import range_line
 from .pilots import SHORT_HASH
 
 
@@ -82,6 +84,8 @@ class WorkloadView:
     charge_resource: str | None
     storage: WorkloadStorage | None     # the plan's record, as it is
     calendar_days: float
+    gpu_hours_range: tuple[float, float] | None = None     # the GPU-hours needed at p10 and p90 (its ranges)
+    request_coverage: float | None = None   # the share of validated cases its request covers
 
 
 
@@ -210,6 +214,17 @@ def _gpu_hours_step(w: WorkloadPlan) -> Step:
                              f"{fmt_hours_precise(w.gpu_hours_requested)} requested{reason}")
 
 
+def _range_step(w: WorkloadPlan) -> Step | None:
+    """Where the GPU-hours' range comes from, and what the request covers (planning/ranges.py's notes)."""
+    r = w.ranges
+    if r is None:
+        return None
+    basis = next(n for n in of_kind(w.assumptions, "range-basis") if "gpu_hours" in n["quantities"])
+    (coverage,) = of_kind(w.assumptions, "request-coverage")
+    hours = r.get("gpu_hours")
+    return Step("Range", range_line(hours.p10, hours.p90, basis, coverage))
+
+
 def _walltime_step(w: WorkloadPlan) -> Step | None:
     if w.walltime_segments <= 1 or w.walltime_hours is None:
         return None
@@ -336,6 +351,8 @@ def workload_view(w: WorkloadPlan, appendix: str = "Appendix A") -> WorkloadView
     if w.inference is None or w.inference.mode == "hours":
         steps.append(_runtime_step(w))
     steps.append(_gpu_hours_step(w))
+    if (spread := _range_step(w)) is not None:
+        steps.append(spread)
     charge = w.charge
     if charge is not None:
         steps.append(Step("US dollars" if charge.unit == "USD" else charge.unit,
@@ -361,5 +378,7 @@ def workload_view(w: WorkloadPlan, appendix: str = "Appendix A") -> WorkloadView
         charge_unit=charge.unit if charge is not None else None,
         charge_resource=charge.resource_id if charge is not None else None,
         storage=storage, calendar_days=w.calendar_days,
+        gpu_hours_range=(w.ranges.get("gpu_hours").p10, w.ranges.get("gpu_hours").p90) if w.ranges else None,
+        request_coverage=w.ranges.request_coverage if w.ranges else None,
     )
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..catalog.resources import dollars
-from ..render.format import md_code, md_escape
+from ..render.format import fmt_pct, md_code, md_escape
 from ..text import control_escape, json_control_escape
 from ..units import GiB
 from .sides import EMPTY, Side, Version, read_side  # noqa: F401  (EMPTY, Side: this module's API too)
@@ -153,6 +153,25 @@ def _ttft(v: Version) -> tuple[float | None, float] | None:
     return None if ms is None else (_inference(v, "ttft_percentile"), ms)
 
 
+def _range(v: Version) -> tuple[float, float] | None:
+    """(p10, p90) of the GPU-hours the workload needs (its plan's ranges; None where it has none)."""
+    r = (v.plan.get("ranges") or {}).get("gpu_hours")
+    return None if r is None else (r["p10"], r["p90"])
+
+
+def _span(r: tuple[float, float] | None) -> str:
+    """'9.9–10.5 GPU-h'; one figure where the two ends agree (no spread: a service's hours)."""
+    if r is None:
+        return "unset"
+    low, high = _hours(r[0]), _hours(r[1])
+    return f"{low if low == high else f'{low}–{high}'} GPU-h"
+
+
+def _share(c: float | None) -> str:
+    """The request's coverage as the report writes it (render/format.fmt_pct): '99.3%'."""
+    return "unset" if c is None else str(fmt_pct(c))
+
+
 def _show_ttft(t: tuple[float | None, float] | None) -> str:
     if t is None:
         return "unset"
@@ -175,6 +194,10 @@ FIELDS: tuple[Field, ...] = (
     Field("runtime_hours", "h/run", lambda v: v.plan["runtime_hours"], _runtime, ("hours",)),
     Field("variants", "variants", lambda v: v.plan["variants"], str, ("variants",)),
     Field("buffer", "buffer", lambda v: v.plan["buffer"], lambda b: f"{100 * b:g}%", ("buffer",)),
+    # The GPU-hours needed at p10–p90 and the share of validated cases the request covers (the plan's ranges):
+    # a change of range beside the change of the request.
+    Field("ranges.gpu_hours", "needed p10–p90", _range, _span, ()),
+    Field("request_coverage", "request covers", lambda v: v.plan.get("request_coverage"), _share, ("coverage",)),
     Field("mfu", "MFU", lambda v: v.plan["mfu"], lambda m: "unset" if m is None else f"{m:.3g}", ("mfu",)),
     _setting("precision", "precision"),
     _setting("seq_len", "seq_len", _plain),
@@ -299,7 +322,8 @@ def compare(old: Side, new: Side) -> Diff:
 def summary(d: Diff, dollar: str = "$") -> str:
     """'Requested GPU-hours: 1,234.5 → 1,600.0 (+365.5, +29.6%); 1 added, 1 removed, 2 changed.' Where either
     side charges a cloud resource, its dollars too: '; in dollars $191.57 → $139.22 (-$52.35, -27.3%)'
-    (`dollar`: '\\$' for Markdown)."""
+    (`dollar`: '\\$' for Markdown); where the GPU-hours needed at p10–p90 or the request's coverage changed, they
+    too (_needed)."""
     before = d.old.totals["gpu_hours_requested"]
     after = d.new.totals["gpu_hours_requested"]
     pct = _pct(before, after)
@@ -313,7 +337,28 @@ def summary(d: Diff, dollar: str = "$") -> str:
         dollars = (f"; in dollars {dollar}{usd[0]:,.2f} → {dollar}{usd[1]:,.2f} ({'-' if change < 0 else '+'}"
                    f"{dollar}{abs(change):,.2f}{', ' + usd_pct if usd_pct else ''})")
     return (f"Requested GPU-hours: {_hours(before)} → {_hours(after)} "
-            f"({_delta(after - before)}{', ' + pct if pct else ''}){dollars}; {what}.")
+            f"({_delta(after - before)}{', ' + pct if pct else ''}){dollars}{_needed(d)}; {what}.")
+
+
+def _total_range(side: Side) -> tuple[float, float] | None:
+    """(p10, p90) of the GPU-hours the whole request needs; (0, 0) for a side without workloads (/dev/null)."""
+    r = (side.totals.get("ranges") or {}).get("gpu_hours")
+    if r is None:
+        return None if side.workloads else (0.0, 0.0)
+    return r["p10"], r["p90"]
+
+
+def _needed(d: Diff) -> str:
+    """'; needed p10–p90 12.1–12.9 → 42.1–44.8 GPU-h, the request covering 99% → 96% of validated cases' where
+    the whole request's range or coverage changed (a side without workloads has no coverage to name)."""
+    spans = [_span(_total_range(side)).removesuffix(" GPU-h") for side in (d.old, d.new)]
+    covers = [_share(c) for c in (d.old.totals.get("request_coverage"), d.new.totals.get("request_coverage"))]
+    if spans[0] == spans[1] and covers[0] == covers[1]:
+        return ""
+    shares = [c for c in covers if c != "unset"]
+    covering = shares[0] if len(set(shares)) == 1 else " → ".join(shares)
+    return (f"; needed p10–p90 {spans[0]} → {spans[1]} GPU-h"
+            + (f", the request covering {covering} of validated cases" if shares else ""))
 
 
 def _describe(v: Version) -> str:
@@ -370,6 +415,15 @@ def markdown(d: Diff) -> str:
         out.append(row(f"{markdown_text(rid)}, {markdown_text(unit)}", r0.get(rid, {}).get("amount", 0.0),
                        r1.get(rid, {}).get("amount", 0.0), usd=unit == "USD"))
     out.append(row("GPU-hours before the buffer", t0["gpu_hours"], t1["gpu_hours"]))
+    spans = _total_range(d.old), _total_range(d.new)
+    if None not in spans:
+        out.append(row("GPU-hours needed, p10", spans[0][0], spans[1][0]))
+        out.append(row("GPU-hours needed, p90", spans[0][1], spans[1][1]))
+        c0, c1 = t0.get("request_coverage"), t1.get("request_coverage")
+        points = 100 * (c1 - c0) if c0 is not None and c1 is not None else None
+        out.append(f"| request covers (validated cases) | {_share(c0) if c0 is not None else '—'} | "
+                   f"{_share(c1) if c1 is not None else '—'} | "
+                   f"{'—' if points is None else _delta(points) + ' points'} |")
     return "\n".join(out) + "\n"
 
 
@@ -382,7 +436,8 @@ def _numbers(v: Version | None) -> dict | None:
             "per_gpu_bytes": p["memory"]["per_gpu_bytes"], "tokens": p["tokens"],
             "tokens_per_second": p["tokens_per_second"], "runtime_hours": p["runtime_hours"],
             "variants": p["variants"], "buffer": p["buffer"], "gpu_hours": p["gpu_hours"],
-            "gpu_hours_requested": p["gpu_hours_requested"], "resource": v.resource_id}
+            "gpu_hours_requested": p["gpu_hours_requested"], "resource": v.resource_id,
+            "gpu_hours_range": (p.get("ranges") or {}).get("gpu_hours"), "request_coverage": p.get("request_coverage")}
 
 
 def _round(x: float) -> float:
