@@ -189,12 +189,13 @@ def render(rs: list[Result] | None = None) -> str:
         "every row of the project's reference data (`reference/inference.json`) and the rows marked *added* in "
         "`tests/data/validation_inference.yaml` (the same TensorRT-LLM table's Llama-3.3-70B and Llama-3.1-405B "
         "rows left out of the reference data, TensorRT-LLM v0.5's other Llama-2 first-token rows and its GPT-J 6B "
-        "and Falcon-180B rows, and one vLLM measurement). "
+        "and Falcon-180B rows, one vLLM measurement on an A100, and AMD's vLLM throughput table of Llama 3.1 70B and 405B "
+        "on eight MI300X GPUs). "
         + ("Each row is an ordinary workload file (`benchmarks/validation/inference/`) planned with `proposalkit "
            "plan FILE --format json`; the figure is read from the plan's `inference` block. " if through_cli() else
            "Each row is computed through `proposalkit.estimate.inference`. ")
         + "Offline rows are batch jobs with the request count the benchmark used; fixed-batch rows a batch of that "
-        "size; first-token rows one prompt (its TTFT); the vLLM row one request (1 / its TPOT). All count output "
+        "size; first-token rows one prompt (its TTFT); the vLLM decode row one request (1 / its TPOT). All count output "
         "tokens (trtllm-bench, MLPerf and vLLM's benchmark do).",
         "",
         "### Calibration",
@@ -220,7 +221,7 @@ def render(rs: list[Result] | None = None) -> str:
         "model, hidden in a pass of "
         "thousands of packed tokens, most of a lone 128-token prompt's first-token latency. Held out: "
         "every H200 row, the fixed-batch A100 rows, the v0.5 table's other Llama-2 first-token rows and the vLLM "
-        "row. The FP8 checkpoints "
+        "rows. The FP8 checkpoints "
         "of the overview are run with an fp8 KV cache (with a 16-bit cache no bandwidth fraction up to 1 fits the "
         "long-output rows); its `kv_cache_free_gpu_mem_fraction` is the 0.90 default (the overview sometimes used "
         "0.95). Prefill and decode are summed: a model in which prompt tokens ride free in memory-bound decode "

@@ -115,3 +115,19 @@ def test_the_report_says_the_all_reduces_cross_nodes(tmp_path, capsys):
     text = (out / "report.md").read_text()
     assert "all-reduce across 2 nodes at 25 GB/s per GPU (4 GPUs per node)" in text
     assert "spans 2 of the 4-GPU nodes of ncsa-delta-a100" in text
+
+
+INFINITY_FABRIC_MI300X = 448e9   # AMD CDNA 3 white paper, Table 2: MI300X P2P ring 896 GB/s (8 GPUs), both ways
+
+
+def test_mi300x_all_reduces_cross_infinity_fabric_not_pcie(tmp_path, capsys):
+    """Issue 22, item 5: MI300X had no link row, so its all-reduces ran at PCIe Gen4's 32 GB/s (628.6 ms for a
+    2,000-token prompt at 8-way tensor parallelism) and its throughput came out 4.5× too slow."""
+    path = write(tmp_path, "mi300x.yaml", """\
+        - {name: b, kind: inference, model: llama-3.1-70b, gpu: mi300x, gpus: 8, tensor_parallel: 8,
+           requests: 10k, input_tokens: 2k, output_tokens: 256}
+        """)
+    inf = plan(path, capsys)["inference"]
+    assert f"{allreduces(2000, INFINITY_FABRIC_MI300X) * 1e3:.1f}" == "49.8"
+    assert f"{allreduces(2000, 32e9) * 1e3:.1f}" == "628.6"
+    assert "+ 49.8 ms all-reduce =" in line(inf, "Prefill")

@@ -26,7 +26,10 @@ validation = _load("validation_inference")
 # Rows beyond ±35%, each with its diagnosis (a new one fails the test). None since each prefill pass pays
 # its layers' launches (engines.TRT_PREFILL_LAYER_SECONDS): the v0.5 first-token rows of Llama-2 that were
 # 38-59% low are within 20%.
-KNOWN_OUTLIERS: set[str] = set()
+# The 405B rows of AMD's MI300X table are beyond: planned 37-57% fast where the 70B rows are within 15% (their
+# diagnosis: the 405B's achieved rate on ROCm is not modelled per GPU).
+KNOWN_OUTLIERS: set[str] = {f"AMD-VLLM090-L31-405B-MI300Xx8-{t}" for t in ("128/2048", "128/4096", "500/2000",
+                                                                            "2048/2048")}
 
 
 @pytest.fixture(scope="module")

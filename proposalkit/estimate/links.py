@@ -12,6 +12,13 @@ INTERCONNECT = {
     "b200": 900e9,          # HGX B200 datasheet: fifth-generation NVLink 1.8 TB/s per GPU
     "v100-32gb": 150e9,     # V100 datasheet, SXM2: NVLink 300 GB/s
     "h100-pcie": 64e9,      # H100 datasheet, PCIe: PCIe Gen5 128 GB/s (without the optional NVLink bridge)
+    # AMD CDNA 3 white paper, Table 2: MI300X "P2P ring peak aggregate I/O bandwidth 896 GB/s (8 GPUs)", over
+    # its 7 x16 Infinity Fabric links to the other 7 GPUs of the UBB node (fully connected: a group of t GPUs
+    # has t − 1 of the 7 links, so fewer than 8 GPUs get that share of this figure).
+    "mi300x": 448e9,
+    # MI250X datasheet: 8 Infinity Fabric links × 100 GB/s peak per card (OAM) of 2 GCDs; the catalog's rows
+    # are per GCD: 800 GB/s ÷ 2 GCDs both ways.
+    "mi250x": 200e9,
 }
 # Any other GPU: PCIe Gen4 x16, 64 GB/s both ways (PCI-SIG PCIe 4.0: 16 GT/s × 16 lanes).
 PCIE4_X16 = 32e9
