@@ -7,6 +7,7 @@ Each section is a module beside this one with a function returning Markdown:
   validation_memory.py     measured peak memory (workload files through `proposalkit plan`)
   validation_speed.py      measured GPU-hours and steady-state throughput
   validation_inference.py  measured inference throughput and latency
+  validation_ranges.py     the plans' ranges left one out (from errors.yaml), and the rows beyond tolerance
 A section module that is not there yet is skipped, so the document is what the tree can compute.
 The output is deterministic: the same tree gives the same bytes.
 """
@@ -29,6 +30,7 @@ SECTIONS = (
     ("validation_memory", "Memory"),
     ("validation_speed", "Speed"),
     ("validation_inference", "Inference"),
+    ("validation_ranges", "Ranges"),
 )
 
 
