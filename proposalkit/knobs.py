@@ -165,7 +165,10 @@ _ROWS = (
          "(estimate/loss.py LOSS_SOURCES)",
          "Training loss on the logits: standard (cross_entropy on fp32-upcast logits, as Hugging Face "
          "transformers and torchtitan), chunked (torchtune CEWithChunkedOutputLoss), fused (fused linear + "
-         "cross-entropy: Liger, Cut Cross-Entropy). Default: standard.", setups=_T),
+         "cross-entropy: Liger, Cut Cross-Entropy), transformers-4.37 (the model's own loss in transformers "
+         "4.37-4.45, whose fp32 logits a loop keeping the model's output holds through the backward: 16 B per "
+         "logit; under the Hugging Face Trainer, which drops the output, it is standard). Default: standard.",
+         setups=_T),
     Knob("optimizer", "str", "adamw",
          "AdamW (Loshchilov & Hutter 2019), the optimizer of the Hugging Face Trainer's default (adamw_torch) "
          "and of torchtune's and torchtitan's recipes",

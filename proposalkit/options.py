@@ -21,8 +21,9 @@ KV_PRECISIONS = tuple(PRECISION_BITS)
 PRECISIONS = tuple(PRECISION_BITS)                 # any workload precision (training or inference)
 
 # How the cross-entropy is computed (estimate/loss.py): PyTorch's on fp32 logits, torchtune's
-# chunked loss, a fused linear + cross-entropy (Liger Kernel).
-LOSSES = ("standard", "chunked", "fused")
+# chunked loss, a fused linear + cross-entropy (Liger Kernel), transformers 4.37-4.45's own loss
+# in a loop that keeps the model's output through the backward.
+LOSSES = ("standard", "chunked", "fused", "transformers-4.37")
 DEFAULT_LOSS = "standard"
 
 # Inference attention kernels: flash (FlashAttention), sdpa (PyTorch scaled_dot_product_attention,

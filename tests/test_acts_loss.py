@@ -35,6 +35,7 @@ workloads:
   - {name: standard, loss: standard}
   - {name: chunked, loss: chunked}
   - {name: fused, loss: fused}
+  - {name: held, loss: transformers-4.37}
 """
 
 
@@ -53,6 +54,18 @@ def test_standard_cross_entropy_on_fp32_upcast_logits_keeps_12_bytes_per_logit(p
     assert got["standard"][0] == got["unset"][0] == expected
     assert got["unset"][1]["settings"]["loss"] == "standard"
     assert [r["values"]["loss"] for r in records(got["unset"][1], "loss-default")] == ["standard"]
+
+
+def test_transformers_4_37_loss_held_through_the_backward_keeps_16_bytes_per_logit(plan_workloads):
+    # transformers 4.37-4.45 LlamaForCausalLM.forward: logits.float() (the bf16 projection output freed),
+    # a contiguous fp32 copy of the shifted logits, CrossEntropyLoss; the loop keeps the model's output,
+    # whose fp32 logits stay through the backward. Forward: 4 + 4 + 4 = 12 B; backward: the saved
+    # log-softmax, its gradient and the input gradient (12) + the held fp32 logits (4) = 16 B per logit,
+    # 4 B more than standard's peak.
+    got = _activations(plan_workloads)
+    assert got["held"][0] - got["standard"][0] == 4 * TOKENS * VOCAB
+    (loss,) = records(got["held"][1], "loss")
+    assert (loss["values"]["forward_bytes_per_logit"], loss["values"]["backward_bytes_per_logit"]) == (12, 16)
 
 
 def test_chunked_loss_upcasts_one_chunk_of_eight_at_a_time(plan_workloads):
@@ -76,7 +89,7 @@ def test_fused_linear_cross_entropy_never_materialises_the_logits(plan_workloads
 
 
 @pytest.mark.parametrize("line, message", [
-    ("loss: chunky", "loss: unknown loss (got 'chunky', expected standard, chunked or fused; did you mean 'chunked'?)"),
+    ("loss: chunky", "loss: unknown loss (got 'chunky', expected standard, chunked, fused or transformers-4.37; did you mean 'chunked'?)"),
     ("loss: standard", "workloads[0].loss: not used by inference"),
 ])
 def test_loss_input_errors(tmp_path, capsys, line, message):

@@ -2,7 +2,7 @@
 
 The loss is the one moment a training step holds a tensor of s·b·v values
 (v the vocabulary, 128,256 for Llama 3), so how the framework computes it
-decides gigabytes at 8k-32k tokens. Three ways, each read from the code that
+decides gigabytes at 8k-32k tokens. Four ways, each read from the code that
 runs it:
 
 - standard: PyTorch's cross_entropy on logits upcast to fp32, as Hugging Face
@@ -23,6 +23,24 @@ runs it:
   The peak is the larger, 12 B per logit (fp32 training: 4 + 4 = 8 forward,
   12 backward). Both phases come when every layer's saved activations are
   live (end of forward, start of backward), so they add to them.
+- transformers-4.37: the loss LlamaForCausalLM.forward computed itself in Hugging Face transformers
+  4.37 to 4.45 (transformers 4.37.0, 4.40.2, 4.44.2 and 4.45.2 on PyPI,
+  src/transformers/models/llama/modeling_llama.py LlamaForCausalLM.forward; Mistral's and the other
+  Llama-derived models' forward the same: modeling_mistral.py in 4.40.2), in a training loop that keeps the model's output until
+  its backward (``output = model(...); output.loss.backward()``, as Answer.AI's fsdp_qlora train.py
+  @ 8a89266 does). The model upcasts the logits it returns, ``logits = logits.float()`` (the 16-bit
+  projection output is freed on the rebinding: nothing saved it), and copies the shifted logits,
+  ``shift_logits = logits[..., :-1, :].contiguous()``, before ``CrossEntropyLoss``; 4.46 moved the
+  loss to loss_utils and returns 16-bit logits, and today's pads the labels instead of copying.
+    forward, as log_softmax writes its output: the returned fp32 logits (4) + the shifted fp32 copy
+      (4; a view, no copy, at micro-batch 1, where dropping the last row of one sequence leaves the
+      slice contiguous) + the log-softmax output (4) = 12 B;
+    backward: standard's 12 B + the returned fp32 logits, which the loop's output still holds (4)
+      = 16 B: one fp32 copy of the logits more than today's loss held the same way (12 + e).
+  Measured on CPU (benchmarks/transformers_loss.py): 11.94 and 15.92 B per logit at micro-batch 2.
+  The Hugging Face Trainer drops the model's output before the backward (trainer.py compute_loss
+  returns the loss alone), so its peak under 4.37-4.45 is standard's 12 B: a Trainer run is
+  `standard` whatever its version.
 - chunked: torchtune's CEWithChunkedOutputLoss (pytorch/torchtune @ ce5433b0
   torchtune/modules/loss/ce_chunked_output_loss.py, num_output_chunks = 8):
   the output projection writes 16-bit logits in n chunks, and each chunk is
@@ -91,9 +109,15 @@ LOSS_SOURCES = {
                 "@ d0fed636) and torchtitan compute it",
     "chunked": f"torchtune CEWithChunkedOutputLoss, {CHUNKED_LOSS_CHUNKS} chunks upcast one at a time (@ ce5433b0)",
     "fused": "fused linear + cross-entropy (Liger Kernel @ e11c2d6c): logits never materialised",
+    "transformers-4.37": "Hugging Face transformers 4.37-4.45 LlamaForCausalLM.forward's own loss (modeling_llama.py: "
+                         "logits.float(), a contiguous copy of the shifted logits, CrossEntropyLoss), the fp32 "
+                         "logits it returns held through the backward by a loop that keeps the output",
 }
 # The works the references list that each loss's account names (catalog/references.py ids).
-LOSS_REFERENCES = {"standard": ("torchtitan-sac",), "chunked": ("torchtune-readme",), "fused": ()}
+LOSS_REFERENCES = {"standard": ("torchtitan-sac",), "chunked": ("torchtune-readme",), "fused": (),
+                   "transformers-4.37": ()}
+# transformers-4.37: the returned fp32 logits held by the training loop's output through the backward.
+HELD_FP32_LOGITS = {"transformers-4.37": FP32_BYTES}
 
 
 def loss_bytes_per_logit(loss: str, e: int, compiled: bool = False) -> tuple[Fraction | int, Fraction | int]:
@@ -102,6 +126,10 @@ def loss_bytes_per_logit(loss: str, e: int, compiled: bool = False) -> tuple[Fra
     upcast = FP32_BYTES if e < FP32_BYTES else 0          # .float() on fp32 logits returns them, no copy
     if loss == "standard":
         return e + upcast + FP32_BYTES, 3 * FP32_BYTES
+    if loss == "transformers-4.37":
+        # fp32 logits (the 16-bit ones freed, or the fp32 projection itself) + the shifted copy + log-softmax;
+        # backward: standard's three fp32 buffers + the held fp32 logits.
+        return 3 * FP32_BYTES, 3 * FP32_BYTES + HELD_FP32_LOGITS[loss]
     if loss == "chunked" and compiled:
         return e, e + exact(e + FP32_BYTES, CHUNKED_LOSS_CHUNKS)
     if loss == "chunked":

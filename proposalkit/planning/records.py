@@ -75,7 +75,7 @@ class Settings:
     expert_parallel: int = default("expert_parallel")
     """GPUs a mixture of experts' routed experts are split over."""
     loss: str = default("loss")
-    """Training loss computation: standard, chunked or fused (estimate/loss.py)."""
+    """Training loss computation: standard, chunked, fused or transformers-4.37 (estimate/loss.py)."""
     mixed_precision: bool = default("mixed_precision")
     """Training keeps fp32 master weights (False: pure 16-bit training)."""
     optimizer_in_backward: bool = default("optimizer_in_backward")
