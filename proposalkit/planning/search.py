@@ -17,6 +17,7 @@ from ..estimate.flops import (
     QLORA_SPEED_SOURCE,
     flops_throughput, recompute_mfu, runtime_hours, scale_pilot, training_flops_per_token,
 )
+from ..estimate.breakdown import gpus_overhead
 from ..estimate.inference import default_kv_precision
 from ..estimate.memory import (
     DEFAULT_OVERHEAD, InferenceSetup, MemoryBreakdown, TrainingSetup, inference_memory, training_memory,
@@ -65,7 +66,7 @@ def memory_of(model: ModelSpec, w, s: Settings, count: int, zero_stage: int | No
                  autocast_fp32_params=s.autocast_fp32_params and method == "full" and s.mixed_precision)
     setup = TrainingSetup(method=method, data_parallel=count // model_parallel, flag_sources=s.flag_sources,
                           **knobs)
-    return training_memory(model, setup, DEFAULT_OVERHEAD)
+    return training_memory(model, setup, gpus_overhead(count))
 
 
 def _impl_at(impl: str, zero_stage: int | None) -> str:

@@ -98,7 +98,9 @@ def _nodes(n: Note) -> str:
 WORDS: dict[str, Callable[[Note], str]] = {
     "overhead": lambda n: (
         f"overhead: CUDA context and library workspaces {n['cuda_context_bytes'] / GiB:.2f} GiB "
-        f"+ {n['allocator_reserve']:.0%} caching-allocator reserve on the allocated bytes"),
+        f"+ {n['allocator_reserve']:.0%} caching-allocator reserve on the allocated bytes"
+        + (" (more than one GPU: NCCL's collective buffers held by recordStream; GMLake's average over ZeRO, LoRA "
+           "and recomputation setups)" if n.get("regime") == "more than one GPU" else "")),
     "weights-int4-groups": lambda n: (
         f"int4 weights: {n['bits']} bits + fp16 scale and zero per group of {n['group_size']} = "
         f"{n['bits_per_param']:g} bits/param (GPTQ/AWQ default group size)"),
