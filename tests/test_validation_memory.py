@@ -60,16 +60,18 @@ def test_files_and_index_rows_match(index):
 def test_each_file_names_its_source_and_quote(index):
     for row in index["rows"]:
         path = vm.row_file(row)
-        if row.get("file"):     # a run this project measured: its header says so; the figure is the device's output
+        if row.get("file") and row["source"].startswith("measured by this project"):
+            # a run this project measured: its header says so; the figure is the device's output
             head = path.read_text(encoding="utf-8").split("\nworkloads:", 1)[0]
             assert head.startswith(f"# {path.stem}:") and "# Measured by this project" in head, row["id"]
             assert row["source"].startswith("measured by this project: benchmarks/validation/measured/results/")
             continue
         if path.exists():
             head = path.read_text(encoding="utf-8").split("\nworkloads:", 1)[0]
-            assert f"# {row['id']}:" in head and "# Source:" in head and "# Quote:" in head, path.name
-            # the header says a row is left out exactly when the index does
-            assert ("# Left out of the summary: needs " in head) == (row["group"] == "left-out"), path.name
+            # a published row may share another's file (`file:`, a second statistic of the same run)
+            assert f"# {path.stem}:" in head and "# Source:" in head and "# Quote:" in head, path.name
+            if path.stem == row["id"]:  # the header says a row is left out exactly when the index does
+                assert ("# Left out of the summary: needs " in head) == (row["group"] == "left-out"), path.name
 
 
 def test_like_is_compared_with_like(results):
@@ -96,9 +98,9 @@ def test_component_checks_are_exact_to_two_percent(results):
 
 # Measured when the table was written (regression pins, rounded against the direction of a regression):
 # a change that moves the plans away from the measurements fails here; an improvement tightens them.
-MEDIAN_MAX_PCT = 7.2
-WITHIN_15_MIN = 20
-WORST_UNDER_MIN_PCT = -10.9
+MEDIAN_MAX_PCT = 5.0
+WITHIN_15_MIN = 56
+WORST_UNDER_MIN_PCT = -10.0     # issue 22: no expressible row under-estimated by more than 10%
 
 
 def test_agreement_is_pinned(results):
