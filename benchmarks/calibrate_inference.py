@@ -15,7 +15,10 @@ and a lone short prompt shows, is fitted on the rows marked `fits: launch`: the 
 first-token rows of GPT-J 6B and Falcon-180B (128 and 2,048 tokens on H100, L40S and A100 GPUs),
 models outside the catalog planned from their config.json. Each group fits its own parameters with the
 other group's held, alternately, until neither moves. Held out: every H200 row, the v0.5 table's other
-Llama-2 first-token rows, the fixed-batch A100 rows, the vLLM row (MLPerf rows are not computable).
+Llama-2 first-token rows, the fixed-batch A100 rows, the vLLM rows (MLPerf rows are not computable).
+vLLM's V0 engine's cost per decode step is fitted apart (fit_decode_step) on the rows marked `fits: decode-step`,
+vLLM's CI latency of Llama 3.1 8B at batch 8 on A100, H100 and H200, the fractions held; the 70B rows of the same
+builds are held out.
 Objective: the sum over a group's rows of squared log(estimate / published), minimised by coordinate
 descent on a grid (0.01 for fractions, 1 µs for the all-reduce latency and the launch cost), all of a
 group's parameters at once (never one row at a time).
@@ -53,8 +56,24 @@ def calibration_rows() -> list[dict]:
 
 
 def groups(rows: list[dict]) -> tuple[list[dict], list[dict]]:
-    """(rows that fit the fractions, rows that fit the launch cost: `fits: launch`)."""
-    return [r for r in rows if r.get("fits") != "launch"], [r for r in rows if r.get("fits") == "launch"]
+    """(rows that fit the fractions, rows that fit the launch cost: `fits: launch`). Rows that fit vLLM's V0
+    cost per decode step (`fits: decode-step`) are neither: fit_decode_step takes them."""
+    return ([r for r in rows if r.get("fits") not in ("launch", "decode-step")],
+            [r for r in rows if r.get("fits") == "launch"])
+
+
+def fit_decode_step(rows: list[dict] | None = None) -> float:
+    """vLLM's V0 cost per decode step (engines.VLLM_V0_DECODE_STEP_SECONDS), on the rows marked `fits: decode-step`
+    (vLLM's CI latency of Llama 3.1 8B at batch 8), TensorRT-LLM's fractions held: the same objective, a 10 µs grid
+    from 0 to 5 ms, then 1 µs about its best."""
+    rows = [r for r in (calibration_rows() if rows is None else rows) if r.get("fits") == "decode-step"]
+
+    def objective(seconds: float) -> float:
+        e = dataclasses.replace(engines.VLLM, decode_step_seconds=seconds)
+        return sum(math.log(predict(r, e) / r["value"]) ** 2 for r in rows)
+
+    coarse = min((round(i * 10e-6, 8) for i in range(501)), key=objective)
+    return min((round(coarse + i * 1e-6, 8) for i in range(-10, 11) if coarse + i * 1e-6 >= 0), key=objective)
 
 
 def loss(engine: engines.Engine, rows: list[dict]) -> float:
@@ -99,6 +118,8 @@ def main() -> int:
     fitted = fit()
     for name in PARAMETERS:
         print(f"{name:24s} fitted {getattr(fitted, name):.6g}   in engines.py {getattr(engines.TRT_LLM, name):.6g}")
+    print(f"{'vLLM V0 decode step':24s} fitted {fit_decode_step():.6g}   in engines.py "
+          f"{engines.VLLM_V0_DECODE_STEP_SECONDS:.6g}")
     return 0
 
 

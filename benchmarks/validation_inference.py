@@ -93,8 +93,10 @@ def predict(row: dict, engine: engines.Engine | None = None) -> float:
     model = model_of(row)
     gpu = catalog_gpus()[row["gpu"]]
     tp = row["tensor_parallel"]
-    rep = replica(model, gpu, tensor_parallel=tp, precision=row["precision"],
-                  engine=engine or row["engine"], kv_precision=row.get("kv_precision"))
+    if engine is None:      # the row's engine as its release runs (engine_version: vLLM's V0 engine's cost per step)
+        engine = engines.engine_at_version(engines.engine(row["engine"]), row.get("engine_version"))[0]
+    rep = replica(model, gpu, tensor_parallel=tp, precision=row["precision"], engine=engine,
+                  kv_precision=row.get("kv_precision"))
     if row["metric"] == "ttft_ms":
         return prefill(rep, row["input_tokens"], batch=row.get("batch", 1)).seconds * 1e3
     if row["metric"] == "decode_tokens_per_second":     # output tokens/s of `batch` sequences mid-generation
@@ -228,7 +230,11 @@ def render(rs: list[Result] | None = None) -> str:
         "steps fitted the calibration rows worse. vLLM and SGLang take TensorRT-LLM's fractions (their memory "
         "rules and batch limits are their own; the vLLM row checks that at batch 1, and LMSYS measured SGLang's "
         "offline throughput on par with TensorRT-LLM's); Hugging Face transformers' speed is refused (no "
-        "published measurement with stated settings).",
+        "published measurement with stated settings). A workload naming a vLLM release before 0.8.0 "
+        "(`engine_version`) runs vLLM's V0 engine, whose CPU work between decode steps is not overlapped with the "
+        f"GPU: each decode step costs {engines.VLLM_V0_DECODE_STEP_SECONDS * 1e3:g} ms more, fitted (the fractions "
+        "held) on vLLM's CI latency of Llama 3.1 8B at batch 8 on A100, H100 and H200; the 70B rows of the same "
+        "builds are held out.",
         "",
         f"Median |error|: **{median_abs(done):.1%}** over all {len(done)} rows computed, {median_abs(held):.1%} "
         f"over the {len(held)} held-out rows, {median_abs(fit):.1%} over the {len(fit)} calibration rows "

@@ -37,6 +37,8 @@ def workload(row: dict) -> dict:
          "framework": row["engine"], "precision": row["precision"],
          "requests": requests, "input_tokens": row["input_tokens"], "output_tokens": row["output_tokens"],
          "gpu": row["gpu"], "gpus": row["gpus"], "tensor_parallel": row["tensor_parallel"]}
+    if row.get("engine_version"):
+        w["engine_version"] = row["engine_version"]
     if row.get("batch") and row["metric"] != "decode_tokens_per_second":
         w["batch"] = row["batch"]
     return w

@@ -256,6 +256,13 @@ _ROWS = (
     Knob("batch", "int", 1, "one sequence; a batch job's and a service by load's batch is what the engine runs",
          "Inference: sequences at once. A service kept up hours: the sequences of context tokens held; a batch "
          "job or a service by load: a cap per replica.", INFERENCE, setups=_I),
+    Knob("engine_version", "str", None,
+         "none: the engine's current release (vLLM: its V1 engine, at the calibrated fractions)",
+         "Inference: the engine's release, e.g. '0.6.3' (in quotes), or v0 / v1 for vLLM's engine generations. "
+         "vLLM before 0.8.0 runs its V0 engine, whose CPU work between decode steps is not overlapped with the GPU: "
+         "each decode step costs more, by a constant fitted on vLLM's CI latencies (catalog/engines.py "
+         "VLLM_V0_DECODE_STEP_SECONDS). Other engines' releases plan the same (no measured difference is modelled).",
+         INFERENCE, settings=False),
     Knob("ttft_percentile", "float", _TTFT_PERCENTILE,
          "the tail a user of the service waits at worst in 100 requests (vLLM's serving benchmark, "
          "benchmarks/benchmark_serving.py, prints mean, median and P99 TTFT); an average would let 1 request in 2 "

@@ -83,6 +83,7 @@ def test_constants_are_the_fit():
     fitted = calibrate.fit()
     for name in calibrate.PARAMETERS:
         assert getattr(fitted, name) == pytest.approx(getattr(engines.TRT_LLM, name)), name
+    assert calibrate.fit_decode_step() == pytest.approx(engines.VLLM_V0_DECODE_STEP_SECONDS)
 
 
 def test_every_computable_row_has_its_workload_file(results):

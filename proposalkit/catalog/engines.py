@@ -11,7 +11,7 @@ fractions from a stated relation to a calibrated engine, or is refused.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 ENGINES = ("vllm", "sglang", "trt-llm", "hf")
 
@@ -85,6 +85,11 @@ class Engine:
     # forward takes logits_to_keep (Hugging Face generate(), estimate/prompt_logits.py); False: chunked prefill
     # and logits at the sampled positions only (the serving engines).
     whole_prompt_prefill: bool = False
+    # Seconds every decode step costs beside its roofline: the CPU's work between steps (gathering the last
+    # step's tokens, scheduling, preparing the next step's inputs, sampling) where the engine does not overlap it
+    # with the GPU's (engine_at_version: vLLM's V0 engine). 0: overlapped, or within the calibrated fractions.
+    decode_step_seconds: float = 0.0
+    release: str = ""                    # the release or generation the workload named (engine_version)
 
 
 # The engines' memory fractions and batch limits, each written once (the rows' source texts quote them).
@@ -212,6 +217,51 @@ HF = Engine(
 )
 
 _BY_ID = {e.id: e for e in (VLLM, SGLANG, TRT_LLM, HF)}
+
+# vLLM's V0 engine runs each step's CPU work (gathering the last step's output, scheduling, preparing inputs,
+# sampling) between GPU steps: the vLLM team's profile of Llama 3 8B on one H100 found the GPU busy 38% of the
+# time, the API server 33% and scheduling 29% ("vLLM v0.6.0: 2.7x Throughput Improvement and 5x Latency
+# Reduction", blog.vllm.ai 2024-09-05). The V1 engine moves the API server and detokenization to other
+# processes and cuts the CPU work of scheduling and input preparation ("vLLM V1: A Major Upgrade to vLLM's Core
+# Architecture", blog.vllm.ai 2025-01-27); it is the default from vLLM 0.8.0 (its release notes), and a V1
+# release is planned at the calibrated fractions alone (vLLM 0.23 at batch 1 on an A100 is within 8%,
+# docs/validation.md). Seconds per decode step of V0 beside the
+# roofline, fitted on vLLM's CI latency of Llama 3.1 8B at batch 8 on A100, H100 and H200 (benchmarks/
+# calibrate_inference.py, rows fits: decode-step; the 70B rows of the same builds are held out).
+VLLM_V0_DECODE_STEP_SECONDS = 1.434e-3
+VLLM_V1_RELEASE = (0, 8, 0)
+ENGINE_GENERATIONS = ("v0", "v1")      # vLLM's engine generations, accepted as engine_version beside releases
+
+
+def release_tuple(version: str) -> tuple[int, ...] | None:
+    """(major, minor[, patch]) of a release such as 0.6.3; None for a generation name (v0, v1)."""
+    return None if version in ENGINE_GENERATIONS else tuple(int(part) for part in version.split("."))
+
+
+def engine_at_version(e: Engine, version: str | None) -> tuple[Engine, str]:
+    """The engine as a release (or, for vLLM, an engine generation) runs, and why, in words for the plan.
+
+    vLLM before 0.8.0 (or v0) runs its V0 engine: each decode step pays VLLM_V0_DECODE_STEP_SECONDS; from 0.8.0
+    (v1, or no version: today's release) the V1 engine's overlapped scheduling, at the calibrated fractions. No
+    other engine's releases are modelled apart: measured differences between them were not found."""
+    if version is None:
+        return e, ""
+    if e.id != "vllm":
+        if version in ENGINE_GENERATIONS:
+            raise ValueError(f"engine_version {version!r}: the engine generations v0 and v1 are vLLM's; give "
+                             f"{e.name}'s release number")
+        return replace(e, release=version), (f"{e.name} {version}: no measured difference between {e.name}'s "
+                                             "releases is modelled; its calibrated speed is used")
+    release = release_tuple(version)
+    v0 = version == "v0" or (release is not None and release < VLLM_V1_RELEASE)
+    if not v0:
+        return replace(e, release=version), (f"vLLM {version}: the V1 engine (default from 0.8.0), whose CPU work "
+                                             "between steps is off the GPU's path: no cost per step beside the "
+                                             "roofline")
+    return (replace(e, release=version, decode_step_seconds=VLLM_V0_DECODE_STEP_SECONDS),
+            f"vLLM {version}: the V0 engine (before 0.8.0), whose CPU work between decode steps is not overlapped "
+            f"with the GPU: {VLLM_V0_DECODE_STEP_SECONDS * 1e3:g} ms per decode step, fitted on vLLM's CI latency "
+            "of Llama 3.1 8B at batch 8 (A100, H100, H200)")
 
 # SGLang's reserve outside mem_fraction_static, GiB, by the GPU's memory (MiB below the bound):
 # a + p × b GiB for p = tensor × pipeline parallel GPUs (server_args.py, comments there: T4/4080;

@@ -206,7 +206,8 @@ class Step:
     flops: float                    # per GPU
     linear_seconds: float
     attention_seconds: float
-    seconds: float                  # linear + attention + the tensor-parallel all-reduces
+    seconds: float                  # linear + attention + the tensor-parallel all-reduces + the engine's fixed
+                                    # cost per step (Engine.decode_step_seconds)
     bound: str                      # "memory" or "compute": what limits the linear layers
     weights_bytes_read: int = 0     # per GPU: the weights (an MoE's untouched experts left out)
     kv_bytes_read: int = 0          # per GPU: every sequence's KV cache
@@ -397,7 +398,7 @@ def decode_steps(rep: Replica, context: int):
         attention = max(kv_bytes / bandwidth, attention_flops / flops)
         return Step(batch=batch, context=context, bytes_read=weights + kv_bytes,
                     flops=linear_flops + attention_flops, linear_seconds=linear, attention_seconds=attention,
-                    seconds=linear + attention + rep.allreduce_seconds(batch),
+                    seconds=linear + attention + rep.allreduce_seconds(batch) + rep.engine.decode_step_seconds,
                     bound="memory" if linear_memory >= linear_compute else "compute",
                     weights_bytes_read=weights, kv_bytes_read=kv_bytes)
     return at

@@ -12,6 +12,7 @@ Targets that no GPU can meet need the estimate and are checked by the planner (p
 
 from __future__ import annotations
 
+from ..catalog.engines import ENGINE_GENERATIONS
 from ..catalog.shapes import ModelSpec
 from ..bounds import BOUNDS
 
@@ -75,6 +76,11 @@ def inference_problems(w, model: ModelSpec | None) -> list[tuple[tuple, str]]:
             out.append((("tokens",), "batch inference by tokens needs a measured rate or the requests (expected "
                                      f"{BATCH_EXAMPLE} for an estimate, or throughput: {{tokens_per_second, gpu, "
                                      "gpus} from a pilot run)"))
+    version = getattr(w, "engine_version", None)
+    framework = getattr(w, "framework", None)
+    if version in ENGINE_GENERATIONS and framework not in (None, "vllm"):
+        out.append((("engine_version",), f"the engine generations v0 and v1 are vLLM's (got {version} with "
+                                         f"framework {framework}; expected that engine's release, e.g. '1.0.0')"))
     out += _lengths(w, model)
     return out
 

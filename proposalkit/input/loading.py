@@ -195,7 +195,7 @@ def _check(workload: Workload, model: ModelSpec | None, index: int, source: Sour
         if workload.hours is not None:
             add(("hours",), "only for an inference service (the training runtime is computed from the tokens)")
         for name in ("requests", "input_tokens", "output_tokens", "request_rate", "ttft_ms", "tpot_ms",
-                     "ttft_percentile"):
+                     "ttft_percentile", "engine_version"):
             if getattr(workload, name) is not None:
                 add((name,), f"only for inference (got {name} on {workload.kind}; expected it only on kind: "
                              "inference)")

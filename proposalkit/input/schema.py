@@ -22,7 +22,7 @@ from .values import (
     Batch, Bool, Buffer, Checkpointing, CheckpointsRetained, Concurrency, ContextParallel, CountOrZero, Coverage, Dimension,
     Dropout, ExpertParallel, GpuCount, GradientAccumulation, LoraRank, Mfu, MicroBatch, Name, Params, PipelineParallel,
     PositiveFloat, PricePerHour, PromptTokens, Prose, RequestRate, Requests, Samples, Sequence, ServiceHours, TensorParallel, Text,
-    Tokens, TokensPerSecond, TpotMs, TtftMs, TtftPercentile, Variants, ZeroStage, model_reference,
+    Tokens, TokensPerSecond, TpotMs, TtftMs, TtftPercentile, Variants, EngineVersion, ZeroStage, model_reference,
 )
 
 KINDS = ("finetune", "pretrain", "inference")
@@ -259,6 +259,7 @@ class WorkloadFields(_Strict):
     ttft_ms: TtftMs | None = Field(None, description="Inference service: time to first token target, milliseconds.")
     tpot_ms: TpotMs | None = Field(None, description="Inference service: time per output token target, milliseconds.")
     ttft_percentile: TtftPercentile | None = _knob("ttft_percentile")
+    engine_version: EngineVersion | None = _knob("engine_version")
     resource: Text | None = Field(None, description="Target resource for this workload (overrides proposal.resource).")
     price_per_hour: PricePerHour | None = _knob("price_per_hour")
     concurrency: Concurrency | None = _knob("concurrency")

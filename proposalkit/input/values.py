@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import re
 from typing import Annotated, Literal, Union
 
 from pydantic import BeforeValidator, WithJsonSchema
@@ -17,6 +18,7 @@ from pydantic_core import PydanticCustomError
 
 from ..units import parse_count
 from ..bounds import BOUNDS
+from ..catalog.engines import ENGINE_GENERATIONS
 from .text_rules import (NAME_CHARACTERS, NAME_WHY, PROSE_CHARACTERS, PROSE_WHY, TEXT_CHARACTERS,
                          TEXT_WHY, text_problem)
 
@@ -247,6 +249,24 @@ Prose = _checked_text(PROSE_CHARACTERS, PROSE_WHY)       # title, PI, institutio
 
 
 # Fields whose values have a rule of their own.
+_RELEASE = re.compile(r"\d+\.\d+(\.\d+)?")
+_RELEASE_EXPECTED = "a release such as '0.6.3' or '0.10.1' (in quotes), or v0 / v1 for vLLM's engine generations"
+
+
+def _engine_version(value: object) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        # YAML reads 0.10 as the number 0.1: a release must be text.
+        raise _fail("a number, not a release (YAML reads 0.10 as 0.1)", value, _RELEASE_EXPECTED)
+    text = _text(value).strip()
+    if text.lower() in ENGINE_GENERATIONS:
+        return text.lower()
+    if not _RELEASE.fullmatch(text.lstrip("vV")):
+        raise _fail("not a release", value, _RELEASE_EXPECTED)
+    return text.lstrip("vV")
+
+
+EngineVersion = Annotated[str, BeforeValidator(_engine_version), WithJsonSchema(
+    {"anyOf": [{"type": "string", "pattern": r"^v?\d+\.\d+(\.\d+)?$"}, {"enum": list(ENGINE_GENERATIONS)}]})]
 CountOrZero = Annotated[int, BeforeValidator(_count_or_zero), WithJsonSchema({"type": "integer", "minimum": 0})]
 Dropout = Annotated[bool, BeforeValidator(_dropout), WithJsonSchema(
     {"anyOf": [{"type": "boolean"}, {"type": "number", "minimum": 0, "exclusiveMaximum": 1}]})]

@@ -102,7 +102,8 @@ def step_line(rep: Replica, step, label: str) -> tuple[str, str]:
             return f"{name} {ms_text(memory)}, but their FLOPs take {ms_text(seconds)} (compute-bound)"
         return f"{name} {ms_text(seconds)}"
 
-    comm = step.seconds - step.linear_seconds - step.attention_seconds
+    fixed = rep.engine.decode_step_seconds
+    comm = step.seconds - step.linear_seconds - step.attention_seconds - fixed
     text = (f"batch {step.batch:,} at {step.context:,} tokens reads {weights_text} + "
             f"{kv_text} = {kv / GB:,.2f} GB KV per GPU; "
             f"at {rep.gpu.memory_bandwidth / 1e12:,.3g} TB/s × {rep.engine.bandwidth_fraction:g} = "
@@ -110,6 +111,8 @@ def step_line(rep: Replica, step, label: str) -> tuple[str, str]:
             f"{part('KV', kv, step.attention_seconds)}"
             + (f" + all-reduce {ms_text(comm)}" if rep.tensor_parallel > 1 else "")
             + (" (across nodes)" if rep.nodes > 1 else "")
+            + (f" + {ms_text(fixed)} the engine's own per step ({rep.engine.name} {rep.engine.release})"
+               if fixed else "")
             + f" = {ms_text(step.seconds)} per step")
     return label, text
 

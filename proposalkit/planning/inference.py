@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import InputError, Problem
 from ..notes import Note, note
-from ..catalog.engines import Engine, engine as engine_named
+from ..catalog.engines import Engine, engine as engine_named, engine_at_version
 from ..estimate.links import INTERCONNECT, NODE_GPUS, PCIE4_X16, network_per_gpu
 from ..estimate.inference import (
     InferenceError, Replica, decode_step, default_kv_precision, mean_context, prefill, replica,
@@ -70,6 +70,10 @@ def engine_of(w, notes: list[Note]) -> Engine:
     e = engine_named(getattr(w, "framework", None))
     if getattr(w, "framework", None) is None:
         notes.append(note("engine-default", e.paper, engine=e.name))
+    e, why = engine_at_version(e, getattr(w, "engine_version", None))
+    if why:
+        notes.append(note("engine-version", e.paper, engine=e.name, version=e.release,
+                          decode_step_seconds=e.decode_step_seconds, why=why))
     notes.append(note("engine-memory", e.paper, engine=e.name, memory_rule=e.memory_source, batch_rule=e.batch_source))
     if e.speed_modelled:
         notes.append(note("engine-speed", e.paper, engine=e.name, bandwidth_fraction=e.bandwidth_fraction,

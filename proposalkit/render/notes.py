@@ -173,6 +173,7 @@ WORDS: dict[str, Callable[[Note], str]] = {
         f"and {n['launch_seconds_per_layer'] * 1e6:g} µs of kernel launches per layer of each prefill pass (fitted "
         f"on TensorRT-LLM v0.5's first-token latencies of GPT-J 6B and Falcon-180B): {n['calibration']}"),
     "engine-speed-not-modelled": lambda n: f"{n['engine']}: speed not modelled: {n['calibration']}",
+    "engine-version": lambda n: f"engine_version {n['version']}: {n['why']}",
     "tp-within-node": lambda n: (
         f"tensor parallel {n['tensor_parallel']} within one of the {_nodes(n)}: its all-reduces go GPU to GPU at "
         f"{n['link_bytes_per_second'] / 1e9:g} GB/s per GPU ({n['link']})"),
