@@ -133,6 +133,8 @@ def inference_tails() -> list[Tail]:
             role = "calibration row (in-sample)" if r.role == "calibrate" else "held-out row"
             what = (f"{row['model']} on {row['gpus']}× {row['gpu']}, {row['engine']} {row['precision']}, "
                     f"{row['input_tokens']}/{row['output_tokens']} tokens, {row['scenario']}; {role}")
+            if row.get("diagnosis", "").startswith("out of scope"):     # named so in the inference section
+                what += f"; {' '.join(row['diagnosis'].split()).split(':')[0]} (the inference section says why)"
             out.append(Tail(r.id, regime.short, f"{faster:.2f}", what))
     return out
 
