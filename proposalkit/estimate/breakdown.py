@@ -39,8 +39,12 @@ CUDA_CONTEXT_BYTES = 1 * GiB
 #   awgu 2024-12-13; FSDP1 bounds it with limit_all_gathers); GMLake (Guo et al.,
 #   ASPLOS 2024) measured PyTorch's allocator wasting on average 15% (up to 33%)
 #   across eight LLM fine-tuning setups with ZeRO, LoRA and recomputation. Not
-#   fitted; Answer.AI's FSDP1 runs (benchmarks/validation, A-AAI-2 and -4 to -10)
-#   measured 11-27% above the planned allocated bytes.
+#   fitted. FSDP1 runs measured more: Answer.AI's (benchmarks/validation, A-AAI-2
+#   and -4 to -10) 11-27% above the planned allocated bytes, and meta-llama/llama-recipes
+#   pull request #41 (awgu, 2023-07-25; Llama-2-7B LoRA, 4 A100s) its peak reserved 26-35%
+#   above its peak active (32.67 / 25.86, 27.36 / 20.20, 19.36 / 15.22 GB); torchtitan's
+#   FSDP2 rows, which avoid recordStream for their all-gathers, are closer at 10% (A-TITAN-2
+#   and -8: +7.0% and -0.1%, at 15% +11.9% and +4.5%). The workload does not say which FSDP.
 # Under FSDP1 CPU parameter offload the pool grows further (A-AAI-11: 73%), which one
 # uncapped row does not fix: not modelled (docs/validation.md says so).
 ALLOCATOR_RESERVE = 0.10

@@ -23,15 +23,19 @@ runs it:
   The peak is the larger, 12 B per logit (fp32 training: 4 + 4 = 8 forward,
   12 backward). Both phases come when every layer's saved activations are
   live (end of forward, start of backward), so they add to them.
-- transformers-4.37: the loss LlamaForCausalLM.forward computed itself in Hugging Face transformers
-  4.37 to 4.45 (transformers 4.37.0, 4.40.2, 4.44.2 and 4.45.2 on PyPI,
+- transformers-4.37: the loss LlamaForCausalLM.forward computed itself in Hugging Face transformers 4.37
+  to 4.45 (transformers 4.37.0, 4.40.2, 4.44.2 and 4.45.2 on PyPI,
   src/transformers/models/llama/modeling_llama.py LlamaForCausalLM.forward; Mistral's and the other
-  Llama-derived models' forward the same: modeling_mistral.py in 4.40.2), in a training loop that keeps the model's output until
-  its backward (``output = model(...); output.loss.backward()``, as Answer.AI's fsdp_qlora train.py
-  @ 8a89266 does). The model upcasts the logits it returns, ``logits = logits.float()`` (the 16-bit
-  projection output is freed on the rebinding: nothing saved it), and copies the shifted logits,
-  ``shift_logits = logits[..., :-1, :].contiguous()``, before ``CrossEntropyLoss``; 4.46 moved the
-  loss to loss_utils and returns 16-bit logits, and today's pads the labels instead of copying.
+  Llama-derived models' forward the same: modeling_mistral.py in 4.40.2), in a training loop that keeps
+  the model's output until its backward (``output = model(...); output.loss.backward()``, as Answer.AI's
+  fsdp_qlora train.py @ 8a89266 does; meta-llama/llama-recipes pull request #41, awgu 2023-07-25,
+  measured what holding it costs: ``loss = model(**batch).loss`` instead of
+  ``outputs = model(**batch); loss = outputs.loss`` lowered the peak active memory of a Llama-2-7B LoRA
+  under FSDP on 4 A100s by 4.98 GB). The model upcasts the logits it returns,
+  ``logits = logits.float()`` (the 16-bit projection output is freed on the rebinding: nothing saved
+  it), and copies the shifted logits, ``shift_logits = logits[..., :-1, :].contiguous()``, before
+  ``CrossEntropyLoss``; 4.46 moved the loss to loss_utils and returns 16-bit logits, and today's pads
+  the labels instead of copying.
     forward, as log_softmax writes its output: the returned fp32 logits (4) + the shifted fp32 copy
       (4; a view, no copy, at micro-batch 1, where dropping the last row of one sequence leaves the
       slice contiguous) + the log-softmax output (4) = 12 B;
