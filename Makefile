@@ -15,8 +15,8 @@ ACCOUNTING := $(wildcard workloads/accounting/*.sacct workloads/accounting/*.csv
 
 .PHONY: report progress test test-latest lock golden docs errors bench clean
 
-# Build build/report.md, build/report.html and build/report.pdf from workloads/*.yaml (the proposal's section B;
-# `make report PROGRESS=1` also builds the progress report below, beside it).
+# Build section B (build/report.md, .html, .pdf) and its supplement (build/supplement.md, .html, .pdf) from
+# workloads/*.yaml (`make report PROGRESS=1` also builds the progress report below, beside it).
 report: build/report.pdf $(if $(PROGRESS),build/progress.pdf)
 
 # After the award: build/progress.{md,html,pdf}, the plan beside the job accounting in workloads/accounting/.

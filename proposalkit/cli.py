@@ -175,7 +175,8 @@ def cmd_diff(args) -> int:
 def cmd_check(args) -> int:
     from .review.check import check
 
-    reasons, ok, warnings = check(args.files, args.max_gpu_hours, review=args.review, pilot_above=args.pilot_above)
+    reasons, ok, warnings = check(args.files, args.max_gpu_hours, review=args.review, pilot_above=args.pilot_above,
+                                    defaults=args.defaults)
     if warnings:
         _print_lines("\n".join(warnings))
     if reasons:
@@ -330,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text", help=formats)
     p.set_defaults(func=cmd_plan)
 
-    p = _command(sub, "report", "write the justification report(s)")
+    p = _command(sub, "report", "write section B (report.*) and its supplement (supplement.*)")
     p.add_argument("files", nargs="+", metavar="FILE", help="workload files (YAML), planned together")
     p.add_argument("-o", "--output", default="build", metavar="DIR", help="output folder (default: build)")
     p.add_argument("--format", default="md,html,pdf", metavar="md,html,pdf",
@@ -358,6 +359,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pilot-above", type=float, default=None, metavar="N",
                    help="with --review: the requested GPU-hours above which a workload needs a pilot "
                         "(default 1,000: half the Start-Up track's cap of about 2,000)")
+    p.add_argument("--defaults", action="store_true",
+                   help="also, as hints, the planner's defaults each workload takes and the field that sets each "
+                        "(the documents state them as assumptions, never as instructions)")
     p.set_defaults(func=cmd_check)
 
     p = _command(sub, "catalog", "list the built-in catalogs with their sources")

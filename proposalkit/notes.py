@@ -24,7 +24,7 @@ class Note:
     values: tuple[tuple[str, Value], ...] = ()
     """Its numbers (base units) and ids, by name, in order; note["name"] reads one."""
     sources: tuple[str, ...] = ()
-    """The ids of the works it cites (catalog/references.py); Appendix B lists them."""
+    """The ids of the works it cites (catalog/references.py); the supplement's S.6 lists them."""
 
     def __getitem__(self, name: str) -> Value:
         for key, value in self.values:

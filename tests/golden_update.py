@@ -11,7 +11,7 @@ from pathlib import Path
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
 WORKLOADS = GOLDEN_DIR / "workloads.yaml"
-OUTPUTS = ("report.md", "report.html")
+OUTPUTS = ("report.md", "report.html", "supplement.md", "supplement.html")
 
 
 def render_golden() -> dict[str, str]:
@@ -19,12 +19,14 @@ def render_golden() -> dict[str, str]:
     from proposalkit.input.loading import load_files
     from proposalkit.planning.planner import plan_files
     from proposalkit.render.context import report_context
-    from proposalkit.render.report import render_html, render_markdown
+    from proposalkit.render.report import (render_html, render_markdown, render_supplement_html,
+                                           render_supplement_markdown)
 
     # The path as the planner sees it must not leak into the output; pass it relative anyway.
     plan = plan_files(load_files([str(WORKLOADS)]))
     context = report_context(plan)
-    return {"report.md": render_markdown(context), "report.html": render_html(context)}
+    return {"report.md": render_markdown(context), "report.html": render_html(context),
+            "supplement.md": render_supplement_markdown(context), "supplement.html": render_supplement_html(context)}
 
 
 def main() -> int:

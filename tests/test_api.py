@@ -176,12 +176,13 @@ def test_library_calls_print_nothing(tmp_path, capfd):
     proposalkit.plan(data=yaml.safe_load(text), base_dir=EXAMPLE.parent)
     for render in (proposalkit.plan_text, proposalkit.plan_json, proposalkit.plan_markdown, proposalkit.plan_dict):
         render(plan)
-    # Four workloads and an inference file run the body past two pages: a warning, returned.
+    # Four workloads and an inference file run section B past its 1.5 pages: a warning, returned.
     both = proposalkit.plan([EXAMPLE, INFERENCE])
     formats = ["md", "html", "pdf"] if weasyprint_available() else ["md", "html"]
     written = proposalkit.write_reports(both, tmp_path / "report", formats)
-    assert [Path(p).name for p in written.paths][-len(formats):] == [f"report.{f}" for f in formats]
-    assert written.warnings and written.body_pages > 2 and written.body_pages_measured == ("pdf" in formats)
+    assert [Path(p).name for p in written.paths][:len(formats)] == [f"report.{f}" for f in formats]
+    assert [Path(p).name for p in written.paths][-len(formats):] == [f"supplement.{f}" for f in formats]
+    assert written.warnings and written.body_pages > 1.5 and written.body_pages_measured == ("pdf" in formats)
     proposalkit.diff(str(EXAMPLE), "/dev/null")
     for call in (lambda: proposalkit.plan(text=INFEASIBLE),
                  lambda: proposalkit.plan(data={"workloads": [{"name": "x", "gpus": "eight"}]})):

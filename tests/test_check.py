@@ -52,22 +52,22 @@ def run(capsys, *argv):
 def test_ok(tmp_path, capsys):
     path = write(tmp_path, "w.yaml", SWEEP, SMALL)
     total = requested(200e6, 55000, 10) + requested(18e6, 20000)
-    assert run(capsys, path) == (0, f"OK: 2 workloads in 1 file feasible; {total:,.1f} requested GPU-hours.\n", "")
-    assert f"{total:,.1f}" == "13.5"
+    assert run(capsys, path) == (0, f"OK: 2 workloads in 1 file feasible; {total:,.2f} requested GPU-hours.\n", "")
+    assert f"{total:,.2f}" == "13.46"
 
 
 def test_ok_under_the_cap(tmp_path, capsys):
     a, b = write(tmp_path, "a.yaml", SWEEP), write(tmp_path, "b.yaml", SMALL)
     assert run(capsys, a, b, "--max-gpu-hours", "14") == (
-        0, "OK: 2 workloads in 2 files feasible; 13.5 requested GPU-hours (cap 14.0).\n", "")
+        0, "OK: 2 workloads in 2 files feasible; 13.46 requested GPU-hours (cap 14).\n", "")
 
 
 def test_over_the_cap(tmp_path, capsys):
     path = write(tmp_path, "w.yaml", SWEEP, SMALL)
     code, out, err = run(capsys, path, "--max-gpu-hours", "10")
     assert (code, out) == (1, "")
-    assert err == (f"{path}: total requested GPU-hours 13.5 exceed --max-gpu-hours 10.0 by 3.5 "
-                   "(largest: sweep 13.1, small 0.3)\n")
+    assert err == (f"{path}: total requested GPU-hours 13.46 exceed --max-gpu-hours 10 by 3.46 "
+                   "(largest: sweep 13.13, small 0.33)\n")
 
 
 def test_every_reason_at_once(tmp_path, capsys):
@@ -80,8 +80,8 @@ def test_every_reason_at_once(tmp_path, capsys):
     assert len(lines) == 3, err
     assert lines[0].startswith(f"{a}:11: workloads[1]: too-big does not fit: it needs ")
     assert lines[1].startswith(f"{b}:2: workloads[0]: also-too-big does not fit: it needs ")
-    assert lines[2] == (f"{a}, {b}: total requested GPU-hours 13.5 exceed --max-gpu-hours 5.0 by 8.5 "
-                        "(largest: sweep 13.1, small 0.3; 2 infeasible workload(s) not counted)")
+    assert lines[2] == (f"{a}, {b}: total requested GPU-hours 13.46 exceed --max-gpu-hours 5 by 8.46 "
+                        "(largest: sweep 13.13, small 0.33; 2 infeasible workload(s) not counted)")
 
 
 def test_infeasible_without_a_cap(tmp_path, capsys):
@@ -110,8 +110,8 @@ def test_track_cap_and_given_cap_both_reported(tmp_path, capsys):
     path = write(tmp_path, "w.yaml", workload("sweep", variants=1600), head="proposal:\n  track: startup\n")
     code, _, err = run(capsys, path, "--max-gpu-hours", "1000")
     assert code == 1
-    assert [line.split(": ", 2)[1] for line in err.splitlines()] == ["total requested GPU-hours 2,101.0 exceed "
-                                                                     "--max-gpu-hours 1,000.0 by 1,101.0 (largest",
+    assert [line.split(": ", 2)[1] for line in err.splitlines()] == ["total requested GPU-hours 2,101.01 exceed "
+                                                                     "--max-gpu-hours 1,000 by 1,101.01 (largest",
                                                                      "proposal.track"]
 
 

@@ -71,7 +71,7 @@ def test_access_tier_limit_is_a_finding(tmp_path, capsys):
     code, _, err = check(capsys, path)
     assert code == 1
     assert err == (f"{path}:1: proposal.access_tier: The plan comes to 400,200 ACCESS credits (ncsa-delta-h200: "
-                   "6,000.0 SUs × 66.7 = 400,200 credits); the Explore ACCESS limit is 400,000; it fits Discover "
+                   "6,000.00 SUs × 66.7 = 400,200 credits); the Explore ACCESS limit is 400,000; it fits Discover "
                    "ACCESS; some exchange rates are second-hand: re-check with the ACCESS Exchange Calculator\n")
     # 1,999 h: 399,999.9 credits, within the limit: no finding, check passes.
     under = write(tmp_path, path.read_text().replace("hours: 2000", "hours: 1999"), "under.yaml")

@@ -45,7 +45,7 @@ def test_argparse_errors(capsys):
 
 def test_report_prints_the_paths_it_wrote_escaped(tmp_path, capsys):
     code, out, _ = run(capsys, "report", EXAMPLE, "-o", tmp_path / f"out{CLEAR}", "--format", "md")
-    assert code == 0 and out.splitlines()[-1] == f"{tmp_path}/out\\x1b[2J/report.md"
+    assert code == 0 and out.splitlines()[0] == f"{tmp_path}/out\\x1b[2J/report.md"
     assert all(line.startswith(f"{tmp_path}/out\\x1b[2J/") for line in out.splitlines())
     assert (tmp_path / f"out{CLEAR}" / "report.md").is_file()
 

@@ -40,8 +40,8 @@ def test_the_example_plan_checked_by_hand(capsys):
     assert r["amount"] == pytest.approx(48 * P5) == pytest.approx(2641.92)
     assert r["price"]["per_instance_hour"] == P5 and r["price"]["set_by"] == "catalog"
     assert (r["price"]["region"], r["price"]["read"]) == ("us-east-1", "2026-11-09")
-    assert r["arithmetic"] == ("⌈3 GPUs ÷ 8 per instance⌉ = 1 instance × 12.0 h × $55.04 per instance-hour × 4 "
-                               "jobs = $2,641.92")
+    assert r["arithmetic"] == ("⌈3 GPUs ÷ 8 per instance⌉ = 1 instance × 12.00 h per run × $55.04 per instance-hour "
+                               "× 4 runs = $2,641.92")
     # lora-gcp: 3.6B ÷ 100,000 tokens/s = 10 h; × 1.30 = 13 h. 12 GPUs on 8-GPU a3-highgpu-8g machines:
     # ⌈12 ÷ 8⌉ = 2. 2 × 13 h = 26 instance-hours × $88.49 = $2,300.74.
     r = w["lora-gcp"]["resource"]
@@ -153,7 +153,7 @@ def test_the_report_gives_the_dollars_with_the_dates_and_the_note_once(tmp_path,
     out = tmp_path / "report"
     assert main(["report", CLOUD_FILE, "-o", str(out), "--format", "md,html"]) == 0
     capsys.readouterr()
-    md = (out / "report.md").read_text(encoding="utf-8")
+    md = (out / "supplement.md").read_text(encoding="utf-8")
     html = (out / "report.html").read_text(encoding="utf-8")
     for text in (md, html):
         assert text.count("Cloud prices change") == 1
@@ -165,9 +165,10 @@ def test_the_report_gives_the_dollars_with_the_dates_and_the_note_once(tmp_path,
     assert "p5.48xlarge \\$55.04 per instance-hour (on-demand, Linux, us-east-1, read 2026-11-09)" in md
     assert "a3-highgpu-8g \\$88.49 per instance-hour (on-demand, us-central1, read 2025-03-06)" in md
     assert "p5e.48xlarge \\$70.00 per instance-hour (price\\_per\\_hour in the workload file)" in md
-    assert ("aws-p5: ⌈3 GPUs ÷ 8 per instance⌉ = 1 instance × 12.0 h × \\$55.04 per instance-hour × 4 jobs = "
-            "\\$2,641.92") in md
-    assert "<strong>$5,817.66</strong>" in html
+    assert ("aws-p5: ⌈3 GPUs ÷ 8 per instance⌉ = 1 instance × 12.00 h per run × \\$55.04 per instance-hour × 4 "
+            "runs = \\$2,641.92") in md
+    assert "<strong>$3,516.92 on aws</strong>" in html and "<strong>$2,300.74 on gcp</strong>" in html
+    assert "<strong>$5,817.66</strong>" in (out / "supplement.html").read_text(encoding="utf-8")
     # Appendix B cites the providers' pricing pages through the reference catalog.
     assert "**AWS EC2 pricing**" in md and "**Google Cloud VM pricing**" in md
 
@@ -223,9 +224,11 @@ def test_a_providers_instance_types_draw_on_one_allocation(tmp_path, capsys):
     out = tmp_path / "report"
     assert main(["report", CLOUD_FILE, "-o", str(out), "--format", "md"]) == 0
     capsys.readouterr()
-    md = (out / "report.md").read_text(encoding="utf-8")
-    assert "| **total, aws** | | **244.0** | | **\\$3,516.92** | |" in md
-    assert "(\\$3,516.92 on aws; \\$2,300.74 on gcp-a3-high; by resource in B.3)" in md
+    md = (out / "supplement.md").read_text(encoding="utf-8")
+    # (144 H100- and 100 H200-hours: GPU-hours of two types are not added, the dollars are)
+    assert "| **total, aws** | |  | | **\\$3,516.92** | |" in md
+    assert "(\\$3,516.92 on aws; \\$2,300.74 on gcp)" in md
+    assert "**\\$3,516.92 on aws**: \\$2,641.92 on p5.48xlarge" in (out / "report.md").read_text(encoding="utf-8")
 
 
 def test_a_provider_plans_an_unpriced_instance_type_only_when_named(plan_error):

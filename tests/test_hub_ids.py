@@ -252,6 +252,6 @@ def test_the_report_cites_the_hub_id_revision_and_commit(cached):
     done = subprocess.run([sys.executable, "-m", "proposalkit.cli", "report", "w.yaml", "-o", "out", "--format", "md"],
                           capture_output=True, text=True, env=env, cwd=cached, timeout=120)
     assert done.returncode == 0, done.stderr
-    report = (cached / "out" / "report.md").read_text(encoding="utf-8")
+    report = (cached / "out" / "supplement.md").read_text(encoding="utf-8")
     assert ("**Qwen/Qwen2.5-7B**. config.json of Qwen/Qwen2.5-7B on the Hugging Face Hub (revision v1.0, commit "
             "0123456789ab), `https://huggingface.co/Qwen/Qwen2.5-7B`") in report    # built from user text: no link

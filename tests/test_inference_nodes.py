@@ -112,7 +112,7 @@ def test_the_report_says_the_all_reduces_cross_nodes(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["report", "-o", str(out), "--format", "md", str(batch_job(tmp_path, "ncsa-delta-a100"))]) == 0
     capsys.readouterr()
-    text = (out / "report.md").read_text()
+    text = (out / "supplement.md").read_text()
     assert "all-reduce across 2 nodes at 25 GB/s per GPU (4 GPUs per node)" in text
     assert "spans 2 of the 4-GPU nodes of ncsa-delta-a100" in text
 

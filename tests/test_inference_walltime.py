@@ -23,11 +23,11 @@ def test_a_long_service_is_restarted_not_checkpointed(tmp_path, capsys):
     path.write_text(textwrap.dedent(SERVICE), encoding="utf-8")
     assert main(["plan", str(path)]) == 0
     out = capsys.readouterr().out          # the plan's warnings follow its table
-    assert ("svc: ncsa-delta-a100: a run of 100.0 h exceeds the 48.0 h walltime limit: it needs ⌈100.0 ÷ 48.0⌉ = 3 "
+    assert ("svc: a run of 100.00 h exceeds ncsa-delta-a100's 48 h job limit: ⌈100.00 ÷ 48⌉ = 3 "
             "consecutive jobs, the engine restarted at each") in out
     assert "checkpoint/restart" not in out
     assert main(["report", str(path), "-o", str(tmp_path / "out"), "--format", "md"]) == 0
     capsys.readouterr()
-    text = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    text = (tmp_path / "out" / "supplement.md").read_text(encoding="utf-8")
     assert "= 3 jobs per run, the engine restarted at each (nothing to checkpoint)" in text
     assert "chained through checkpoints" not in text

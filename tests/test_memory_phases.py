@@ -211,7 +211,7 @@ def test_the_report_says_which_moment_is_counted(tmp_path):
                     + "  - {name: loss-peak, loss: standard}\n  - {name: backward-peak, loss: chunked}\n",
                     encoding="utf-8")
     assert main(["report", str(path), "-o", str(tmp_path / "out")]) == 0
-    text = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    text = (tmp_path / "out" / "supplement.md").read_text(encoding="utf-8")
     # The body's memory line of each workload, and the assumption with both phases.
     assert "0.73 gradients" in text and "; at the loss peak, before the other gradients exist)" in text
     assert "5.98 gradients" in text and "; later in the backward, the loss's buffers freed)" in text

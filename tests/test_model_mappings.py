@@ -56,7 +56,7 @@ def test_partial_shape_is_completed_as_the_gpt_block_and_warned(tmp_path, capsys
         "a: custom: kv_heads not given: 32 (= heads: multi-head attention, as in the original GPT block)",
         "a: custom: ffn_hidden not given: 10,240 (= 4 × hidden, as in the original GPT block)",
         "a: custom: mlp not given: plain (two matrices, up and down, with GELU, and LayerNorm, as in the original GPT block; "
-        "write mlp: gated for SwiGLU)",
+        "mlp: gated would be SwiGLU)",
         "a: custom: params 3,000,000,000 given: it sets the weights and FLOPs; the shape (layers, hidden, heads, "
         "...) counts 2,774,305,280; params is +8.1% from it: check the shape, or leave params out to use the "
         "shape's count",
@@ -78,10 +78,12 @@ def test_partial_shape_warnings_reach_the_report(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["report", _write(tmp_path, PARTIAL), "-o", str(out), "--format", "md"]) == 0
     capsys.readouterr()
-    text = (out / "report.md").read_text()
-    # Markdown escapes the underscore.
-    assert "- a: custom: ffn\\_hidden not given: 10,240 (= 4 × hidden, as in the original GPT block)\n" in text
+    text = (out / "supplement.md").read_text()
+    # Markdown escapes the underscore; section B's caveats are statements, the supplement lists the assumption.
+    assert "- custom: ffn\\_hidden not given: 10,240 (= 4 × hidden, as in the original GPT block)\n" in text
     assert "params is +8.1% from it" in text
+    section_b = (out / "report.md").read_text()
+    assert "- a: custom: ffn\\_hidden not given: 10,240 (= 4 × hidden, as in the original GPT block).\n" in section_b
 
 
 def test_given_ffn_hidden_keeps_a_gated_mlp_stated_not_warned(tmp_path, capsys):

@@ -56,7 +56,7 @@ def test_report_shows_total_and_active(tmp_path, capsys):
             gpu: h100-80gb
         """)
     assert main(["report", str(path), "--format", "md", "-o", str(tmp_path / "out")]) == 0
-    report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    report = (tmp_path / "out" / "supplement.md").read_text(encoding="utf-8")
     assert ("46,702,792,704 total, 12,879,925,248 active per token (mixture of experts: 2 of 8 routed experts; "
             "weights use the total, FLOPs the active)") in report
 

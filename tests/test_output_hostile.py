@@ -37,7 +37,8 @@ workloads:
     gpus: 1
 """
 
-SET_MD_HTML = ("charts/gpu-hours.svg", "charts/memory.svg", "report.md", "report.html")
+SET_MD_HTML = ("charts/gpu-hours.svg", "charts/memory.svg", "report.md", "report.html", "supplement.md",
+               "supplement.html")
 
 
 def workload(folder: Path, i: int = 0) -> Path:
@@ -191,7 +192,8 @@ def test_without_any_file_locking_the_set_is_written_with_a_warning(tmp_path, ca
     err = capsys.readouterr().err
     assert err == (f"proposalkit report: warning: could not lock {out} (lockf: {os.strerror(errno.ENOSYS)}): "
                    "runs writing into it at the same time may mix their files\n")
-    assert sorted(contents(out)) == ["charts", "charts/gpu-hours.svg", "charts/memory.svg", "report.md"]
+    assert sorted(contents(out)) == ["charts", "charts/gpu-hours.svg", "charts/memory.svg", "report.md",
+                                     "supplement.md"]
 
 
 def test_flock_unsupported_falls_back_to_posix_locks(tmp_path, monkeypatch):

@@ -154,22 +154,23 @@ def test_report_has_the_pilot_table(tmp_path, capsys):
     path = workload(tmp_path, "{log: tt.txt, gpu: a100-80gb, gpus: 1}")
     out = tmp_path / "out"
     assert main(["report", str(path), "-o", str(out), "--format", "md,html"]) == 0
-    md = (out / "report.md").read_text(encoding="utf-8")
-    assert "### Pilot measurements" in md
+    md = (out / "supplement.md").read_text(encoding="utf-8")
+    assert "## S.5 Validation" in md
     short = hashlib.sha256(TORCHTUNE.read_bytes()).hexdigest()[:12]
     row = next(line for line in md.splitlines() if line.startswith("| ft | tt.txt"))
     assert f"(torchtune, {short})" in row and "| 1× a100-80gb | 5 (1 warm-up dropped) |" in row
     assert "| 3,000 vs " in row and " tokens/s (" in row and "| 21.25 vs " in row and " GiB reserved (" in row
-    assert "the FLOPs estimate was used only where no pilot exists" in md
+    assert "the FLOPs estimate is used only where no pilot exists" in md
     html = (out / "report.html").read_text(encoding="utf-8")
-    assert "Pilot measurements" in html and short in html
+    html = (out / "supplement.html").read_text(encoding="utf-8")
+    assert "S.5 Validation" in html and short in html
 
 
 def test_report_states_the_scaling_rule(tmp_path, capsys):
     path = workload(tmp_path, two_pilots(tmp_path), extra="    gpus: 4\n")
     out = tmp_path / "out"
     assert main(["report", str(path), "-o", str(out), "--format", "md"]) == 0
-    md = (out / "report.md").read_text(encoding="utf-8")
+    md = (out / "supplement.md").read_text(encoding="utf-8")
     assert "Scaling: ft: " in md and "scaling efficiency 0.800" in md and "instead of linear scaling" in md
 
 
@@ -185,8 +186,11 @@ def test_check_warns_when_the_estimate_is_under_the_measured_memory(tmp_path, ca
     assert "the estimate is under the measured peak, the worse case" in line
     # ... and it is a caveat of the plan (a rate that differs is not: the plan uses the measured rate)
     [w] = plan(capsys, path)["workloads"]
-    assert any("under the measured peak" in x for x in w["warnings"])
-    assert line.split(": warning: ", 1)[1] in w["pilot"]["warnings"]
+    assert any(x.startswith("ft: the pilot's peak memory, 75.00 GiB reserved per GPU on 1× a100-80gb, is ")
+               for x in w["warnings"])
+    # check adds what to look at (a hint for the author, not in the plan's statement).
+    stated, hint = line.split(": warning: ", 1)[1].rsplit("; check the workload's settings", 1)
+    assert stated in w["pilot"]["warnings"] and hint.startswith(" match the pilot's")
 
 
 def test_check_warns_on_throughput_and_is_silent_when_close(tmp_path, capsys):

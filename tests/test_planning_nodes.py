@@ -40,7 +40,7 @@ def test_a_lora_run_on_polaris_fills_the_node(tmp_path, capsys):
     w = plan_json(tmp_path, capsys, "alcf-polaris")
     assert w["gpu"]["count"] == 4
     assert w["resource"]["amount"] == pytest.approx(3.7719, abs=1e-4)       # g=4 above
-    assert w["resource"]["arithmetic"] == "⌈4 GPUs ÷ 4 per node⌉ = 1 node × 3.77 h × 1 = 3.77 node-hours"
+    assert w["resource"]["arithmetic"] == "⌈4 GPUs ÷ 4 per node⌉ = 1 node × 3.77 h per run = 3.77 node-hours"
     # Each count that lost to the idle GPUs of a whole node says so, with both amounts.
     assert [(a["count"], a["reason"]) for a in w["alternatives"]] == [
         (1, "fits on 1× a100-40gb but costs 15.09 node-hours vs 3.77: a node is charged whole, "
@@ -70,7 +70,7 @@ def test_a_gpu_hour_resource_keeps_the_smallest_count(tmp_path, capsys):
 def test_a_pinned_count_is_kept_and_charged_whole(tmp_path, capsys):
     w = plan_json(tmp_path, capsys, "alcf-polaris", ", gpus: 1")
     assert w["gpu"]["count"] == 1
-    assert w["resource"]["arithmetic"] == "⌈1 GPU ÷ 4 per node⌉ = 1 node × 15.09 h × 1 = 15.09 node-hours"
+    assert w["resource"]["arithmetic"] == "⌈1 GPU ÷ 4 per node⌉ = 1 node × 15.09 h per run = 15.09 node-hours"
 
 
 def test_a_measured_pilot_on_one_gpu_is_kept_and_the_full_node_is_named(tmp_path, capsys):
@@ -80,9 +80,9 @@ def test_a_measured_pilot_on_one_gpu_is_kept_and_the_full_node_is_named(tmp_path
     assert w["gpu"]["count"] == 1
     assert w["resource"]["amount"] == pytest.approx(18.0556, abs=1e-4)
     assert [(a["count"], a["reason"]) for a in w["alternatives"]] == [
-        (4, "fits on 4× a100-40gb, but its throughput would be extrapolated from the pilot; the measured "
-            "configuration is preferred (it would cost 4.51 node-hours vs 18.06: the measured configuration "
-            "leaves 3 GPUs of a node that is charged whole idle; a pilot on 4× a100-40gb would settle it)"),
+        (4, "fits on 4× a100-40gb and would cost 75% fewer node-hours, but its "
+            "throughput would be extrapolated from the pilot; the measured configuration is preferred (it leaves 3 "
+            "GPUs of a node that is charged whole idle; a pilot on 4× a100-40gb would settle it)"),
     ]
 
 

@@ -37,6 +37,9 @@ OLD_SET = {
     "report.md": b"# previous report\n",
     "report.html": b"<p>previous report</p>\n",
     "report.pdf": b"%PDF previous build",
+    "supplement.md": b"# previous supplement\n",
+    "supplement.html": b"<p>previous supplement</p>\n",
+    "supplement.pdf": b"%PDF previous supplement",
     "charts/gpu-hours.svg": b"<svg>previous hours</svg>",
     "charts/memory.svg": b"<svg>previous memory</svg>",
 }
@@ -220,7 +223,8 @@ def test_success_replaces_the_whole_set_and_leaves_no_temporary_file(workload, o
     assert main(["report", str(workload), "-o", str(out)]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert printed == [str(out / name) for name in
-                       ("charts/gpu-hours.svg", "charts/memory.svg", "report.md", "report.html", "report.pdf")]
+                       ("report.md", "report.html", "report.pdf", "charts/gpu-hours.svg", "charts/memory.svg",
+                        "supplement.md", "supplement.html", "supplement.pdf")]
     after = contents(out)
     assert sorted(after) == sorted([*OLD_SET, "charts"])            # nothing else, no temporary folder
     assert all(after[name] != data for name, data in OLD_SET.items())

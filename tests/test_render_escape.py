@@ -77,21 +77,26 @@ def test_plan_markdown_escapes_the_model_name(hostile, capsys):
     assert main(["plan", str(hostile), "--format", "markdown"]) == 0
     out = capsys.readouterr().out
     assert not RAW_CONTROL.search(out)
-    # control_escape, then Markdown's backslash escapes: '\' → '\\', ']' → '\]'.
-    assert "| m\\\\x1b\\]0;t\\\\x07\\\\x00 |" in out
+    # control_escape, then Markdown's backslash escapes: '\' → '\\', '[' → '\['. Section B's table names
+    # no model: the description is the user text in it.
+    assert "| tune-a | clears \\\\x1b\\[2J the screen \\\\x07 bell \\\\x00 nul \\\\x9b csi |" in out
 
 
 def test_reports_escape_title_pi_institution_description_and_model(hostile, tmp_path, capsys):
     out_dir = tmp_path / "out"
     assert main(["report", str(hostile), "-o", str(out_dir), "--format", "md,html"]) == 0
     capsys.readouterr()
-    for path in [out_dir / "report.md", out_dir / "report.html", *sorted((out_dir / "charts").iterdir())]:
+    for path in [out_dir / "report.md", out_dir / "report.html", out_dir / "supplement.md",
+                 out_dir / "supplement.html", *sorted((out_dir / "charts").iterdir())]:
         assert not RAW_CONTROL.search(path.read_text(encoding="utf-8")), path.name
     md = (out_dir / "report.md").read_text(encoding="utf-8")
     assert "**Title \\\\x1b\\]0;pwned\\\\x07 here**" in md
     assert "PI: A. \\\\x1b\\[31mRed\\\\x1b\\[0m · Uni\\\\x00versity" in md
-    assert "*clears \\\\x1b\\[2J the screen \\\\x07 bell \\\\x00 nul \\\\x9b csi*" in md
-    html = (out_dir / "report.html").read_text(encoding="utf-8")
+    assert "| clears \\\\x1b\\[2J the screen \\\\x07 bell \\\\x00 nul \\\\x9b csi |" in md
+    supplement = (out_dir / "supplement.md").read_text(encoding="utf-8")
+    assert "*clears \\\\x1b\\[2J the screen \\\\x07 bell \\\\x00 nul \\\\x9b csi*" in supplement
+    assert "m\\\\x1b\\]0;t\\\\x07\\\\x00" in supplement
+    html = (out_dir / "supplement.html").read_text(encoding="utf-8")
     assert '<meta name="author" content="A. \\x1b[31mRed\\x1b[0m">' in html
-    assert '<p class="proposal-title doc-title">Title \\x1b]0;pwned\\x07 here</p>' in html
+    assert '<strong class="doc-title">Title \\x1b]0;pwned\\x07 here</strong>' in html
     assert '<p class="description">clears \\x1b[2J the screen \\x07 bell \\x00 nul \\x9b csi</p>' in html

@@ -83,7 +83,7 @@ def pdf_build(tmp_path_factory, golden_plan):
 # ----------------------------------------------------------------- golden files
 
 
-@pytest.mark.parametrize("name", ["report.md", "report.html"])
+@pytest.mark.parametrize("name", ["report.md", "report.html", "supplement.md", "supplement.html"])
 def test_golden_report_matches_byte_for_byte(name):
     rendered = _golden_module().render_golden()[name]
     expected = (GOLDEN / name).read_text(encoding="utf-8")
@@ -103,23 +103,24 @@ def test_two_builds_are_byte_identical(tmp_path, golden_plan):
 def test_markdown_references_the_charts_written_beside_it(tmp_path, golden_plan):
     paths = report.write_reports(golden_plan, str(tmp_path), ["md"]).paths
     assert sorted(Path(p).relative_to(tmp_path).as_posix() for p in paths) == [
-        "charts/gpu-hours.svg", "charts/memory.svg", "report.md"]
-    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+        "charts/gpu-hours.svg", "charts/memory.svg", "report.md", "supplement.md"]
+    md = (tmp_path / "supplement.md").read_text(encoding="utf-8")
     assert "](charts/gpu-hours.svg)" in md and "](charts/memory.svg)" in md
     assert (tmp_path / "charts/memory.svg").read_text(encoding="utf-8").startswith("<svg ")
 
 
 def test_html_is_self_contained(golden_plan):
-    html = report.render_html(ctx.report_context(golden_plan))
-    assert "<script" not in html.lower()
-    for needle in ("src=", "href=\"http", "@import", "url("):
-        assert needle not in html, needle
-    assert html.count("<svg ") == 2
+    context = ctx.report_context(golden_plan)
+    for html, charts in ((report.render_html(context), 0), (report.render_supplement_html(context), 2)):
+        assert "<script" not in html.lower()
+        for needle in ("src=", "href=\"http", "@import", "url("):
+            assert needle not in html, needle
+        assert html.count("<svg ") == charts
 
 
 def test_html_and_markdown_hold_the_same_derivation(golden_plan):
     context = ctx.report_context(golden_plan)
-    md, html = report.render_markdown(context), report.render_html(context)
+    md, html = report.render_supplement_markdown(context), report.render_supplement_html(context)
     for w in context.workloads:
         for step in w.steps:
             assert fmt.md_escape(step.text) in md
@@ -130,19 +131,23 @@ def test_html_and_markdown_hold_the_same_derivation(golden_plan):
 
 
 def test_report_content_follows_the_plan(golden_plan):
-    md = report.render_markdown(ctx.report_context(golden_plan))
-    body, appendix = md.split(pdf_mod.APPENDIX_MARKER)
-    for w in golden_plan.workloads:
-        assert f"### {w.name}:" in body
-    assert "**863.7**" in body          # total requested = 134.46 + 129.23 + 600.0
-    assert f"{golden_plan.gpu_hours_requested:,.1f}" == "863.7"
+    context = ctx.report_context(golden_plan)
+    section_b, md = report.render_markdown(context), report.render_supplement_markdown(context)
+    body, references = md.split("## S.6 References")
+    for i, w in enumerate(golden_plan.workloads, 1):
+        assert f"### S.2.{i} {w.name}:" in body
+        assert f"- **{w.name}**: " in section_b
+    # GPU-hours per GPU type, never added across types (134.46 + 129.23 + 600.00 is no figure of either)
+    for gpu, hours in (("a100-80gb", "134.46"), ("h100-80gb", "129.23"), ("a100-40gb", "600.00")):
+        assert f"| **total, {gpu}** | | | | | | | **{hours}** | |" in section_b
+    assert "863.69" not in section_b and "863.69" not in md
     # every number of the derivation substituted
     assert "204,800,000 tokens ÷ 5,500 tokens/s ÷ 3,600 s/h = 10.34 h per run" in body
     assert "10.34 h × 1 GPU × 10 runs = 103.43; × (1 + 30% buffer) = 134.46 requested" in body
     assert "× (1 + 20% buffer) = 600.00 requested" in body
-    assert "2025-01-15" in md                     # the date given in the file
-    assert "Rules of thumb beside this estimate" in appendix
-    assert "## Appendix B. References" in appendix
+    assert "2025-01-15" in section_b and "2025-01-15" in md        # the date given in the file
+    assert "Rules of thumb beside this estimate" in body
+    assert "**Kaplan et al. 2020**" in references
 
 
 def test_references_list_only_what_the_plan_uses(golden_plan, tmp_path):
@@ -171,8 +176,8 @@ def test_target_resource_units_are_shown(tmp_path):
         """)
     w = plan.workloads[0]
     assert w.charge is not None
-    md = report.render_markdown(ctx.report_context(plan))
-    assert "allocation units" in md
+    md = report.render_supplement_markdown(ctx.report_context(plan))
+    assert "charging rule" in md
     assert fmt.md_escape(w.charge.arithmetic) in md
     assert f"{fmt.fmt_hours(w.charge.amount)} {w.charge.unit}" in md
 
@@ -181,11 +186,13 @@ def test_plan_markdown_table(tmp_path):
     plan = plan_from(tmp_path, SMALL)
     table = report.plan_markdown_table(plan)
     lines = table.splitlines()
-    assert lines[0].startswith("| workload | kind | model | GPUs |")
+    assert lines[0].startswith("**Request.** We request **")       # section B's request and table
     rows = [line for line in lines if line.startswith("| ")]
-    assert len(rows) == 2 + 2 + 1                  # header, rule, two workloads, total
+    assert rows[0].startswith("| workload | for | GPUs |")
+    assert len(rows) == 2 + 2 + 2                  # header, rule, two workloads, a total per GPU type
     assert all(row.count("|") == rows[0].count("|") for row in rows)
-    assert f"**{fmt.fmt_hours(plan.gpu_hours_requested)}**" in rows[-1]
+    for gpu, hours in plan.by_gpu_type().items():
+        assert f"| **total, {gpu}** |" in table and f"**{fmt.fmt_hours(hours)}**" in table
 
 
 # ----------------------------------------------------------------- PDF
@@ -198,8 +205,8 @@ def test_pdf_holds_each_workload_and_the_totals(pdf_build, golden_plan):
     text = "\n".join(page.extract_text() for page in PdfReader(str(path)).pages)
     for w in golden_plan.workloads:
         assert w.name in text
-    assert fmt.fmt_hours(golden_plan.gpu_hours_requested) in text      # 863.7
-    assert fmt.fmt_hours(golden_plan.gpu_hours) in text                # 702.8
+    for hours in golden_plan.by_gpu_type().values():                 # 134.46, 129.23, 600.00
+        assert fmt.fmt_hours(hours) in text
     assert "page 1 of" in text
 
 
@@ -225,9 +232,9 @@ def test_pdf_builds_are_byte_identical(pdf_build, pdf_again):
     assert pdf_again[0] == path.read_bytes()
 
 
-def test_body_fits_two_pages_for_the_golden_plan(pdf_again):
+def test_section_b_fits_its_budget_for_the_golden_plan(pdf_again):
     body_pages = pdf_again[1]
-    assert body_pages is not None and 1 < body_pages <= pdf_mod.BODY_PAGES + pdf_mod.PAGE_TOLERANCE
+    assert body_pages is not None and 0.5 < body_pages <= pdf_mod.BODY_PAGES + pdf_mod.PAGE_TOLERANCE
 
 
 # ----------------------------------------------------------------- page-length warning
@@ -249,7 +256,8 @@ def test_long_body_is_a_warning_returned_and_printed_by_the_command_line(tmp_pat
     assert capsys.readouterr() == ("", "")      # the library prints nothing
     assert not written.body_pages_measured and written.body_pages > pdf_mod.BODY_PAGES + pdf_mod.PAGE_TOLERANCE
     [warning] = written.warnings
-    assert warning.startswith(f"the section B body runs to {written.body_pages:.1f} pages estimated from the Markdown")
+    assert warning.startswith(f"section B runs to {written.body_pages:.2f} pages estimated from the Markdown, over "
+                              "the 1.5 it has")
     assert main(["report", str(tmp_path / "w.yaml"), "-o", str(tmp_path / "cli"), "--format", "md"]) == 0
     assert capsys.readouterr().err == f"proposalkit report: warning: {warning}\n"
 
@@ -282,7 +290,7 @@ def test_templates_may_not_print_a_bare_float(golden_plan):
     for kind in ("md", "html"):
         with pytest.raises(TypeError, match="format it with a filter"):
             report.environment(kind).from_string("{{ r.gpu_hours }}").render(r=context)
-        assert report.environment(kind).from_string("{{ r.gpu_hours|hours }}").render(r=context) == "702.8"
+        assert report.environment(kind).from_string("{{ r.gpu_hours|hours }}").render(r=context) == "702.84"
 
 
 @pytest.mark.parametrize("fn, value, expected", [
@@ -290,9 +298,10 @@ def test_templates_may_not_print_a_bare_float(golden_plan):
     (fmt.fmt_gib, 2**30, "1.0 GiB"),
     (fmt.fmt_gb, 10**9, "1.0 GB"),
     (fmt.fmt_hours, 9.343434, "9.34"),
-    (fmt.fmt_hours, 10.343434, "10.3"),
-    (fmt.fmt_hours, 1309.4, "1,309.4"),
-    (fmt.fmt_hours_precise, 103.434343, "103.43"),
+    (fmt.fmt_hours, 10.343434, "10.34"),        # hours and units: two decimals everywhere (issue 23)
+    (fmt.fmt_hours, 1309.4, "1,309.40"),
+    (fmt.fmt_limit, 48.0, "48"),
+    (fmt.fmt_limit, 0.25, "0.25"),
     (fmt.fmt_count, 204800000, "204,800,000"),
     (fmt.fmt_si, 204800000, "204.8M"),
     (fmt.fmt_si, 20e9, "20B"),

@@ -1,6 +1,6 @@
 """The report cites only what a reviewer can read (issue 23, item 4): no file of this project (the reviewer
 has the report, not the repository: docs/validation.md, a benchmark, a catalog file) and no "common rule of
-thumb" in place of its source; each of Appendix B's citations ends with one full stop. Checked on the examples, the
+thumb" in place of its source; each of the supplement's references (S.6) ends with one full stop. Checked on the examples, the
 golden workload file and the cloud one."""
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ def test_the_check_finds_an_internal_file():
 def test_the_report_cites_no_file_of_this_project(files):
     paths = _project_paths()
     assert "docs/validation.md" in paths
-    md = report.render_markdown(ctx.report_context(plan_files(load_files(files))))
-    assert internal_citations(md, paths) == []
+    context = ctx.report_context(plan_files(load_files(files)))
+    for md in (report.render_markdown(context), report.render_supplement_markdown(context)):
+        assert internal_citations(md, paths) == []
 
 
 # Two full stops that are not part of an ellipsis: a cloud resource's entry read 'was not read.. Size:' when
@@ -59,7 +60,7 @@ DOUBLED_STOP = re.compile(r"(?<!\.)\.\.(?!\.)")
 
 @pytest.mark.parametrize("files", FILES, ids=["examples", "golden", "cloud"])
 def test_each_reference_ends_with_one_full_stop(files):
-    md = report.render_markdown(ctx.report_context(plan_files(load_files(files))))
-    references = md[md.index("## Appendix B"):]
+    md = report.render_supplement_markdown(ctx.report_context(plan_files(load_files(files))))
+    references = md[md.index("## S.6 References"):]
     assert DOUBLED_STOP.findall(references) == []
     assert DOUBLED_STOP.findall("was not read.. Size: ...") == [".."]

@@ -104,13 +104,13 @@ def test_six_gpus_for_ten_hours_on_polaris_are_twenty_node_hours(tmp_path):
     assert row.walltime == "168 h (1–4 nodes)"
     assert row.rule_mark == "" and row.walltime_mark == ""        # both read on the ALCF page
     assert view.summed == ()                                      # one row: no total row to repeat it
-    md = report.render_markdown(ctx.report_context(plan))
+    md = report.render_supplement_markdown(ctx.report_context(plan))
     # ALCF 'Polaris': 560 nodes of 4 A100; prod takes at most 496 nodes per job.
     assert ("| alcf-polaris | 4× a100-40gb, prod / capacity / preemptable, 560 nodes (2,240 GPUs), 496 nodes per "
-            "job | 60.0 | "
-            "node-hours, whole nodes of 4 GPUs | 20.0 node-hours | 168 h (1–4 nodes) |") in table_lines(md)
+            "job | 60.00 | "
+            "node-hours, whole nodes of 4 GPUs | 20.00 node-hours | 168 h (1–4 nodes) |") in table_lines(md)
     assert "†" not in body_of(md)
-    assert "(20.0 node-hours on alcf-polaris; by resource in B.3)" in md      # the lead
+    assert "We request **20.00 node-hours on alcf-polaris** (alcf-polaris: 60.00 GPU-hours of a100-40gb)" in md
 
 
 def test_delta_partitions_add_up(tmp_path):
@@ -126,24 +126,25 @@ def test_delta_partitions_add_up(tmp_path):
         "ncsa-delta-a40", pytest.approx(150.0), pytest.approx(75.0))
     assert (h200.rule_mark, h200.walltime_mark) == ("", "")        # both read in the NCSA user guide
     assert (a40.rule_mark, a40.walltime_mark) == ("", "")
-    # Both partitions draw on the one Delta allocation: 200 + 150 GPU-hours, 600 + 75 SUs.
+    # Both partitions draw on the one Delta allocation: 600 + 75 SUs; 200 H200- and 150 A40-hours are not added.
     [total] = view.summed
     assert (total.label, total.unit, total.gpu_hours_requested, total.amount) == (
-        "ncsa-delta", "SUs", pytest.approx(350.0), pytest.approx(675.0))
+        "ncsa-delta", "SUs", None, pytest.approx(675.0))
 
-    md = report.render_markdown(ctx.report_context(plan))
+    md = report.render_supplement_markdown(ctx.report_context(plan))
     assert table_lines(md)[2:] == [
         # Delta 'System Architecture' and 'Partitions/Queues': 8 H200 nodes, 1 per job; 100 A40 nodes.
-        "| ncsa-delta-h200 | 8× h200, gpuH200x8, 8 nodes (64 GPUs), 1 node per job | 200.0 | 3 SUs per GPU-hour, "
-        "1 SU minimum | 600.0 SUs | 48 h |",
-        "| ncsa-delta-a40 | 4× a40, gpuA40x4, 100 nodes (400 GPUs) | 150.0 | 0.5 SU per GPU-hour, 1 SU minimum | "
-        "75.0 SUs | 48 h |",
-        "| **total, ncsa-delta** | | **350.0** | | **675.0 SUs** | |",
+        "| ncsa-delta-h200 | 8× h200, gpuH200x8, 8 nodes (64 GPUs), 1 node per job | 200.00 | 3 SUs per GPU-hour, "
+        "1 SU minimum | 600.00 SUs | 48 h |",
+        "| ncsa-delta-a40 | 4× a40, gpuA40x4, 100 nodes (400 GPUs) | 150.00 | 0.5 SU per GPU-hour, 1 SU minimum | "
+        "75.00 SUs | 48 h |",
+        # GPU-hours of H200 and A40 are not added (issue 23): the system's total is in its unit only.
+        "| **total, ncsa-delta** | |  | | **675.00 SUs** | |",
     ]
     assert "so their amounts add" in md
-    summary_total = next(line for line in md.splitlines() if line.startswith("| **total** |"))
-    assert summary_total.endswith("| **675.0 SUs** |")
-    html = report.render_html(ctx.report_context(plan))
+    assert "**350.00" not in md
+    assert "We request **675.00 SUs on ncsa-delta**: 600.00 SUs on gpuH200x8 (200.00 GPU-hours of h200), " in md
+    html = report.render_supplement_html(ctx.report_context(plan))
     assert "<td>3 SUs per GPU-hour, 1 SU minimum</td>" in html
     assert '<tr class="total"><th scope="row">total, ncsa-delta</th>' in html
 
@@ -154,9 +155,9 @@ def test_a_second_hand_rule_is_marked(tmp_path):
                      + service("on-h100", "h100-80gb", 2, 100))
     [row] = ctx.resources_view(plan).rows
     assert (row.resource_id, row.rule_mark, row.walltime_mark) == ("psc-bridges2-h100", "†", "†")
-    md = report.render_markdown(ctx.report_context(plan))
-    assert "† Second-hand source, not the provider's own page: re-check before quoting." in md
-    assert "<td>2 SUs per GPU-hour †</td>" in report.render_html(ctx.report_context(plan))
+    md = report.render_supplement_markdown(ctx.report_context(plan))
+    assert "† Second-hand source, not the provider's own page." in md and "re-check" not in md
+    assert "<td>2 SUs per GPU-hour †</td>" in report.render_supplement_html(ctx.report_context(plan))
 
 
 def test_different_systems_are_not_added(tmp_path):
@@ -168,12 +169,11 @@ def test_different_systems_are_not_added(tmp_path):
     assert [(t.label, t.amount, t.unit) for t in view.totals] == [
         ("ncsa-delta-h200", pytest.approx(30.0), "SUs"), ("purdue-anvil", pytest.approx(10.0), "SUs")]
     assert view.summed == ()                    # SUs of two systems are not one number
-    md = report.render_markdown(ctx.report_context(plan))
-    assert "**40.0" not in md                   # 30 + 10 appears nowhere
+    md = report.render_supplement_markdown(ctx.report_context(plan))
+    assert "40.0" not in md                     # 30 + 10 appears nowhere
     assert "Amounts on different systems or in different units are not added." in md
-    assert "(30.0 SUs on ncsa-delta-h200; 10.0 SUs on purdue-anvil; by resource in B.3)" in md
-    summary_total = next(line for line in md.splitlines() if line.startswith("| **total** |"))
-    assert summary_total.endswith("| see B.3 |")
+    assert ("We request **30.00 SUs on ncsa-delta** (gpuH200x8: 10.00 GPU-hours of h200); and **10.00 SUs on "
+            "purdue-anvil** (gpu: 10.00 GPU-hours of a100-40gb)") in md
 
 
 def test_perlmutter_gets_a_row_per_gpu_type_and_charges_whole_nodes(tmp_path):
@@ -199,21 +199,22 @@ def test_workloads_without_a_resource_get_a_row_in_gpu_hours(tmp_path):
     # 2 GPUs × 10 h × 1.2 = 24 GPU-hours, requested as GPU-hours
     assert (rows[1].gpu_hours_requested, rows[1].amount, rows[1].unit) == (
         pytest.approx(24.0), pytest.approx(24.0), "GPU-hours")
-    md = report.render_markdown(ctx.report_context(plan))
-    assert "| no target resource | a100-80gb | 24.0 | GPU-hours as requested | 24.0 GPU-hours | — |" in md
-    # 1 × 10 h × 0.5 = 5 SUs on Delta; the lead names only what is on a resource
-    assert "(5.00 SUs on ncsa-delta-a40; by resource in B.3)" in md      # below 10: two decimals
+    md = report.render_supplement_markdown(ctx.report_context(plan))
+    assert "| no target resource | a100-80gb | 24.00 | GPU-hours as requested | 24.00 GPU-hours | — |" in md
+    # 1 × 10 h × 0.5 = 5 SUs on Delta; the workload with no resource in GPU-hours of its type
+    assert "We request **5.00 SUs on ncsa-delta** (gpuA40x4: 10.00 GPU-hours of a40); and **24.00 GPU-hours of " \
+           "a100-80gb**" in md
 
 
 def test_without_a_target_resource_there_is_no_units_table(tmp_path):
     plan = plan_from(tmp_path, "workloads:\n" + service("nowhere", "a100-80gb", 1, 10))
     context = ctx.report_context(plan)
     assert context.resources is None
-    md = report.render_markdown(context)
+    md = report.render_supplement_markdown(context)
     assert TABLE_HEADER not in md and "allocation units" not in md
-    assert "## B.3 Storage and calendar time" in md
-    assert "Requested GPU-hours by GPU type: a100-80gb **10.0**." in md     # the summary's line stays
-    assert '<table class="resources">' not in report.render_html(context)
+    assert "## S.3 Storage and calendar" in md
+    assert "We request **10.00 GPU-hours of a100-80gb**" in md
+    assert '<table class="resources">' not in report.render_supplement_html(context)
 
 
 # ----------------------------------------------------------------- the shipped example
@@ -227,9 +228,9 @@ def example_plan():
 def test_example_report_has_the_units_table(example_plan):
     """Issue 6, done when: the shipped example report has a resource section with the units table."""
     context = ctx.report_context(example_plan)
-    md = report.render_markdown(context)
+    md = report.render_supplement_markdown(context)
     body = body_of(md)
-    assert "## B.3 Resources, allocation units, storage and calendar time" in body
+    assert "## S.1 Request by resource" in body
     lines = table_lines(md)
     rows = {line.split(" | ")[0].removeprefix("| "): line for line in lines[2:]}
     by_resource = example_plan.by_resource()         # the planner's charges, summed per partition
@@ -244,27 +245,26 @@ def test_example_report_has_the_units_table(example_plan):
     assert f"| {fmt.fmt_hours(h200_hours)} | 3 SUs per GPU-hour" in rows["ncsa-delta-h200"]
     # one Delta allocation: the total is the three partitions' SUs
     total = sum(amount for _, amount in by_resource.values())
-    assert rows["**total, ncsa-delta**"].endswith(
-        f"| **{fmt.fmt_hours(example_plan.gpu_hours_requested)}** | | **{fmt.fmt_hours(total)} SUs** | |")
-    # the table replaces the line of units under the summary
-    assert "Allocation units by resource" not in body
-    html = report.render_html(context)
-    assert '<section id="resources">' in html and '<table class="resources">' in html
+    # of A100, H200 and A40: the GPU-hours are not added, the SUs are
+    assert rows["**total, ncsa-delta**"].endswith(f"| |  | | **{fmt.fmt_hours(total)} SUs** | |")
+    html = report.render_supplement_html(context)
+    assert '<table class="resources">' in html
 
 
 def test_example_report_is_deterministic(example_plan):
     a = ctx.report_context(example_plan)
     b = ctx.report_context(plan_files(load_files([str(EXAMPLE)])))
-    assert report.render_markdown(a) == report.render_markdown(b)
-    assert report.render_html(a) == report.render_html(b)
+    assert report.render_supplement_markdown(a) == report.render_supplement_markdown(b)
+    assert report.render_supplement_html(a) == report.render_supplement_html(b)
+    assert report.render_markdown(a) == report.render_markdown(b) and report.render_html(a) == report.render_html(b)
 
 
 def test_plan_markdown_keeps_the_units_line(example_plan):
-    """`plan --format markdown` has no B.3: the line under its table still lists units by resource."""
+    """`plan --format markdown` is section B's request and table: the units by partition in its first line."""
     table = report.plan_markdown_table(example_plan)
-    assert "Allocation units by resource: ncsa-delta-a100 **" in table
-    assert "see B.3" not in table
-    assert table.endswith("SUs**.\n")          # the last line ends like every other
+    assert table.startswith("**Request.** We request **1,173.18 SUs on ncsa-delta**: 238.57 SUs on gpuA100x4 ")
+    assert "| **total, ncsa-delta** |" in table
+    assert table.endswith("|\n")          # the last line ends like every other
 
 
 def test_catalog_text_in_the_table_is_escaped(tmp_path, monkeypatch):
@@ -274,34 +274,35 @@ def test_catalog_text_in_the_table_is_escaped(tmp_path, monkeypatch):
     monkeypatch.setattr(charges, "describe_rule", lambda res: real(res) + " | <b>x</b> *y*")
     plan = plan_from(tmp_path, "workloads:\n" + service("on-delta", "a40", 1, 10, resource="ncsa-delta"))
     context = ctx.report_context(plan)
-    row = table_lines(report.render_markdown(context))[2]
+    row = table_lines(report.render_supplement_markdown(context))[2]
     assert "0.5 SU per GPU-hour, 1 SU minimum \\| \\<b\\>x\\</b\\> \\*y\\*" in row
     assert row.count(" | ") == TABLE_HEADER.count(" | ")
-    html = report.render_html(context)
+    html = report.render_supplement_html(context)
     assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
 
 
 def test_access_credits_sentence_when_the_proposal_names_a_project_type(tmp_path):
     plan = plan_from(tmp_path, "proposal: {title: A, access_tier: explore}\nworkloads:\n"
                      + service("on-delta", "h200", 1, 100, resource="ncsa-delta"))
-    md = report.render_markdown(ctx.report_context(plan))
+    md = report.render_supplement_markdown(ctx.report_context(plan))
     # Delta H200: 100 GPU-hours × 3 SU = 300 SUs × 66.7 credits per SU (Exchange Calculator as quoted) = 20,010.
-    assert ("In ACCESS Credits (the request is for Explore ACCESS, up to 400,000): ncsa-delta-h200: 300.0 SUs × "
-            "66.7 = 20,010 credits; **20,010 credits** (†: some rates are second-hand; re-check with the ACCESS "
-            "Exchange Calculator), within the Explore ACCESS limit.") in md
-    html = report.render_html(ctx.report_context(plan))
+    assert ("In ACCESS Credits (the request is for Explore ACCESS, up to 400,000): ncsa-delta-h200: 300.00 SUs × "
+            "66.7 = 20,010 credits; **20,010 credits** (†: some rates are second-hand, not ACCESS's own), within the "
+            "Explore ACCESS limit.") in md
+    html = report.render_supplement_html(ctx.report_context(plan))
     assert "<strong>20,010 credits</strong>" in html
+    assert "In ACCESS Credits: 20,010 (Explore ACCESS, up to 400,000)." in report.render_html(ctx.report_context(plan))
 
 
 def test_no_access_sentence_in_a_nairr_report(example_plan):
-    assert "ACCESS Credits" not in report.render_markdown(ctx.report_context(example_plan))
+    assert "ACCESS Credits" not in report.render_supplement_markdown(ctx.report_context(example_plan))
 
 
 def test_access_sentence_for_a_larger_tier_than_needed(tmp_path):
     """Asking for Accelerate with credits that Explore would cover is within the limit."""
     plan = plan_from(tmp_path, "proposal: {title: A, access_tier: accelerate}\nworkloads:\n"
                      + service("on-delta", "h200", 1, 100, resource="ncsa-delta"))
-    md = report.render_markdown(ctx.report_context(plan))
+    md = report.render_supplement_markdown(ctx.report_context(plan))
     assert "**20,010 credits**" in md and "within the Accelerate ACCESS limit." in md
     assert not any("ACCESS" in w for w in plan.warnings)
 
@@ -314,5 +315,5 @@ def test_access_credits_are_not_summed_without_every_workload(tmp_path):
     assert plan.access.credits is None and plan.access.missing == ("nowhere (no target resource)",)
     assert ("No ACCESS exchange rate for nowhere (no target resource): the credits cannot be checked against "
             "the Explore ACCESS limit") in plan.warnings
-    md = report.render_markdown(ctx.report_context(plan))
+    md = report.render_supplement_markdown(ctx.report_context(plan))
     assert "not computed: no exchange rate for nowhere (no target resource)." in md

@@ -64,10 +64,11 @@ def test_markdown_escapes_user_text(hostile_plan):
 
 def test_markdown_table_rows_keep_their_columns(hostile_plan):
     md = report.render_markdown(ctx.report_context(hostile_plan))
-    table = [line for line in md.split("## B.1 Summary")[1].split("\n\n")[1].splitlines()]
+    table = [line for line in md.splitlines() if line.startswith("|")]     # section B's one table
     unescaped = [len(re.findall(r"(?<!\\)\|", line)) for line in table]
     assert len(set(unescaped)) == 1, table          # the model name's '|' did not add a column
-    assert r"evil\|\<i\>model\</i\>" in table[2]
+    assert r"pipes \| and \<script\>" in table[2]            # the description's '|' did not add a column
+    assert r"evil\|\<i\>model\</i\>" in report.render_supplement_markdown(ctx.report_context(hostile_plan))
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -86,7 +87,7 @@ def test_md_escape(text, expected):
 
 
 def test_md_escape_leaves_safe_text_alone():
-    assert fmt.md_escape(fmt.fmt_hours(1234.5)) == "1,234.5"
+    assert fmt.md_escape(fmt.fmt_hours(1234.5)) == "1,234.50"
 
 
 # ----------------------------------------------------------------- HTML and SVG

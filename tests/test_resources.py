@@ -97,14 +97,14 @@ def test_six_gpus_on_a_four_gpu_node_hour_site_are_charged_two_nodes():
     assert c.nodes_per_job == nodes == 2
     assert c.amount == nodes * 10.0 * 1           # 20 node-hours
     assert c.unit == "node-hours"
-    assert c.arithmetic == "⌈6 GPUs ÷ 4 per node⌉ = 2 nodes × 10.0 h × 1 = 20.0 node-hours"
+    assert c.arithmetic == "⌈6 GPUs ÷ 4 per node⌉ = 2 nodes × 10.00 h per run = 20.00 node-hours"
     assert c.gpu_hours == 60.0
 
 
 def test_whole_node_rounding_applies_per_job():
     c = C.charge("alcf-polaris", "a100-40gb", gpus_per_job=6, hours_per_job=10.0, jobs=3)
     assert c.amount == 3 * 2 * 10.0               # 60, not ⌈18 ÷ 4⌉ × 10 = 50
-    assert c.arithmetic.endswith("× 1 × 3 jobs = 60.0 node-hours")
+    assert c.arithmetic.endswith("× 10.00 h per run × 3 runs = 60.00 node-hours")
 
 
 def test_frontier_charges_nodes_of_eight_gcds():
@@ -119,14 +119,14 @@ def test_delta_a100_su_equals_gpu_hours():
     assert C.charge("ncsa-delta-a100", "a100-40gb", 4, 1.0).amount == 4 * 1.0
     c = C.charge("ncsa-delta-a100", "a100-40gb", 6, 10.0)
     assert c.amount == c.gpu_hours == 60.0
-    assert c.arithmetic == "6 GPUs × 10.0 h × 1 = 60.0 SUs"
+    assert c.arithmetic == "6 GPUs × 10.00 h per run × 1 SU per GPU-hour = 60.00 SUs"
 
 
 def test_delta_a40_is_discounted_by_half():
     # NCSA Delta Running Jobs, partition table: gpuA40x4 charge factor 0.5.
     c = C.charge("ncsa-delta-a40", "a40", 4, 10.0)
     assert c.amount == 4 * 10.0 * 0.5
-    assert c.arithmetic == "4 GPUs × 10.0 h × 0.5 = 20.0 SUs"
+    assert c.arithmetic == "4 GPUs × 10.00 h per run × 0.5 SU per GPU-hour = 20.00 SUs"
 
 
 def test_delta_minimum_charge_is_one_su_per_job():
@@ -246,8 +246,8 @@ def test_job_limit_warnings_name_segments_and_node_limits():
     warnings = C.job_limit_warnings("tacc-lonestar6-h100", gpus_per_job=4, hours_per_run=100)
     assert warnings == [
         "tacc-lonestar6-h100: a 4-GPU job needs 2 nodes; gpu-h100 allows 1 per job (2 GPUs)",
-        "tacc-lonestar6-h100: a run of 100.0 h exceeds the 48.0 h walltime limit: "
-        "it needs ⌈100.0 ÷ 48.0⌉ = 3 checkpoint/restart segments",
+        "a run of 100.00 h exceeds tacc-lonestar6-h100's 48 h job limit: "
+        "⌈100.00 ÷ 48⌉ = 3 jobs, each resuming from the last checkpoint",
     ]
     assert C.job_limit_warnings("ncsa-delta-a100", 4, 40) == []
 
@@ -357,8 +357,8 @@ def test_access_credits_of_a_plan(tmp_path, capsys):
     # + Jetstream2 g3.xl: 1,000 h × 64 SUs = 64,000 SUs × 1 credit per SU (Jetstream2 docs) = 64,000.
     assert plan.access.credits == pytest.approx(3000 * 66.7 + 64_000)
     assert plan.access.tier.id == "explore" and plan.access.secondhand
-    assert plan.access.arithmetic == ("ncsa-delta-h200: 3,000.0 SUs × 66.7 = 200,100 credits; "
-                                      "jetstream2-gpu: 64,000.0 SUs × 1.0 = 64,000 credits")
+    assert plan.access.arithmetic == ("ncsa-delta-h200: 3,000.00 SUs × 66.7 = 200,100 credits; "
+                                      "jetstream2-gpu: 64,000.00 SUs × 1 = 64,000 credits")
     assert main(["check", str(path)]) == 0
     capsys.readouterr()
     path.write_text(path.read_text().replace("hours: 1000,", "hours: 2000,", 1))   # Delta: 400,200 + 64,000

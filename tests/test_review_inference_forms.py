@@ -88,7 +88,7 @@ def test_sliding_window_kv_line_divides_the_pool_by_one_sequences_bytes(tmp_path
     kv = next(d["text"] for d in inf["derivation"] if d["label"] == "KV cache")
     per_sequence = 4096 * (21 * 8000 + 21 * 4096)       # = 1,040,449,536 B
     assert f"a sequence of 8,000 tokens holds {per_sequence:,} B (21 of 42 layers keep only 4,096 tokens)" in kv
-    pool = float(re.search(r"pool ([\d.,]+) GB", kv).group(1).replace(",", "")) * 1e9
+    pool = float(re.search(r"pool ([\d.,]+) GiB", kv).group(1).replace(",", "")) * 2**30
     assert abs(inf["max_concurrency"] - pool / per_sequence) < 1
     assert kv.endswith(f"= {inf['max_concurrency']} sequences: at most {inf['max_concurrency']} at once")
 

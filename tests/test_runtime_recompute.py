@@ -112,9 +112,9 @@ def test_the_report_writes_the_recompute_out(tmp_path, capsys):
                     encoding="utf-8")
     assert main(["report", str(path), "-o", str(tmp_path / "out"), "--format", "md"]) == 0
     capsys.readouterr()
-    md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    md = (tmp_path / "out" / "supplement.md").read_text(encoding="utf-8")
     assert ("**Recomputed:** full activation checkpointing reruns 2·N + 4·L·H·Q·T = 17.16 GFLOP per token on "
             "the GPUs, not model FLOPs (Korthikanti et al. 2022 §5") in md
-    assert "**MFU:** 0.51 with nothing recomputed (A.1) × 51.47 ÷ (51.47 + 17.16) GFLOP = 0.383" in md
+    assert "**MFU:** 0.51 with nothing recomputed (S.2.1) × 51.47 ÷ (51.47 + 17.16) GFLOP = 0.383" in md
     assert "**Throughput:** 8 GPUs × 989 TFLOP/s × MFU 0.383 ÷ 51.47 GFLOP (model FLOPs) = 58,796 tokens/s" in md
     assert "Narayanan et al. 2021" in md and "llm-foundry" in md

@@ -114,9 +114,9 @@ def test_the_report_lists_the_queueing_sources_it_cites(tmp_path, capsys):
     path = tmp_path / "w.yaml"
     path.write_text(service_yaml())
     assert main(["report", str(path), "-o", str(tmp_path / "out"), "--format", "md"]) == 0
-    report = (tmp_path / "out" / "report.md").read_text()
+    report = (tmp_path / "out" / "supplement.md").read_text()
     assert "(M/G/∞, Takács 1962)" in report and "(Erlang 1909; Crommelin 1932; Franx 2001)" in report
-    appendix = report[report.index("## Appendix B"):]
+    appendix = report[report.index("## S.6 References"):]
     assert "**Takács 1962**. L. Takács. Introduction to the Theory of Queues" in appendix
     assert "**Erlang 1909**. A. K. Erlang. The theory of probabilities and telephone conversations" in appendix
     assert "**Crommelin 1932**. C. D. Crommelin. Delay probability formulae" in appendix

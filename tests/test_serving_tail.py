@@ -82,7 +82,7 @@ def test_the_percentile_is_in_the_plan_and_the_report(tmp_path, capsys):
     assert ttft.startswith("p90 with prompts arriving as a Poisson stream")
     out_dir = tmp_path / "report"
     assert main(["report", str(tmp_path / "w.yaml"), "--format", "md", "--out", str(out_dir)]) == 0
-    assert "TTFT p90" in (out_dir / "report.md").read_text(encoding="utf-8")
+    assert "TTFT p90" in (out_dir / "supplement.md").read_text(encoding="utf-8")
 
 
 FAR = """\
@@ -127,4 +127,4 @@ def test_past_the_limit_of_terms_the_plan_says_it_uses_the_bound(tmp_path, capsy
     assert wait_ms / 1e3 / S > 300
     out_dir = tmp_path / "report"
     assert main(["report", str(tmp_path / "w.yaml"), "--format", "md", "--out", str(out_dir)]) == 0
-    assert "**Asmussen \\& Albrecher 2010**" in (out_dir / "report.md").read_text(encoding="utf-8")
+    assert "**Asmussen \\& Albrecher 2010**" in (out_dir / "supplement.md").read_text(encoding="utf-8")

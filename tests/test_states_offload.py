@@ -120,6 +120,6 @@ def test_published_zero_offload_trains_13b_on_one_v100(tmp_path, capsys):
 def test_report_states_host_and_paged_bytes_beside_the_measured_statistics(tmp_path, capsys):
     plan = _plan(tmp_path, capsys, ZERO_OFFLOAD_13B + "    offload: {optimizer: cpu}\n")
     assert main(["report", str(tmp_path / "w.yaml"), "-o", str(tmp_path / "out"), "--format", "md"]) == 0
-    text = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    text = (tmp_path / "out" / "supplement.md").read_text(encoding="utf-8")
     gib = plan["memory"]["host_bytes"] / 2**30
     assert f"host memory for the offloaded states {gib:.2f} GiB per GPU" in text

@@ -130,7 +130,8 @@ def test_published_qlora_65b_fits_one_48gb_gpu_with_the_papers_mechanisms(tmp_pa
     assert c["gradients"] == adapters * 2                        # bf16 adapter gradients
     assert c["optimizer"] == 0
     assert w["memory"]["paged_optimizer_bytes"] == adapters * 8  # fp32 m and v, paged
-    assert w["gpu"] == {"type": "a40", "count": 1, "memory_bytes": A40_USABLE, "nominal_memory_bytes": 48 * 10**9}
+    assert w["gpu"] == {"type": "a40", "count": 1, "memory_bytes": A40_USABLE, "nominal_memory_bytes": 48 * 10**9,
+                        "peak_16bit_flops": 149.7e12}          # A40 datasheet: 149.7 TFLOPS BF16 dense
     assert w["memory"]["device_bytes"] <= A40_USABLE
     assert any(text.startswith("guanaco-65b: tight on 1× a40") for text in w["warnings"])
 

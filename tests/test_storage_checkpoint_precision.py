@@ -57,7 +57,7 @@ def test_checkpoint_bytes_follow_the_states_kept(plan_workloads, tmp_path, capsy
     path.write_text(HEADER + line, encoding="utf-8")
     capsys.readouterr()
     assert main(["report", str(path), "--format", "md", "-o", str(tmp_path / "out")]) == 0
-    assert basis in (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert basis in (tmp_path / "out" / "supplement.md").read_text(encoding="utf-8")
 
 
 def test_the_hand_counts():

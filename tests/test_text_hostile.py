@@ -143,17 +143,18 @@ def hostile_report(tmp_path, capsys) -> Path:
 def test_no_report_or_plan_table_cell_starts_a_formula(tmp_path, capsys, lead):
     path = hostile_file(tmp_path, lead)
     assert run(capsys, "report", path, "-o", tmp_path / "out", "--format", "md,html")[0] == 0
-    md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
-    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    out = tmp_path / "out"
+    md = "\n\n".join((out / name).read_text(encoding="utf-8") for name in ("report.md", "supplement.md"))
+    page = "\n".join((out / name).read_text(encoding="utf-8") for name in ("report.html", "supplement.html"))
     code, table, err = run(capsys, "plan", path, "--format", "markdown")
     assert code == 0, err
     # (a LoRA workload's report has about 90 cells: its memory section shows one rule of thumb, LoRA's frozen base)
     for cells, at_least in ((markdown_cells(md), 80), (html_cells(page), 80), (markdown_cells(table), 20)):
         assert len(cells) >= at_least          # the tables were found
         assert formula_cells(cells) == []
-    # The model's cell is there, marked as text for a spreadsheet.
-    assert f"'{lead}cmd|' /C calc'!A0" in markdown_cells(table)
-    assert f"'{lead}cmd|' /C calc'!A0" in html_cells(page)
+    # The description's cell (section B's "for" column) is there, marked as text for a spreadsheet.
+    for cells in (markdown_cells(table), markdown_cells(md), html_cells(page)):
+        assert any(c.startswith(f"'-{lead}HYPERLINK(") for c in cells)
 
 
 def test_no_diff_table_cell_starts_a_formula(tmp_path, capsys):
@@ -344,10 +345,12 @@ def test_renderers_escape_invisible_characters_in_any_text(tmp_path):
     name = "tiny\u202e 1 - 2 \u200b\u2066x\u2069\u2028"
     plan = dataclasses.replace(plan, workloads=(dataclasses.replace(w, model=dataclasses.replace(w.model, id=name)),))
     ctx = context.report_context(plan)
-    for text in (output.plan_text(plan), output.plan_json(plan), report.render_markdown(ctx),
-                 report.render_html(ctx), report.plan_markdown_table(plan)):
+    for text in (output.plan_text(plan), output.plan_json(plan), report.render_supplement_markdown(ctx),
+                 report.render_supplement_html(ctx)):
         assert not any(c in text for c in INVISIBLE)
         assert "\\u202e" in text and "\\u200b" in text
+    for text in (report.render_markdown(ctx), report.render_html(ctx), report.plan_markdown_table(plan)):
+        assert not any(c in text for c in INVISIBLE)       # section B names no model
 
 
 @pytest.mark.parametrize("text, shown", [
@@ -416,8 +419,9 @@ def test_text_at_the_limits_stays_inside_the_pdf_page(tmp_path):
             .replace("pi: PI", "pi: " + "P" * 1000).replace("institution: Inst", "institution: " + "I" * 1000))
     path = tmp_path / "w.yaml"
     path.write_text(text, encoding="utf-8")
-    html = report.render_html(context.report_context(plan_files(load_files([str(path)]))))
-    document = weasyprint.HTML(string=html).render()
+    ctx = context.report_context(plan_files(load_files([str(path)])))
+    pages = [page for html in (report.render_html(ctx), report.render_supplement_html(ctx))
+             for page in weasyprint.HTML(string=html).render().pages]
 
     def boxes(box):
         yield box
@@ -425,7 +429,7 @@ def test_text_at_the_limits_stays_inside_the_pdf_page(tmp_path):
             yield from boxes(child)
 
     outside = [(i + 1, type(b).__name__, round(b.position_x + b.margin_width() - page.width))
-               for i, page in enumerate(document.pages) for b in boxes(page._page_box)
+               for i, page in enumerate(pages) for b in boxes(page._page_box)
                if hasattr(b, "margin_width") and type(b).__name__ != "MarginBox"
                and b.position_x + b.margin_width() > page.width + 1]
     assert outside == []

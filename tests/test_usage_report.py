@@ -36,7 +36,7 @@ def test_the_progress_set_is_written(tmp_path, capsys):
     assert sorted(os.path.relpath(p, tmp_path / "out") for p in printed) == files
     md = (tmp_path / "out" / "progress.md").read_text()
     assert md.startswith("# Progress report: the allocation's use against the plan\n\n**Usage fixture**\n")
-    assert "As of 2026-10-31, the jobs used 53.5 of the 55.0 GPU-hours planned (97.3%), 1.47 remaining." in md
+    assert "As of 2026-10-31, the jobs used 53.53 of the 55.00 GPU-hours planned (97.3%), 1.47 remaining." in md
     assert "at that rate the plan's GPU-hours run out on 2026-11-02 (the allocation ends on 2027-10-01)." in md
     assert "![GPU-hours remaining, planned against used](charts/burndown-gpu-hours.svg)" in md
     html = (tmp_path / "out" / "progress.html").read_text()

@@ -111,7 +111,9 @@ def eager_note(model: ModelSpec) -> Note:
     """The assumption on eager PyTorch's extras: "eager-extras" where eager_terms() adds something (an RMSNorm
     or a gated MLP), else "eager-no-extras" (LayerNorm and a plain MLP: GPT-2, BERT, Falcon); render/notes.py
     words them."""
-    return note("eager-extras" if model.norm == "rmsnorm" or mlp_matrices(model) == 3 else "eager-no-extras")
+    if model.norm == "rmsnorm" or mlp_matrices(model) == 3:
+        return note("eager-extras", gemma_norm=is_gemma(model))      # Gemma's norm keeps one more fp32 tensor
+    return note("eager-no-extras")
 
 
 AUTOCAST_NOTE = note("autocast-fp32-params")     # autocast over fp32 parameters: what it saves (autocast_terms)

@@ -118,6 +118,9 @@ class WorkloadStorage:
     """The reference ids checkpoint_arithmetic cites (catalog/references.py)."""
     dataset_arithmetic: str = ""
     """How dataset_bytes and dataset_raw_bytes were computed."""
+    model_weights_bytes: int = 0
+    """The weights the workload starts from (a fine-tune's base model, a served model), downloaded once and
+    kept in project space; not archived (the published checkpoint can be downloaded again)."""
 
     @functools.cached_property   # frozen, so computed once (plan JSON, report and totals ask)
     def peak_scratch_bytes(self) -> int:
@@ -131,8 +134,9 @@ class WorkloadStorage:
 
     @property
     def project_bytes(self) -> int:
-        """Kept for the life of the allocation: raw and tokenized datasets + every variant's final weights."""
-        return self.dataset_raw_bytes + self.dataset_bytes + self.final_weights_total_bytes
+        """Kept for the life of the allocation: raw and tokenized datasets, the model weights it starts from
+        and every variant's final weights."""
+        return self.dataset_raw_bytes + self.dataset_bytes + self.model_weights_bytes + self.final_weights_total_bytes
 
     @property
     def archive_bytes(self) -> int:
@@ -148,7 +152,7 @@ class StorageTotals:
     project_bytes: int
     """Σ WorkloadStorage.project_bytes."""
     scratch_bytes: int
-    """Σ WorkloadStorage.peak_scratch_bytes (storage_totals: an upper bound)."""
+    """max WorkloadStorage.peak_scratch_bytes: the workloads run one after another (storage_totals)."""
     archive_bytes: int
     """Σ WorkloadStorage.archive_bytes."""
 
@@ -285,11 +289,13 @@ def peak_scratch_bytes(checkpoint_bytes: int, retained: int, concurrency: int = 
 def storage_totals(workloads: Iterable[WorkloadStorage]) -> StorageTotals:
     """Project, scratch and archive totals over workloads (see WorkloadStorage).
 
-    Scratch is Σ peak scratch, as if every workload ran at once: an upper bound.
+    Scratch is the largest workload's peak: the plan's one concurrency assumption is that the workloads
+    run one after another (each at its own concurrency), as its calendar time adds their days
+    (charges.calendar_days); project and archive space add up, kept for the whole allocation.
     """
     workloads = tuple(workloads)
     return StorageTotals(
         project_bytes=sum(w.project_bytes for w in workloads),
-        scratch_bytes=sum(w.peak_scratch_bytes for w in workloads),
+        scratch_bytes=max((w.peak_scratch_bytes for w in workloads), default=0),
         archive_bytes=sum(w.archive_bytes for w in workloads),
     )

@@ -161,9 +161,9 @@ def assumed_shape(ref: ModelShape) -> AssumedShape | Problem:
 GPT_BLOCK_DEFAULTS = {
     "kv_heads": "= heads: multi-head attention, as in the original GPT block",
     "ffn_hidden": f"= {GPT_FFN_FACTOR} × hidden, as in the original GPT block",
-    "plain": ("two matrices, up and down, with GELU, and LayerNorm, as in the original GPT block; write mlp: gated "
-              "for SwiGLU"),
-    "gated": "gate, up and down projections: SwiGLU, as Llama; write mlp: plain for a two-matrix GELU MLP",
+    "plain": ("two matrices, up and down, with GELU, and LayerNorm, as in the original GPT block; mlp: gated would "
+              "be SwiGLU"),
+    "gated": "gate, up and down projections: SwiGLU, as Llama; mlp: plain would be a two-matrix GELU MLP",
 }
 
 

@@ -57,6 +57,7 @@ class PilotRun:
     peak_memory: tuple[str, int] | None     # (statistic, bytes): device, reserved, allocated or active
     method: str
     step_ratios: tuple[float, ...] = ()     # percentiles 0-100 of the steady steps' rates ÷ their median
+    illustrative: bool = False  # pilot.illustrative: an example log, not a measurement (said wherever it is used)
 
 
 class MeasuredThroughput(Throughput):
@@ -171,7 +172,8 @@ def _read_one(workload, pilot: Pilot, base_dir: str, at, problem) -> tuple[Pilot
     return PilotRun(log=pilot.log, sha256=sha256_of(full), format=result.format, steps_used=result.steps_used,
                     steps_dropped=result.warmup_steps, gpu=pilot.gpu, gpus=count, gpus_source=count_source,
                     tokens_per_second=rate, token_definition=result.token_definition, peak_memory=result.peak(),
-                    method=result.method, step_ratios=result.step_ratios), []
+                    method=result.method, step_ratios=result.step_ratios,
+                    illustrative=pilot.illustrative), []
 
 
 def measured_throughput(runs: tuple[PilotRun, ...]) -> MeasuredThroughput:

@@ -43,9 +43,9 @@ CALENDAR_ASSUMPTION = (
 
 
 def fmt_amount(x: float) -> str:
-    """Hours and amounts: thousands separators, at least one decimal, at most two."""
-    text = f"{x:,.2f}".rstrip("0")
-    return text + "0" if text.endswith(".") else text
+    """Hours and amounts: thousands separators and two decimals, as every document shows them
+    (render/format.py HOURS_DECIMALS)."""
+    return f"{x:,.2f}"
 
 
 def in_unit(amount: float, unit: str) -> str:
@@ -58,6 +58,17 @@ def _nodes(n: float, word: str = "node") -> str:
 
 
 # ------------------------------------------------------------------------ charging
+
+
+def rate_text(res: Resource) -> str:
+    """The charge factor with its units, as a reviewer reads it: '3 SUs per GPU-hour', '1 node-hour per
+    node-hour', '$55.04 per instance-hour'."""
+    rule = res.charge
+    if res.is_cloud:
+        return f"{dollars(rule.factor)} per instance-hour"
+    unit = res.unit.removesuffix("s") if rule.factor <= 1 else res.unit
+    per = "GPU-hour" if rule.per == "gpu-hour" else f"{res.node_word}-hour"
+    return f"{plain(rule.factor)} {unit} per {per}"
 
 
 def charge(res: Resource | str, gpu_type: str, gpus_per_job: int, hours_per_job: float,
@@ -107,14 +118,16 @@ def charge(res: Resource | str, gpu_type: str, gpus_per_job: int, hours_per_job:
         nodes = billed
         head = f"{gpus_text(gpus_per_job)} ÷ {res.gpus_per_node} per node = {_nodes(nodes)}"
 
-    factor = (f"{dollars(rule.factor)} per instance-hour" if res.is_cloud else plain(rule.factor))
-    text = f"{head} × {hours_text} × {factor}"
+    rate = rate_text(res)
+    # A factor of 1 in the unit charged (node-hours per node-hour) says nothing: the product is in the unit.
+    same = rule.factor == 1 and rate == f"1 {res.unit.removesuffix('s')} per {res.unit.removesuffix('s')}"
+    text = f"{head} × {hours_text} per run" + ("" if same else f" × {rate}")
     if raised:
         text += (f" = {fmt_amount(billed * hours_charged * rule.factor)}, raised to the per-job minimum of "
                  f"{plain(rule.minimum_amount)} {res.unit}")
     amount = per_job * jobs
     if jobs > 1:
-        text += f"; × {jobs:,} jobs" if raised else f" × {jobs:,} jobs"
+        text += f"; × {jobs:,} runs" if raised else f" × {jobs:,} runs"
     text += f" = {in_unit(amount, res.unit)}"
     return Charge(
         resource_id=res.id, resource=res, system=system_of(res.id), rule=describe_rule(res), unit=res.unit, amount=amount, arithmetic=text, gpu_type=gpu_type,
@@ -244,10 +257,10 @@ def job_limit_warnings(res: Resource | str, gpus_per_job: int, hours_per_run: fl
         tier = res.walltime_tier(gpus_per_job)
         where = f" for {nodes:,}-node jobs ({tier.queue})" if tier and tier.queue else ""
         out.append(
-            f"{res.id}: a run of {fmt_amount(hours_per_run)} h exceeds the {fmt_amount(limit)} h walltime limit{where}: "
-            f"it needs ⌈{fmt_amount(hours_per_run)} ÷ {fmt_amount(limit)}⌉ = {segments} "
+            f"a run of {fmt_amount(hours_per_run)} h exceeds {res.id}'s {plain(limit)} h job limit{where}: "
+            f"⌈{fmt_amount(hours_per_run)} ÷ {plain(limit)}⌉ = {segments} "
             + ("consecutive jobs, the engine restarted at each" if kind == "inference"
-               else "checkpoint/restart segments")
+               else "jobs, each resuming from the last checkpoint")
         )
     tier = res.walltime_tier(gpus_per_job)
     if tier is not None and "preempt" in tier.queue:
@@ -281,9 +294,8 @@ def calendar_warning(days: float, track_name: str = "standard") -> str | None:
     if days <= t.period_days:
         return None
     return (
-        f"The campaign needs {fmt_amount(round(days, 1))} calendar days at the stated concurrency, more than "
-        f"the {plain(t.period_months)}-month {t.name} period ({fmt_amount(round(t.period_days, 1))} days; "
-        f"queue wait not included): run more variants at once (concurrency) or trim the plan"
+        f"the campaign needs {days:,.1f} calendar days at the stated concurrency, more than "
+        f"the {plain(t.period_months)}-month {t.name} period ({t.period_days:,.1f} days; queue wait not included)"
     )
 
 
@@ -310,7 +322,7 @@ def access_credits(charges: Iterable[Charge], uncharged: Iterable[str] = ()) -> 
         credits = amount * rate.per_unit
         total += credits
         secondhand |= rate.confidence != "verified"
-        parts.append(f"{rid}: {fmt_amount(amount)} {res.unit} × {fmt_amount(rate.per_unit)} = {credits:,.0f} credits")
+        parts.append(f"{rid}: {fmt_amount(amount)} {res.unit} × {plain(rate.per_unit)} = {credits:,.0f} credits")
     if missing:
         return AccessCredits(None, "; ".join(parts), tuple(missing), secondhand, None)
     return AccessCredits(total, "; ".join(parts), (), secondhand, access_tier(total))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..estimate.inference import Replica, prefill, prefill_flops_per_sequence
 from ..estimate.queueing import EXACT_TERMS
-from ..units import GB, SECONDS_PER_HOUR
+from ..units import GiB, SECONDS_PER_HOUR
 
 def ms_text(seconds: float) -> str:
     ms = seconds * 1e3
@@ -33,10 +33,10 @@ def kv_line(rep: Replica, input_tokens: int, output_tokens: int | None, most: in
         return ("KV cache", f"{rep.kv_bytes_per_token:,} B per token{gpus} ({m.layers} layers, {rep.kv_precision}); "
                             f"a sequence of {context:,} tokens holds {per_sequence:,} B ({m.sliding_window_layers} of "
                             f"{m.layers} layers keep only {m.sliding_window:,} tokens); {e.name}'s pool "
-                            f"{rep.kv_pool_bytes / GB:,.2f} GB ÷ {per_sequence:,} B = "
+                            f"{rep.kv_pool_bytes / GiB:,.2f} GiB ÷ {per_sequence:,} B = "
                             f"{rep.kv_pool_bytes // per_sequence:,} sequences{cap}: at most {most:,} at once")
     return ("KV cache", f"{rep.kv_bytes_per_token:,} B per token{gpus} ({m.layers} layers, {rep.kv_precision}); "
-                        f"{e.name}'s pool {rep.kv_pool_bytes / GB:,.2f} GB ÷ {rep.kv_bytes_per_token:,} B = "
+                        f"{e.name}'s pool {rep.kv_pool_bytes / GiB:,.2f} GiB ÷ {rep.kv_bytes_per_token:,} B = "
                         f"{rep.kv_tokens:,} tokens = {fits}{cap}: at most {most:,} at once")
 
 
@@ -92,8 +92,8 @@ def step_line(rep: Replica, step, label: str) -> tuple[str, str]:
     else:   # sliding-window layers keep only the window (estimate/weights.kv_layer_tokens)
         kv_text = (f"{step.batch:,} × {per_sequence:,} B ({rep.model.sliding_window_layers} of {rep.model.layers} "
                    f"layers keep only {rep.model.sliding_window:,} tokens)")
-    weights_text = (f"{weights / GB:,.2f} GB weights" if weights == rep.weights_bytes else
-                    f"{weights / GB:,.2f} GB of the {rep.weights_bytes / GB:,.2f} GB weights (the experts "
+    weights_text = (f"{weights / GiB:,.2f} GiB weights" if weights == rep.weights_bytes else
+                    f"{weights / GiB:,.2f} GiB of the {rep.weights_bytes / GiB:,.2f} GiB weights (the experts "
                     f"{step.batch:,} token{'s' if step.batch > 1 else ''} visit{'' if step.batch > 1 else 's'})")
 
     def part(name: str, nbytes: float, seconds: float) -> str:
@@ -105,9 +105,9 @@ def step_line(rep: Replica, step, label: str) -> tuple[str, str]:
     fixed = rep.engine.decode_step_seconds
     comm = step.seconds - step.linear_seconds - step.attention_seconds - fixed
     text = (f"batch {step.batch:,} at {step.context:,} tokens reads {weights_text} + "
-            f"{kv_text} = {kv / GB:,.2f} GB KV per GPU; "
+            f"{kv_text} = {kv / GiB:,.2f} GiB KV per GPU; "
             f"at {rep.gpu.memory_bandwidth / 1e12:,.3g} TB/s × {rep.engine.bandwidth_fraction:g} = "
-            f"{achieved / 1e12:,.3g} TB/s: {part('weights', weights, step.linear_seconds)} + "
+            f"{achieved / GiB:,.1f} GiB/s: {part('weights', weights, step.linear_seconds)} + "
             f"{part('KV', kv, step.attention_seconds)}"
             + (f" + all-reduce {ms_text(comm)}" if rep.tensor_parallel > 1 else "")
             + (" (across nodes)" if rep.nodes > 1 else "")

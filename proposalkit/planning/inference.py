@@ -187,7 +187,8 @@ def _rate_plan(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
         prefill_tokens_per_second=svc.prefill.tokens_per_second,
         output_tokens_per_second=w.request_rate * O, ttft_ms=svc.ttft_ms, tpot_ms=svc.tpot_ms,
         request_rate=w.request_rate, steps=tuple(steps), ttft_percentile=q,
-        sources=rep.engine.paper + CALIBRATION_REFERENCES + SERVICE_REFERENCES + WAIT_REFERENCES[svc.ttft_wait_method])
+        sources=rep.engine.paper + CALIBRATION_REFERENCES + SERVICE_REFERENCES + WAIT_REFERENCES[svc.ttft_wait_method],
+        rate_per_replica_max=svc.max_rate_per_replica, ttft_target_ms=w.ttft_ms, tpot_target_ms=w.tpot_ms)
     return _Option(svc.replicas * t, w.hours, svc.concurrency, plan, None)
 
 

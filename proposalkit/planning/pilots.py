@@ -38,6 +38,8 @@ DISAGREEMENT = 0.25
 # The estimate's key for each statistic a log measures (plan JSON `memory`).
 ESTIMATE_STATISTIC = {"device": "device_bytes", "reserved": "reserved_bytes", "allocated": "allocated_bytes",
                       "active": "allocated_bytes"}
+# What `check` adds to a pilot whose memory the estimate misses: the likely cause, for the author.
+SETTINGS_HINT = "check the workload's settings match the pilot's (seq_len, micro_batch, checkpointing, ZeRO stage)"
 SCALING_RULE = ("the per-GPU rate changes by the measured efficiency e for every factor c2/c1 more GPUs, "
                 "p(n) = p1 × e^(ln(n/c1)/ln(c2/c1)), and is never above the nearest pilot's outside the measured "
                 "counts")
@@ -104,15 +106,26 @@ class Comparison:
         peak, e = self.run.peak_memory, self.estimate_memory_bytes
         return peak[1] / e if peak and e else None
 
-    def caveats(self, name: str) -> list[str]:
-        """What puts the request at risk, for the plan's warnings and the report's Caveats: only an
-        estimate under the measured memory (the plan uses the measured rate, so a rate that differs
-        from the estimate changes nothing requested; it is listed with the pilot table and by check)."""
+    def caveats(self, name: str, usable_bytes: int | None = None) -> list[str]:
+        """What puts the request at risk, for the plan's warnings and section B's caveats, as a statement: only
+        an estimate under the measured memory by more than DISAGREEMENT (the plan uses the measured rate, so a
+        rate that differs from the estimate changes nothing requested; it is listed with the pilot table and by
+        check). `usable_bytes`: the planned GPU's usable memory, said beside the peak where the pilot ran on it."""
         m = self.memory_ratio
-        return [text for text in self.warnings(name) if m is not None and m > 1 + DISAGREEMENT
-                and "under the measured peak" in text]
+        if m is None or m <= 1 + DISAGREEMENT:
+            return []
+        r = self.run
+        stat, peak = r.peak_memory
+        text = (f"{name}: the pilot's peak memory, {peak / GiB:,.2f} GiB {stat} per GPU on {r.gpus}× {r.gpu}, is "
+                f"{m:.2f}× the estimate of {self.estimate_memory_bytes / GiB:,.2f} GiB {stat}")
+        if usable_bytes is not None:
+            text += (f"; it is within the {r.gpu}'s {usable_bytes / GiB:,.2f} GiB usable" if peak <= usable_bytes
+                     else f"; it is above the {r.gpu}'s {usable_bytes / GiB:,.2f} GiB usable")
+        return [text]
 
     def warnings(self, name: str) -> list[str]:
+        """Each measurement more than DISAGREEMENT from its estimate, as a statement (the pilot table's notes,
+        `check`'s warnings and the plan JSON's; what to do about it is `check`'s to say: SETTINGS_HINT)."""
         r, out = self.run, []
         where = f"{name}: pilot {r.log} ({r.gpus}× {r.gpu})"
         t = self.throughput_ratio
@@ -128,8 +141,7 @@ class Comparison:
                        f"{self.estimate_memory_bytes / GiB:,.2f} GiB (measured ÷ estimate {m:.2f})"
             if m > 1:
                 out.append(f"{measured}: the estimate is under the measured peak, the worse case: a configuration "
-                           "planned from the estimate may not fit; check the workload's settings match the pilot's "
-                           "(seq_len, micro_batch, checkpointing, ZeRO stage)")
+                           "planned from the estimate may not fit")
             else:
                 out.append(f"{measured}: the estimate is over the measured peak by more than {DISAGREEMENT:.0%} "
                            "(safe, but it may ask for more GPU memory than the run needs)")

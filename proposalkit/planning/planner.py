@@ -31,7 +31,8 @@ from . import charges, comparison, infeasible, inference, pilots, ranges, search
 from .intervals import total
 from .citations import plan_references
 from ..notes import Note, note
-from .records import Candidate, Plan, Settings, WorkloadPlan
+from ..units import GiB
+from .records import Candidate, DataSize, Plan, Settings, WorkloadPlan
 
 # A workload's own `mfu` above this draws a warning: the highest model-FLOPs utilization
 # published for dense transformer training that we know of (the warning's text and its
@@ -146,13 +147,11 @@ def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | Non
     """Checkpoint, final weights and dataset sizes (storage.py has the sources)."""
     params = model.params
     if w.kind == "inference":
+        # A served model's weights are read, not made: project space, no final weights to archive.
         weights = storage_model.weights_checkpoint_bytes(params, s.precision)
-        checkpoint, arithmetic = 0, "no training checkpoints (inference)"
-        dataset = raw = 0
-        dataset_text = "no training data (inference)"
         return storage_model.WorkloadStorage(
-            checkpoint, weights, dataset, raw, 1, s.concurrency, s.variants,
-            checkpoint_arithmetic=arithmetic, dataset_arithmetic=dataset_text)
+            0, 0, 0, 0, 1, s.concurrency, s.variants, checkpoint_arithmetic="no training checkpoints (inference)",
+            dataset_arithmetic="no training data (inference)", model_weights_bytes=weights)
     if w.method in ("lora", "qlora"):
         ckpt = storage_model.lora_checkpoint_size(trainable)
         final = storage_model.weights_checkpoint_bytes(trainable, storage_model.LORA_ADAPTER_PRECISION)
@@ -173,14 +172,17 @@ def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | Non
     unique_tokens = round(tokens / epochs)
     # An unknown vocabulary is assumed above 65,536 ids: 4-byte token ids, the larger choice.
     data = storage_model.dataset_size(unique_tokens, model.vocab or 2**17)
-    text = (f"{unique_tokens:,} unique tokens × {data.token_id_bytes} B per token id = {data.tokenized_bytes:,} B "
-            f"tokenized; × {data.raw_bytes_per_token:g} B per token ≈ {data.raw_text_bytes:,} B raw text")
+    text = (f"{unique_tokens:,} unique tokens × {data.token_id_bytes} B per token id = "
+            f"{data.tokenized_bytes / GiB:,.2f} GiB tokenized; × {data.raw_bytes_per_token:g} B per token ≈ "
+            f"{data.raw_text_bytes / GiB:,.2f} GiB raw text")
     return storage_model.WorkloadStorage(
         ckpt.full_state_bytes, final, data.tokenized_bytes, data.raw_text_bytes, s.checkpoints_retained,
         s.concurrency, s.variants,
         checkpoint_arithmetic=f"{params if w.method not in ('lora', 'qlora') else trainable:,} params × {ckpt.basis}",
         checkpoint_sources=ckpt.sources,
-        dataset_arithmetic=text)
+        dataset_arithmetic=text,
+        # A fine-tune starts from the published checkpoint, downloaded at its precision; pretraining from none.
+        model_weights_bytes=storage_model.weights_checkpoint_bytes(params, s.precision) if w.kind == "finetune" else 0)
 
 
 def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain: bool = True,
@@ -260,11 +262,10 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
     if tp.source == "pilot-extrapolated":
         warnings.append(f"{w.name}: throughput extrapolated from the pilot: {tp.derivation}")
     if tp.source == "flops":
-        warnings.append(f"{w.name}: no measured pilot yet; the runtime is estimated from FLOPs at MFU "
-                        f"{tp.mfu:.2f} and will be replaced by a measured throughput")
+        warnings.append(f"{w.name}: no pilot run yet: the speed is estimated from FLOPs at an assumed MFU")
     compared = comparison.compare(model, w, s, gpus, mfu)
     for pilot in compared:
-        warnings += pilot.caveats(w.name)
+        warnings += pilot.caveats(w.name, gpus[pilot.run.gpu].usable_memory_bytes if pilot.run.gpu in gpus else None)
     if w.mfu is not None and w.mfu > PUBLISHED_MFU_MAX:
         warnings.append(f"{w.name}: MFU {w.mfu:g} is above the highest published achieved MFU "
                         f"({PUBLISHED_MFU_MAX:g}: {PUBLISHED_MFU_MAX_SOURCE})")
@@ -322,6 +323,8 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
         walltime_hours=walltime, walltime_tier=walltime_tier, walltime_segments=segments,
         pilots=compared, pilot_scaling=pilots.scaling(w), inference=served, sources=cited,
         extrapolation=w.extrapolation,
+        data=(DataSize(w.data.samples, w.data.seq_len, w.data.epochs)
+              if w.kind != "inference" and w.tokens is None and w.data is not None else None),
     ))
 
 

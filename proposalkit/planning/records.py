@@ -229,6 +229,21 @@ class InferencePlan:
     """A service by load: the percentile `ttft_ms` is (99: p99)."""
     sources: tuple[str, ...] = ()
     """The reference ids `steps` and `engine_source` cite (catalog/references.py)."""
+    rate_per_replica_max: float | None = None
+    """A service by load: the most requests per second one replica sustains within the targets."""
+    ttft_target_ms: float | None = None
+    """A service by load: the workload's time-to-first-token target (`ttft_ms`), at `ttft_percentile`."""
+    tpot_target_ms: float | None = None
+    """A service by load: the workload's time-per-output-token target (`tpot_ms`)."""
+
+
+@dataclass(frozen=True)
+class DataSize:
+    """A training set as the workload's `data` gives it: tokens = samples × seq_len × epochs."""
+
+    samples: int
+    seq_len: int
+    epochs: float
 
 
 @dataclass(frozen=True)
@@ -310,6 +325,8 @@ class WorkloadPlan:
     """The workload's `extrapolation`: how a pilot on another GPU type carries over, as the researcher states it."""
     ranges: Ranges | None = None
     """Low / likely / high of its estimates, where each comes from, and its request's coverage (ranges.py)."""
+    data: DataSize | None = None
+    """The workload's `data` (samples, sequence length, epochs) where its tokens were counted from it."""
 
 
 @dataclass(frozen=True)
@@ -331,7 +348,7 @@ class Plan:
     access_tier: CreditTier | None = None
     """The ACCESS project type the proposal asks for (proposal.access_tier)."""
     references: tuple[Reference, ...] = ()
-    """The works the records cite, each once, in the catalog's order (planning/citations.py): Appendix B."""
+    """The works the records cite, each once, in the catalog's order (planning/citations.py): the supplement's S.6."""
     total_range: TotalRange | None = None
     """The whole request's GPU-hours range and coverage, the workloads fully correlated (intervals.total)."""
     period_months: float = 12.0

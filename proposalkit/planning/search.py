@@ -409,13 +409,14 @@ def _why_not(c: Candidate, chosen: Candidate) -> str:
         return does_not_fit(c)
     same_unit = c.cost_unit == chosen.cost_unit
     if c.extrapolated and not chosen.extrapolated:
-        reason = (f"fits on {c.count}× {c.gpu}, but its throughput would be extrapolated from the "
-                  "pilot; the measured configuration is preferred")
-        if chosen.idle_gpus and same_unit and c.cost < chosen.cost * (1 - 1e-9):
-            reason += (f" (it would cost {charges.fmt_amount(c.cost)} {c.cost_unit} vs "
-                       f"{charges.fmt_amount(chosen.cost)}: the measured configuration leaves "
-                       f"{resources.gpus_text(chosen.idle_gpus)} of a node that is charged whole idle; a pilot on "
-                       f"{c.count}× {c.gpu} would settle it)")
+        cheaper = same_unit and c.cost < chosen.cost * (1 - 1e-9)
+        # Judged in the unit charged: an alternative that would cost less says so before why it lost.
+        reason = (f"fits on {c.count}× {c.gpu} and would cost {1 - c.cost / chosen.cost:.0%} fewer {c.cost_unit}, "
+                  if cheaper else f"fits on {c.count}× {c.gpu}, ")
+        reason += "but its throughput would be extrapolated from the pilot; the measured configuration is preferred"
+        if chosen.idle_gpus and cheaper:
+            reason += (f" (it leaves {resources.gpus_text(chosen.idle_gpus)} of a node that is charged whole idle; a "
+                       f"pilot on {c.count}× {c.gpu} would settle it)")
         return reason
     if c.cost > chosen.cost * (1 + 1e-9):
         if c.idle_gpus and same_unit:

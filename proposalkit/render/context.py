@@ -10,14 +10,16 @@ resource), storage and calendar totals, ACCESS credits, the references
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..planning.records import Plan, StorageTotals
 from ..units import GiB
 from . import charts
-from .format import fmt_gib, fmt_hours
+from .format import fmt_gib, fmt_hours, limit_hours, shown_amount, unpinned
+from .notes import note_text
 from .pilots import PilotsView, pilots_view
 from .references import Reference, references
+from .section_b import SectionB, section_b
 from .views import WorkloadView, workload_view
 
 CHART_FILES = {"gpu_hours": "charts/gpu-hours.svg", "memory": "charts/memory.svg"}
@@ -58,7 +60,7 @@ class ResourceTotal:
 # Marks for a catalog fact that was not read on the provider's own page (catalog `confidence`).
 CONFIDENCE_MARKS = {"secondhand": "†", "inferred": "‡"}
 CONFIDENCE_NOTES = {
-    "secondhand": "Second-hand source, not the provider's own page: re-check before quoting",
+    "secondhand": "Second-hand source, not the provider's own page",
     "inferred": "Inferred from documented numbers, not stated by the provider (see the catalog notes)",
 }
 
@@ -105,7 +107,7 @@ class UnitTotal:
     label: str                   # the partition id when it is the only one, else the system id
     system: str                  # "" for workloads with no target resource (GPU-hours)
     unit: str
-    gpu_hours_requested: float
+    gpu_hours_requested: float | None    # None where its rows are of several GPU types (never added)
     amount: float
     rows: int                    # resource rows summed
 
@@ -117,6 +119,7 @@ class ResourcesView:
     rows: tuple[ResourceRow, ...]
     totals: tuple[UnitTotal, ...]    # one per (system, unit), in order of first use
     notes: tuple[tuple[str, str], ...]   # (mark, meaning) for each mark the table uses
+    rounded_apart: bool = False  # some total differs from the sum of its rows as shown (it adds unrounded amounts)
 
     @property
     def summed(self) -> tuple[UnitTotal, ...]:
@@ -188,11 +191,19 @@ def cloud_view(plan: Plan) -> CloudView | None:
     if not charges:
         return None
     amounts: dict[str, float] = {}
-    for c in charges:
-        amounts[c.resource_id] = amounts.get(c.resource_id, 0.0) + c.amount
+    for c in charges:       # per provider: its instance types draw on one allocation (as section B's request)
+        amounts[c.system] = amounts.get(c.system, 0.0) + c.amount
     prices = tuple(dict.fromkeys((c.resource.partition, c.resource.price.text) for c in charges))
     return CloudView(sum(amounts.values()), tuple(CloudRequest(k, v) for k, v in amounts.items()), prices,
                      plan.period_months)
+
+
+@dataclass(frozen=True)
+class SharedAssumption:
+    """An assumption several workloads make alike (the same kind and values), listed once."""
+
+    text: str
+    workloads: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -218,6 +229,10 @@ class ReportContext:
     total_range: tuple[float, float] | None = None  # the GPU-hours all workloads need, p10 and p90 (fully correlated)
     total_coverage: float | None = None  # the share of validated cases the whole request covers
     auto_buffer: bool = False           # some workload's buffer was set by buffer: auto
+    section_b: SectionB | None = None    # what section B (report.md) says, worded from the plan (section_b.py)
+    shared_assumptions: tuple[SharedAssumption, ...] = ()    # the supplement's S.4
+    validation: str = ""                 # the supplement's S.5 beside the pilot table
+    supplement_heading: str = "Supplement to section B: derivations, alternatives, assumptions and sources"
 
     @property
     def has_ranges(self) -> bool:
@@ -268,11 +283,6 @@ def _charts(views: tuple[WorkloadView, ...]) -> dict[str, Chart]:
     }
 
 
-def _limit_hours(hours: float) -> str:
-    """A walltime limit: '48 h', '0.5 h'."""
-    return f"{hours:,.0f} h" if hours == round(hours) else f"{fmt_hours(hours)} h"
-
-
 def _walltime_text(walltimes) -> str:
     """The per-job walltime limit(s) the planner applied to these jobs; tiers name their node range."""
     parts = []
@@ -280,9 +290,9 @@ def _walltime_text(walltimes) -> str:
         if limit is None:
             text = "none"
         elif tier is not None:
-            text = f"{_limit_hours(limit)} ({tier.min_nodes}–{tier.max_nodes} nodes)"
+            text = f"{limit_hours(limit)} ({tier.min_nodes}–{tier.max_nodes} nodes)"
         else:
-            text = _limit_hours(limit)
+            text = limit_hours(limit)
         if text not in parts:
             parts.append(text)
     return "; ".join(parts)
@@ -332,16 +342,56 @@ def resources_view(plan: Plan) -> ResourcesView | None:
     for total in plan.system_totals():
         ids = list(dict.fromkeys(g.resource_id for g in total.groups))
         label = (ids[0] if len(ids) == 1 else total.system) if total.system else "no target resource"
+        one_type = len({g.gpu_type for g in total.groups}) == 1      # GPU-hours of different types never add
         totals.append(UnitTotal(label=label, system=total.system, unit=total.unit,
-                                gpu_hours_requested=total.gpu_hours, amount=total.amount, rows=len(total.groups)))
+                                gpu_hours_requested=total.gpu_hours if one_type else None, amount=total.amount,
+                                rows=len(total.groups)))
     used = {c for row in rows for c in (row.rule_confidence, row.walltime_confidence)}
     notes = tuple((mark, CONFIDENCE_NOTES[level]) for level, mark in CONFIDENCE_MARKS.items() if level in used)
-    return ResourcesView(rows=tuple(rows), totals=tuple(totals), notes=notes)
+    apart = any(shown_amount(t.amount) != shown_amount(sum(shown_amount(g.amount) for g in t.groups))
+                for t in plan.system_totals())
+    return ResourcesView(rows=tuple(rows), totals=tuple(totals), notes=notes, rounded_apart=apart)
+
+
+def shared_notes(plan: Plan) -> tuple[SharedAssumption, ...]:
+    """The assumptions (notes of the same kind and values) that more than one workload makes, once each, in
+    the order first made, with the workloads that make them."""
+    who: dict[str, list[str]] = {}
+    for w in plan.workloads:
+        # By the sentence a reader sees: two records that read alike (values that differ past the digits shown)
+        # are one assumption to the reader.
+        for text in dict.fromkeys(unpinned(note_text(n)) for n in w.assumptions):
+            who.setdefault(text, []).append(w.name)
+    return tuple(SharedAssumption(text, tuple(names)) for text, names in who.items() if len(names) > 1)
+
+
+# Derivation lines that state an assumption's basis rather than a workload's arithmetic: alike in several
+# workloads, the supplement gives them once, with the assumptions they share.
+SHAREABLE_DETAILS = ("MFU", "Engine factors")
+
+
+def shared_details(views: tuple[WorkloadView, ...]) -> tuple[tuple[WorkloadView, ...], tuple[SharedAssumption, ...]]:
+    """The views without the SHAREABLE_DETAILS lines several of them have alike, and those lines once each."""
+    who: dict[tuple[str, str], list[str]] = {}
+    for v in views:
+        for d in v.details:
+            if d.label in SHAREABLE_DETAILS:
+                who.setdefault((d.label, d.text), []).append(v.name)
+    shared = {key: names for key, names in who.items() if len(names) > 1}
+    if not shared:
+        return views, ()
+    views = tuple(replace(v, details=tuple(d for d in v.details if (d.label, d.text) not in shared)) for v in views)
+    return views, tuple(SharedAssumption(f"{label}: {text}", tuple(names)) for (label, text), names in shared.items())
 
 
 def report_context(plan: Plan) -> ReportContext:
     """The context the templates get: views of the plan with every derivation written out."""
-    views = tuple(workload_view(w, f"A.{i}") for i, w in enumerate(plan.workloads, start=1))
+    shared = shared_notes(plan)
+    common = {n for w in plan.workloads for n in w.assumptions
+              if unpinned(note_text(n)) in {a.text for a in shared}}
+    views = tuple(workload_view(w, f"S.2.{i}", common) for i, w in enumerate(plan.workloads, start=1))
+    views, basis = shared_details(views)
+    shared += basis
     storage = None
     if any(w.storage is not None for w in plan.workloads):
         storage = plan.storage_totals()
@@ -367,5 +417,7 @@ def report_context(plan: Plan) -> ReportContext:
         total_range=(plan.total_range.gpu_hours.p10, plan.total_range.gpu_hours.p90) if plan.total_range else None,
         total_coverage=plan.total_range.request_coverage if plan.total_range else None,
         auto_buffer=any(w.settings.coverage is not None for w in plan.workloads),
+        section_b=section_b(plan),
+        shared_assumptions=shared,
     )
 

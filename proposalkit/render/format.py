@@ -44,20 +44,46 @@ def fmt_days(days: float) -> Safe:
     return Safe(f"{days:,.1f}")
 
 
+# Hours and allocation units are shown with this many decimals everywhere (section B, the supplement, `plan`'s
+# table, `check`): one figure, one rounding, so a reviewer finds the same number in each (issue 23).
+HOURS_DECIMALS = 2
+
+
+def shown_amount(x: float) -> float:
+    """Hours or an amount as shown: rounded to HOURS_DECIMALS (a total of shown rows adds these)."""
+    return round(x, HOURS_DECIMALS)
+
+
 def fmt_hours(hours: float) -> Safe:
-    """Hours: two decimals below 10 h, one above."""
-    return Safe(f"{hours:,.2f}" if hours < 10 else f"{hours:,.1f}")
+    """Hours and allocation units: HOURS_DECIMALS decimals, thousands separated ('1,091.77')."""
+    return Safe(f"{hours:,.{HOURS_DECIMALS}f}")
+
+
+# A source's version pin inside a sentence: "@ d0fed636", "(@ ce5433b0)", "`@00f37686`". The plan JSON keeps
+# them (the author's record of what was read); the documents a reviewer reads drop them (issue 23: commit
+# hashes are for the author), the works themselves being cited in the references.
+_PIN = re.compile(r" ?\(@ ?[0-9a-f]{7,40}\)| ?@ ?[0-9a-f]{7,40}\b")
+
+
+def unpinned(text: str) -> str:
+    """A planner's sentence without its sources' commit pins, for the documents."""
+    return _PIN.sub("", text)
+
+
+def fmt_limit(x: float) -> str:
+    """A limit as given (a cap, a threshold, a walltime), not a computed figure: '1,000', '0.5'."""
+    return f"{x:,.0f}" if x == round(x) else f"{x:,.4f}".rstrip("0")
+
+
+def limit_hours(hours: float) -> str:
+    """A limit as the catalog states it (a walltime, a period): '48 h', '0.5 h', not a computed figure."""
+    return f"{hours:,.0f} h" if hours == round(hours) else f"{hours:,.4f}".rstrip("0") + " h"
 
 
 def fmt_in_unit(amount: float, unit: str) -> str:
     """An allocation amount with its unit: '1,234.5 SUs' (as fmt_hours); US dollars to the cent, '$6,880.00'.
     Plain text, not Safe: Markdown escapes the '$' (GitHub reads $...$ as math)."""
     return f"${amount:,.2f}" if unit == "USD" else f"{fmt_hours(amount)} {unit}"
-
-
-def fmt_hours_precise(hours: float) -> Safe:
-    """Hours inside a derivation: always two decimals, so each product can be redone by hand."""
-    return Safe(f"{hours:,.2f}")
 
 
 def fmt_count(n: float) -> Safe:
@@ -159,5 +185,5 @@ FILTERS = {
     "span": fmt_span,
     "gib": fmt_gib, "gb": fmt_gb, "hours": fmt_hours, "count": fmt_count, "si": fmt_si,
     "rate": fmt_rate, "pct": fmt_pct, "factor": fmt_factor, "size": fmt_size, "days": fmt_days,
-    "hours_precise": fmt_hours_precise, "in_unit": fmt_in_unit,
+    "in_unit": fmt_in_unit,
 }

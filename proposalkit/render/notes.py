@@ -52,11 +52,9 @@ def _prompt_logits(n: Note) -> str:
 def _lora_default(n: Note) -> str:
     reason = n["reason"]
     if reason is None:     # the generic attention projections, q_proj, k_proj, v_proj, o_proj
-        return (f"LoRA rank {n['rank']} on the attention projections q, k, v, o (planner default; set lora: "
-                "{rank, targets})")
+        return f"LoRA rank {n['rank']} on the attention projections q, k, v, o (planner default)"
     why = "multi-head latent attention" if reason == "mla" else f"{reason}'s module names"
-    return (f"LoRA rank {n['rank']} on the attention projections {', '.join(n['targets'])} ({why}; planner "
-            "default; set lora: {rank, targets})")
+    return f"LoRA rank {n['rank']} on the attention projections {', '.join(n['targets'])} ({why}; planner default)"
 
 
 # ----------------------------------------------- inference engines (estimate/inference.py, reservation.py)
@@ -82,8 +80,8 @@ def _kv_pool_use(n: Note) -> str:
     pool, used = n["pool_bytes"], n["used_bytes"]
     if not pool:
         return "KV cache: no pool"
-    return (f"KV cache: the engine's whole pool, {pool / GB:,.2f} GB = {n['kv_tokens']:,} tokens per GPU; the "
-            f"planned batch of {n['batch']:,} × {n['context']:,} tokens uses {used / GB:,.2f} GB of it "
+    return (f"KV cache: the engine's whole pool, {pool / GiB:,.2f} GiB = {n['kv_tokens']:,} tokens per GPU; the "
+            f"planned batch of {n['batch']:,} × {n['context']:,} tokens uses {used / GiB:,.2f} GiB of it "
             f"({used / pool:.0%})")
 
 
@@ -186,8 +184,7 @@ WORDS: dict[str, Callable[[Note], str]] = {
     # ------------------------------------------------------- the planner's defaults (planning/planner.py)
     "precision-given": lambda n: (
         f"precision {n['precision']} as the workload says, not the checkpoint's ({n['checkpoint_method']})"),
-    "precision-checkpoint": lambda n: (
-        f"precision {n['precision']}: the checkpoint's quantization_config; set precision to plan other weights"),
+    "precision-checkpoint": lambda n: f"precision {n['precision']}: the checkpoint's quantization_config",
     "precision-training-dequantized": lambda n: (
         f"precision {n['precision']}: training loads the quantized checkpoint ({n['checkpoint_method']}) into "
         "16-bit weights" + ("; QLoRA quantizes the base itself (NF4)" if n["qlora"] else "")),
@@ -195,14 +192,12 @@ WORDS: dict[str, Callable[[Note], str]] = {
         "attention: eager (flash_attention: false): a layer's s×s scores are held at the prefill"),
     "seq-len-default": lambda n: (
         f"sequence length {n['seq_len']:,} tokens (not given: the model's maximum context, capped at "
-        f"{n['cap']:,}; set seq_len or data.seq_len)"),
+        f"{n['cap']:,})"),
     "lora-default": _lora_default,
     "buffer-default": lambda n: (
         f"contingency buffer {n['buffer']:.0%} (default; NAIRR community guide: 20–30% for retries, sweeps, "
         "profiling)"),
-    "checkpoints-default": lambda n: (
-        f"{n['retained']} checkpoints kept on scratch per run (planner default; set storage: "
-        "{checkpoints_retained})"),
+    "checkpoints-default": lambda n: f"{n['retained']} checkpoints kept on scratch per run (planner default)",
     "flash-attention-default": lambda n: f"FlashAttention on ({n['why']}): no s² attention activations",
     "inference-roofline": lambda n: (
         "no measured pilot: the inference speed is a roofline calibrated on published measurements "
@@ -220,9 +215,34 @@ WORDS: dict[str, Callable[[Note], str]] = {
 }
 
 
+# What the author may set instead of a default the planner filled in: (the workload field, the hint). Never in
+# the documents (a reviewer's copy states the assumption only); `plan` and `check` print them on stderr
+# (review/lint.py hints), and the plan JSON gives them beside the records.
+HINTS: dict[str, Callable[[Note], tuple[str, str] | None]] = {
+    "lora-default": lambda n: ("lora", "lora: {rank, targets}"),
+    "precision-checkpoint": lambda n: ("precision", "precision: the weights' format"),
+    "seq-len-default": lambda n: ("seq_len", "seq_len: the length the run trains at"),
+    "checkpoints-default": lambda n: ("storage", "storage: {checkpoints_retained: N}"),
+    "loss-default": lambda n: ("loss", "loss: chunked or fused (a trainer that chunks the loss or fuses it with "
+                                       "the LM head)"),
+    "compile-default": lambda n: ("compile", "compile: true (a run under torch.compile)"),
+    "preset-default": lambda n: (n["field"], f"{n['field']}: another value than the {n['framework']} preset's"),
+    "framework-recipe": lambda n: ("optimizer_in_backward", n["hint"]) if n.get("hint") else None,
+    "gradients-beside-loss": lambda n: (
+        ("gradient_accumulation_steps", "gradient_accumulation_steps: 1 (each micro-batch stepped: its gradients "
+                                        "freed between steps)") if n["why"] is None else None),
+}
+
+
 def note_text(note: Note) -> str:
-    """The sentence that states `note`."""
+    """The sentence that states `note`, as a reviewer reads it (no instruction to the author: note_hint)."""
     return WORDS[note.kind](note)
+
+
+def note_hint(note: Note) -> tuple[str, str] | None:
+    """What the author may set instead of the default `note` states: (workload field, hint); None for most."""
+    hint = HINTS.get(note.kind)
+    return hint(note) if hint is not None else None
 
 
 def note_texts(notes: Iterable[Note]) -> tuple[str, ...]:
@@ -232,4 +252,8 @@ def note_texts(notes: Iterable[Note]) -> tuple[str, ...]:
 def note_record(note: Note) -> dict:
     """A note as the plan JSON gives it: kind, values (base units, ids), sources (reference ids), text."""
     values = {key: list(value) if isinstance(value, tuple) else value for key, value in note.values}
-    return {"kind": note.kind, "values": values, "sources": list(note.sources), "text": note_text(note)}
+    out = {"kind": note.kind, "values": values, "sources": list(note.sources), "text": note_text(note)}
+    hint = note_hint(note)
+    if hint is not None:
+        out["hint"] = {"field": hint[0], "text": hint[1]}
+    return out

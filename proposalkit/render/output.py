@@ -13,7 +13,7 @@ from ..planning import pilots as pilot_rules
 from ..planning.records import Candidate, Plan, WorkloadPlan
 from ..units import GiB
 from ..text import json_control_escape
-from .format import control_escape
+from .format import control_escape, fmt_hours
 from .notes import note_record, note_texts
 
 SCHEMA_VERSION = 1
@@ -38,7 +38,7 @@ def workload_dict(w: WorkloadPlan) -> dict:
         "method": w.method,
         "model": {"id": w.model.id, "params": w.model.params, "active_params": w.model.active_params},
         "gpu": {"type": w.gpu.id, "count": w.gpu_count, "memory_bytes": w.gpu.usable_memory_bytes,
-                "nominal_memory_bytes": w.gpu.memory_bytes},
+                "nominal_memory_bytes": w.gpu.memory_bytes, "peak_16bit_flops": w.gpu.peak_16bit_flops},
         "memory": {"per_gpu_bytes": w.memory.total, **w.memory.statistics(), "components": w.memory.components(),
                    **w.memory.phase_fields()},
         "tokens": w.tokens,
@@ -72,9 +72,7 @@ def workload_dict(w: WorkloadPlan) -> dict:
         },
         "trainable_params": w.trainable_params,
         "mfu": _round(tp.mfu), "mfu_source": tp.mfu_source, "mfu_without_recompute": _round(tp.mfu_base),
-        "flops_per_token": None if tp.flops_per_token is None else {
-            "model": tp.flops_per_token.model, "hardware": tp.flops_per_token.hardware,
-            "recompute": tp.flops_per_token.recompute, "formula": tp.flops_per_token.formula},
+        "flops_per_token": None if tp.flops_per_token is None else _flops(tp.flops_per_token),
         "alternatives": [_candidate(c) for c in w.alternatives],
         "cross_checks": [{"name": c.name, "bytes": c.bytes, "formula": c.formula, "source": c.source}
                          for c in w.cross_checks],
@@ -88,6 +86,8 @@ def workload_dict(w: WorkloadPlan) -> dict:
     }
     if w.extrapolation:         # present when the workload states it
         out["extrapolation"] = w.extrapolation
+    if w.data is not None:      # present where the tokens were counted from the workload's data
+        out["data"] = {"samples": w.data.samples, "seq_len": w.data.seq_len, "epochs": w.data.epochs}
     if w.inference is not None:
         out["inference"] = inference_dict(w.inference)
     if w.storage is not None:
@@ -95,6 +95,7 @@ def workload_dict(w: WorkloadPlan) -> dict:
                           "peak_scratch_bytes": w.storage.peak_scratch_bytes,
                           "dataset_bytes": w.storage.dataset_bytes,
                           "final_weights_bytes": w.storage.final_weights_bytes,
+                          "model_weights_bytes": w.storage.model_weights_bytes,
                           "checkpoints_retained": w.storage.retained}
     if w.pilots:
         records = [_pilot(c, w.name) for c in w.pilots]
@@ -105,8 +106,12 @@ def workload_dict(w: WorkloadPlan) -> dict:
                                     "gpus": [w.pilot_scaling.small.gpus, w.pilot_scaling.large.gpus],
                                     "rule": pilot_rules.SCALING_RULE}
     if w.charge is not None:
-        out["resource"] = {"id": w.charge.resource_id, "unit": w.charge.unit, "amount": _round(w.charge.amount),
-                           "arithmetic": w.charge.arithmetic}
+        c = w.charge
+        out["resource"] = {"id": c.resource_id, "unit": c.unit, "amount": _round(c.amount),
+                           "arithmetic": c.arithmetic,
+                           "rule": {"text": c.rule, "factor": c.resource.charge.factor,
+                                    "minimum_hours": c.resource.charge.minimum_hours,
+                                    "minimum_amount": c.resource.charge.minimum_amount}}
         if w.charge.resource.is_cloud:
             out["resource"] |= cloud_dict(w.charge)
     return out
@@ -149,6 +154,15 @@ def ranges_fields(r, coverage: float | None) -> dict:
     return out
 
 
+def _flops(f) -> dict:
+    """Model FLOPs per token and its terms: N (weights in matrix multiplies) and L, H, Q, T of the attention."""
+    out = {"model": f.model, "hardware": f.hardware, "recompute": f.recompute, "formula": f.formula,
+           "matmul_params": f.matmul_params, "dense_factor": f.dense_factor}
+    if f.attention_shape is not None:
+        out["attention_shape"] = dict(zip(("layers", "heads", "head_size", "seq_len"), f.attention_shape))
+    return out
+
+
 def _pilot(c, name: str) -> dict:
     """One pilot log beside the estimate for its GPU type and count (planning/pilots.py)."""
     r = c.run
@@ -172,6 +186,8 @@ def inference_dict(i) -> dict:
             "context": i.context, "input_tokens": i.input_tokens, "output_tokens": i.output_tokens,
             "requests": i.requests, "request_rate": _round(i.request_rate),
             "engine": i.engine, "engine_source": i.engine_source,
+            **({"rate_per_replica_max": _round(i.rate_per_replica_max, 6), "ttft_target_ms": i.ttft_target_ms,
+                "tpot_target_ms": i.tpot_target_ms} if i.mode == "rate" else {}),
             "derivation": [{"label": label, "text": text} for label, text in i.steps]}
 
 
@@ -187,6 +203,9 @@ def plan_dict(plan: Plan) -> dict:
     if by_resource:
         totals["by_resource"] = {k: {"unit": unit, "amount": _round(amount)}
                                  for k, (unit, amount) in by_resource.items()}
+        # A system's partitions draw on one allocation in one unit: what section B requests of it.
+        totals["by_system"] = {t.system: {"unit": t.unit, "amount": _round(t.amount)}
+                               for t in plan.system_totals() if t.system}
     cloud = plan.cloud_charges()
     if cloud:     # the dollar request over the allocation period, and the dates of the prices it is at
         totals["usd"] = {"amount": _round(sum(c.amount for c in cloud)), "period_months": plan.period_months,
@@ -248,7 +267,7 @@ def plan_json(plan: Plan) -> str:
 
 
 def _hours(x: float) -> str:
-    return f"{x:,.1f}" if x < 1000 else f"{x:,.0f}"
+    return fmt_hours(x)      # as the documents give hours (format.py HOURS_DECIMALS)
 
 
 def _count(n: int) -> str:

@@ -30,6 +30,7 @@ class PilotsView:
     rows: tuple[PilotRow, ...]
     scaling: tuple[str, ...]     # one sentence per workload with two pilots
     apart: tuple[str, ...]       # each pilot and estimate more than DISAGREEMENT apart, in words
+    summary: str = ""            # what the table compares, statistic by statistic
     threshold: str = f"{DISAGREEMENT:.0%}"
 
 
@@ -50,7 +51,8 @@ def _row(name: str, c) -> PilotRow:
     else:
         memory = _versus(f"{stat[1] / GiB:,.2f}", None if c.estimate_memory_bytes is None
                          else f"{c.estimate_memory_bytes / GiB:,.2f}", c.memory_ratio, f"GiB {stat[0]}")
-    return PilotRow(workload=name, log=r.log, sha256=r.sha256[:SHORT_HASH], format=r.format,
+    log = r.log + (" (illustrative, not a measurement)" if r.illustrative else "")
+    return PilotRow(workload=name, log=log, sha256=r.sha256[:SHORT_HASH], format=r.format,
                     gpus=f"{r.gpus}× {r.gpu}", steps=steps, throughput=rate, memory=memory)
 
 
@@ -61,4 +63,15 @@ def pilots_view(plan: Plan) -> PilotsView | None:
     scaling = tuple(f"{w.name}: {w.pilot_scaling.text()}; other GPU counts: {SCALING_RULE}, instead of linear "
                     f"scaling." for w in plan.workloads if w.pilot_scaling is not None)
     apart = tuple(text for w in plan.workloads for c in w.pilots for text in c.warnings(w.name))
-    return PilotsView(rows, scaling, apart)
+    # The statistic each log measured, beside the estimate's same statistic (planning/pilots.py
+    # ESTIMATE_STATISTIC: a log's `active` is compared with the estimate's allocated, which it never exceeds).
+    compared = dict.fromkeys((c.run.peak_memory[0], c.estimate_statistic.removesuffix("_bytes"))
+                             for w in plan.workloads for c in w.pilots
+                             if c.run.peak_memory is not None and c.estimate_statistic is not None)
+    pairs = [f"the log's {log} with the estimate's {est}" if log != est else f"{log} with {est}"
+             for log, est in compared]
+    summary = ("The runtime of each workload with a pilot uses the pilot's measured throughput; the FLOPs estimate "
+               "is used only where no pilot exists. Each estimate is for the pilot's own GPUs and the workload's "
+               "settings" + (f"; peak memory is compared statistic for statistic ({', '.join(pairs)})" if pairs
+                             else "") + ".")
+    return PilotsView(rows, scaling, apart, summary)

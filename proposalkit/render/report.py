@@ -7,7 +7,7 @@ runs the HTML through WeasyPrint; `write_reports` writes the set of files
 all at once or not at all (`swap_in`).
 
 Numbers are formatted in one place, the `FILTERS` of format.py (gib, gb,
-size, hours, hours_precise, days, count, si, rate, pct, factor), by type,
+size, hours, days, count, si, rate, pct, factor, in_unit), by type,
 never by key name; the derivation lines call the same functions. The
 templates may not print a bare float: both environments refuse one
 (`_finalize_*`), so every number goes through a filter.
@@ -114,49 +114,74 @@ def _render(kind: str, name: str, **context) -> str:
 
 
 def render_markdown(context: ReportContext) -> str:
-    text = _render("md", "report.md.j2", r=context)
-    return re.sub(r"\n{3,}", "\n\n", text)
+    """Section B as it is submitted (report.md)."""
+    return re.sub(r"\n{3,}", "\n\n", _render("md", "report.md.j2", r=context))
 
 
 def render_html(context: ReportContext) -> str:
+    """Section B as it is submitted (report.html; report.pdf is made from it)."""
+    return _render("html", "report.html.j2", r=context)
+
+
+def render_supplement_markdown(context: ReportContext) -> str:
+    """The supplement: the arithmetic, alternatives, assumptions, validation and references (supplement.md)."""
+    return re.sub(r"\n{3,}", "\n\n", _render("md", "supplement.md.j2", r=context))
+
+
+def render_supplement_html(context: ReportContext) -> str:
     charts_html = {k: Markup(c.svg) for k, c in context.charts.items()}   # built by charts.py, escaped there
-    return _render("html", "report.html.j2", r=context, svg=charts_html)
+    return _render("html", "supplement.html.j2", r=context, svg=charts_html)
 
 
 def plan_markdown_table(plan: Plan) -> str:
-    """The summary table alone (`proposalkit plan --format markdown`)."""
-    text = _render("md", "summary.md.j2", r=report_context(plan), in_report=False)
+    """Section B's request and table alone (`proposalkit plan --format markdown`)."""
+    text = _render("md", "plan.md.j2", r=report_context(plan))
     return text if text.endswith("\n") else text + "\n"      # a text stream ends its last line
 
 
 FORMATS = ("md", "html", "pdf")     # the files of a report set, in the order they are written
+DOCUMENTS = ("report", "supplement")   # section B as submitted, and its supplement (CONTRACT.md)
+
+
+def _file_order(name: str) -> tuple[int, int]:
+    """Section B's files first (md, html, pdf), then the supplement's, its charts before its Markdown."""
+    stem, _, ext = name.rpartition(".")
+    if stem.startswith("charts/"):
+        return 1, -1
+    return DOCUMENTS.index(stem), FORMATS.index(ext)
 
 
 def render_reports(context: ReportContext, formats, out: Path) -> tuple[dict[str, bytes], float, bool]:
     """Every file of the report set, in memory: path relative to the output folder → bytes.
 
-    Also the body's length in pages and whether it was measured: in the PDF
-    when one is built (True), else estimated from the Markdown (estimate_body_lines).
-    Nothing is written; PdfUnavailableError (naming `out`) when a PDF is asked
-    for and WeasyPrint cannot load.
+    Section B (report.md/.html/.pdf) and its supplement (supplement.md/.html/.pdf, with charts/*.svg beside
+    the Markdown). Also section B's length in pages and whether it was measured: in the PDF when one is
+    built (True), else estimated from the Markdown (estimate_body_lines). Nothing is written;
+    PdfUnavailableError (naming `out`) when a PDF is asked for and WeasyPrint cannot load.
     """
     if "pdf" in formats:
         pdf.require_weasyprint(out / "report.pdf")
     files: dict[str, bytes] = {}
     markdown = render_markdown(context)
     if "md" in formats:
+        files["report.md"] = markdown.encode("utf-8")
         for chart in context.charts.values():
             files[chart.path] = chart.svg.encode("utf-8")
-        files["report.md"] = markdown.encode("utf-8")
-    html = render_html(context) if ("html" in formats or "pdf" in formats) else None
+        files["supplement.md"] = render_supplement_markdown(context).encode("utf-8")
+    html = supplement = None
+    if "html" in formats or "pdf" in formats:
+        html, supplement = render_html(context), render_supplement_html(context)
     if "html" in formats:
         files["report.html"] = html.encode("utf-8")
+        files["supplement.html"] = supplement.encode("utf-8")
+    measured = None
     if "pdf" in formats:
         files["report.pdf"], measured = pdf.render_pdf(html)
-        if measured is not None:
-            return files, measured, True
-    heights = {c.path: c.height for c in context.charts.values()}
-    return files, pdf.estimate_body_lines(markdown, heights) / pdf.LINES_PER_PAGE, False
+        files["supplement.pdf"], _ = pdf.render_pdf(supplement)
+    files = dict(sorted(files.items(), key=lambda item: _file_order(item[0])))
+    if measured is not None:
+        return files, measured, True
+    return files, pdf.estimate_body_lines(markdown, {}) / pdf.LINES_PER_PAGE, False
 
 
 class OutputFolderError(InputError):
@@ -280,7 +305,7 @@ def swap_in(out: Path, files: dict[str, bytes], shown: str | None = None) -> tup
 
 @dataclass(frozen=True)
 class BodyLength:
-    """The length of section B's body against its page budget (pdf.BODY_PAGES, beyond PAGE_TOLERANCE)."""
+    """Section B's length (report.pdf) against its page budget (pdf.BODY_PAGES, beyond PAGE_TOLERANCE)."""
 
     pages: float
     """US Letter pages."""
@@ -288,6 +313,8 @@ class BodyLength:
     """True: measured in the PDF; False: estimated from the Markdown (pdf.estimate_body_lines)."""
     budget: float = pdf.BODY_PAGES
     tolerance: float = pdf.PAGE_TOLERANCE
+    cut: str = "shorten the descriptions, or move workloads to a separate request"
+    """What to cut, naming the workloads (cut_suggestion)."""
 
     @property
     def over(self) -> bool:
@@ -295,11 +322,35 @@ class BodyLength:
 
     def text(self) -> str:
         how = "in the PDF" if self.measured else "estimated from the Markdown"
-        return (f"the section B body runs to {self.pages:.1f} pages {how}; about {self.budget:g} fit a NAIRR "
+        return (f"section B runs to {self.pages:.2f} pages {how}, over the {self.budget:g} it has in a NAIRR "
                 "proposal of about 3 pages")
 
     def suggestion(self) -> str:
-        return "shorten descriptions, or move workloads to a separate request"
+        return self.cut
+
+
+# Section B's table holds up to this many workloads in its page budget (issue 23); a description longer than
+# LONG_DESCRIPTION characters wraps to a fourth line of its table cell.
+MOST_WORKLOADS = 6
+LONG_DESCRIPTION = 90
+
+
+def cut_suggestion(plan: Plan) -> str:
+    """What to cut from a section B over its budget, by name: the longest descriptions, then the smallest
+    requests beyond MOST_WORKLOADS (or the smallest one) to move to a separate request."""
+    parts = []
+    long = sorted((w for w in plan.workloads if w.description and len(w.description) > LONG_DESCRIPTION),
+                  key=lambda w: -len(w.description))[:3]
+    if long:
+        parts.append("shorten the descriptions of " + ", ".join(f"{w.name} ({len(w.description)} characters)"
+                                                                 for w in long))
+    extra = max(1, len(plan.workloads) - MOST_WORKLOADS)
+    smallest = sorted(plan.workloads, key=lambda w: (w.gpu_hours_requested, w.name))[:extra]
+    if len(plan.workloads) > 1:
+        parts.append(f"move {', '.join(w.name for w in smallest)}, the smallest request"
+                     + ("s" if len(smallest) > 1 else "") + f", to a separate request (section B holds up to "
+                     f"{MOST_WORKLOADS} workloads)")
+    return "; or ".join(parts) or "shorten the description"
 
 
 # Within this many pages of the limit the PDF decides: the Markdown estimate came within 0.06 pages of the
@@ -313,12 +364,12 @@ def body_length(plan: Plan) -> BodyLength:
     loads; the one place that says what is counted and against what budget (`write_reports` measures the
     PDF it builds against the same BodyLength)."""
     context = report_context(plan)
-    heights = {c.path: c.height for c in context.charts.values()}
-    estimate = BodyLength(pdf.estimate_body_lines(render_markdown(context), heights) / pdf.LINES_PER_PAGE, False)
+    cut = cut_suggestion(plan)
+    estimate = BodyLength(pdf.estimate_body_lines(render_markdown(context), {}) / pdf.LINES_PER_PAGE, False, cut=cut)
     if abs(estimate.pages - (estimate.budget + estimate.tolerance)) > MEASURE_WITHIN_PAGES:
         return estimate
     measured = pdf.measure_body_pages(render_html(context))
-    return estimate if measured is None else BodyLength(measured, True)
+    return estimate if measured is None else BodyLength(measured, True, cut=cut)
 
 
 @dataclass(frozen=True)
@@ -326,9 +377,10 @@ class WrittenReports:
     """What `write_reports` wrote, and what it found to warn about (it prints nothing)."""
 
     paths: tuple[str, ...]
-    """The files written: charts/*.svg and report.md (md), report.html (html), report.pdf (pdf)."""
+    """The files written: report.md, charts/*.svg and supplement.md (md), report.html and supplement.html
+    (html), report.pdf and supplement.pdf (pdf)."""
     body_pages: float
-    """The length of section B's body (everything before Appendix A), in US Letter pages."""
+    """The length of section B (report.pdf), in US Letter pages."""
     body_pages_measured: bool
     """True when `body_pages` was measured in the PDF; False when estimated from the Markdown."""
     warnings: tuple[str, ...] = ()
@@ -336,7 +388,8 @@ class WrittenReports:
 
 
 def write_reports(plan: Plan, out_dir: str | os.PathLike[str], formats) -> WrittenReports:
-    """Write report.md (with charts/*.svg beside it), report.html and report.pdf into `out_dir`.
+    """Write section B (report.md/.html/.pdf) and its supplement (supplement.md with charts/*.svg beside it,
+    supplement.html, supplement.pdf) into `out_dir`.
 
     All or nothing: every file is rendered first, then the set is swapped in
     (swap_in); a failure (PDF unavailable, a template error, a full disk)
@@ -348,7 +401,7 @@ def write_reports(plan: Plan, out_dir: str | os.PathLike[str], formats) -> Writt
     context = report_context(plan)
     files, body_pages, measured = render_reports(context, formats, out)
     written, warnings = swap_in(out, files, shown)
-    length = BodyLength(body_pages, measured)
+    length = BodyLength(body_pages, measured, cut=cut_suggestion(plan))
     if length.over:
         warnings.append(f"{length.text()}: {length.suggestion()}")
     return WrittenReports(tuple(written), body_pages, measured, tuple(warnings))

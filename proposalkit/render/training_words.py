@@ -147,9 +147,7 @@ TRAINING_WORDS: dict[str, Callable[[Note], str]] = {
         f"the sequence's tokens, every activation and the loss ÷ {n['context_parallel']}; two K/V blocks in flight "
         "and the fp32 merged attention output counted while a layer runs"),
     "loss": _loss,
-    "loss-default": lambda n: (
-        f"loss: {n['loss']}, {n['why']} (planner default; set loss: chunked or fused where the trainer chunks the "
-        "loss or fuses it with the LM head)"),
+    "loss-default": lambda n: f"loss not given: {n['loss']} (planner default; how it is computed: below)",
     # kernels (estimate/kernels.py): what eager PyTorch, torch.compile and autocast keep beyond fused kernels
     "autocast-fp32-params": lambda n: (
         "autocast over fp32 parameters (Hugging Face Trainer AMP): the residual stream and the norms' inputs stay "
@@ -158,9 +156,10 @@ TRAINING_WORDS: dict[str, Callable[[Note], str]] = {
         "of the weights (2 bytes per block and output-projection weight) live to the forward's end, beside the "
         "fp32 gradients under gradient accumulation"),
     "eager-extras": lambda n: (
-        "eager PyTorch (no torch.compile): each RMSNorm keeps its fp32 copy (4 bytes per value; Gemma's also its "
-        "fp32 normalised tensor) and a gated MLP its activation's output, beside what fused kernels keep (Hugging "
-        "Face transformers' Llama model code and the PyTorch trainers' own)"),
+        "eager PyTorch (no torch.compile): each RMSNorm keeps its fp32 copy (4 bytes per value"
+        + ("; Gemma's also its fp32 normalised tensor" if n.get("gemma_norm") else "")
+        + ") and a gated MLP its activation's output, beside what fused kernels keep (Hugging Face transformers' "
+        "Llama model code and the PyTorch trainers' own)"),
     "eager-no-extras": lambda n: (
         "eager PyTorch (no torch.compile): nothing beyond what fused kernels keep in this model (LayerNorm saves "
         "its input, mean and rstd, as counted; a plain MLP's activation saves its input only)"),
@@ -174,8 +173,8 @@ TRAINING_WORDS: dict[str, Callable[[Note], str]] = {
     "peak-phase": _peak_phase,
     "gradients-beside-loss": lambda n: (
         f"gradients counted beside the loss peak: {n['why']}" if n["why"] is not None else
-        "gradients counted beside the loss peak: gradient_accumulation_steps unset (set it to 1 if each "
-        "micro-batch is stepped, so the gradients freed between steps are not counted with the loss)"),
+        "gradients counted beside the loss peak: gradient_accumulation_steps not given, so the gradients may "
+        "live across micro-batches"),
     "optimizer-step": lambda n: (
         f"optimizer step: {n['why']} allocates the square root of every second moment "
         f"({_gib(n['temporary_bytes'])}) while weights, gradients and optimizer states are live, after the "
@@ -195,8 +194,7 @@ TRAINING_WORDS: dict[str, Callable[[Note], str]] = {
         "the loss moment's largest instant (its three gradients shown within the gradients where it is the step's "
         "peak)"),
     # ------------------------------------------------------------------------------------- frameworks
-    "preset-default": lambda n: (
-        f"{n['field']}: {_setting(n['value'])} ({n['framework']} preset; {n['why']}; set {n['field']} to override)"),
+    "preset-default": lambda n: f"{n['field']}: {_setting(n['value'])} ({n['framework']} preset; {n['why']})",
     "framework-recipe": lambda n: f"{n['framework']}: {n['why']}",
     "framework-optimizer": lambda n: f"optimizer: {n['why']} ({n['framework']} preset)",
     "framework-selective-policy": lambda n: (
@@ -214,9 +212,7 @@ TRAINING_WORDS: dict[str, Callable[[Note], str]] = {
     "compile-given": lambda n: (
         "torch.compile (compile: true): each layer keeps what fused kernels keep; the final norm stays eager; a "
         "chunked loss is compiled (16-bit logits and per-row statistics)"),
-    "compile-default": lambda n: (
-        f"compile: {_setting(n['compile'])} (planner default: {n['why']}; set compile: true where the run uses "
-        "torch.compile)"),
+    "compile-default": lambda n: f"compile: {_setting(n['compile'])} (planner default: {n['why']})",
     # ------------------------------------------------------------------------------------ model states
     "model-states": _model_states,
     "zero-shards": lambda n: (

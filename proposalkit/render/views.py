@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from ..notes import of_kind
 from ..planning.records import Candidate, WorkloadPlan, WorkloadStorage
 from ..units import SECONDS_PER_HOUR
-from .format import fmt_count, fmt_days, fmt_gib, fmt_hours, fmt_hours_precise, fmt_pct, fmt_rate, fmt_size
+from .format import fmt_count, fmt_days, fmt_gib, fmt_hours, fmt_pct, fmt_rate, limit_hours, unpinned
 from .notes import note_texts
 from .notes_ranges import range_line
 from .pilots import SHORT_HASH
+from .words import batch_tokens_words, n_explained, rate_clause, tokens_words
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,8 @@ class WorkloadView:
     calendar_days: float
     gpu_hours_range: tuple[float, float] | None = None     # the GPU-hours needed at p10 and p90 (its ranges)
     request_coverage: float | None = None   # the share of validated cases its request covers
+    cost: float | None = None    # what the GPU choice compared, in cost_unit: the charge, else requested GPU-hours
+    cost_unit: str = "GPU-hours"
 
 
 
@@ -125,8 +128,8 @@ def _memory_step(w: WorkloadPlan) -> Step:
                 "backward": "; later in the backward, the loss's buffers freed",
                 "step": "; at the optimizer step, activations freed, foreach AdamW's temporary in the optimizer "
                         "figure"}[phases.peak]
-    text = (f"{' + '.join(parts)} = {fmt_gib(w.memory.total, 2)} of {fmt_gib(w.gpu.usable_memory_bytes, 2)} "
-            f"usable on one {w.gpu.id} ({fmt_pct(round(used, 3))}; {how})")
+    text = (f"{' + '.join(parts)} = {fmt_gib(w.memory.total, 2)} on the device (what must fit) of "
+            f"{fmt_gib(w.gpu.usable_memory_bytes, 2)} usable on one {w.gpu.id} ({fmt_pct(round(used, 3))}; {how})")
     return Step("Memory per GPU", text)
 
 
@@ -155,8 +158,7 @@ def _throughput_steps(w: WorkloadPlan, appendix: str) -> tuple[list[Step], list[
     logs = ", ".join(c.run.sha256[:SHORT_HASH] for c in w.pilots)
     cited = f" (log{'s' if len(w.pilots) > 1 else ''} sha256 {logs})" if logs else ""
     if tp.source == "pilot":
-        return [Step("Throughput", f"{fmt_rate(tp.tokens_per_second)} tokens/s, measured in a pilot on "
-                                   f"{w.gpu_count}× {w.gpu.id}{cited}")], []
+        return [Step("Throughput", f"{rate_clause(w)}{cited}")], []
     if tp.source == "pilot-extrapolated":
         stated = f"; {w.extrapolation}" if w.extrapolation else ""
         return [Step("Throughput", f"extrapolated from a pilot: {tp.derivation}{cited}{stated}")], []
@@ -168,7 +170,7 @@ def _throughput_steps(w: WorkloadPlan, appendix: str) -> tuple[list[Step], list[
             layers, heads, head_size, seq_len = fpt.attention_shape
             terms.append(f"12 × {layers} × {heads} × {head_size} × {fmt_count(seq_len)}")
         text = f"{fpt.model_formula} = {' + '.join(terms)} = {fpt.model / 1e9:,.2f} GFLOP"
-        text += f" ({fpt.dense_source}; attention: {fpt.attention_source})"
+        text += f" ({fpt.dense_source}; attention: {fpt.attention_source}); {n_explained(w, fpt.matmul_params)}"
         steps.append(Step("FLOPs per token", text))
         if fpt.recompute:
             steps.append(Step("Recomputed", f"{fpt.checkpointing_name} activation checkpointing reruns {fpt.recompute_formula} "
@@ -200,18 +202,18 @@ def _mfu(x: float) -> str:
 def _runtime_step(w: WorkloadPlan) -> Step:
     tp = w.throughput
     if tp.source == "service":
-        return Step("Runtime", f"{fmt_hours_precise(w.runtime_hours)} h kept up (given in the workload file)")
+        return Step("Runtime", f"{fmt_hours(w.runtime_hours)} h kept up (given in the workload file)")
     return Step("Runtime", f"{fmt_count(w.tokens)} tokens ÷ {fmt_rate(tp.tokens_per_second)} tokens/s ÷ "
-                           f"{SECONDS_PER_HOUR:,} s/h = {fmt_hours_precise(w.runtime_hours)} h per run")
+                           f"{SECONDS_PER_HOUR:,} s/h = {fmt_hours(w.runtime_hours)} h per run")
 
 
 def _gpu_hours_step(w: WorkloadPlan) -> Step:
     s = w.settings
     runs = "1 run" if s.variants == 1 else f"{s.variants} runs"
     reason = f" (the buffer: {s.buffer_reason})" if s.buffer_reason else ""
-    return Step("GPU-hours", f"{fmt_hours_precise(w.runtime_hours)} h × {_gpus(w.gpu_count)} × {runs} = "
-                             f"{fmt_hours_precise(w.gpu_hours)}; × (1 + {fmt_pct(s.buffer)} buffer) = "
-                             f"{fmt_hours_precise(w.gpu_hours_requested)} requested{reason}")
+    return Step("GPU-hours", f"{fmt_hours(w.runtime_hours)} h × {_gpus(w.gpu_count)} × {runs} = "
+                             f"{fmt_hours(w.gpu_hours)}; × (1 + {fmt_pct(s.buffer)} buffer) = "
+                             f"{fmt_hours(w.gpu_hours_requested)} requested{reason}")
 
 
 def _range_step(w: WorkloadPlan) -> Step | None:
@@ -228,7 +230,7 @@ def _range_step(w: WorkloadPlan) -> Step | None:
 def _walltime_step(w: WorkloadPlan) -> Step | None:
     if w.walltime_segments <= 1 or w.walltime_hours is None:
         return None
-    return Step("Walltime", f"⌈{fmt_hours_precise(w.runtime_hours)} h ÷ {fmt_hours(w.walltime_hours)} h job "
+    return Step("Walltime", f"⌈{fmt_hours(w.runtime_hours)} h ÷ {limit_hours(w.walltime_hours)} job "
                             f"limit⌉ = {w.walltime_segments} jobs per run, "
                             + ("the engine restarted at each (nothing to checkpoint)" if w.kind == "inference"
                                else "chained through checkpoints"))
@@ -237,10 +239,10 @@ def _walltime_step(w: WorkloadPlan) -> Step | None:
 def _calendar_step(w: WorkloadPlan) -> Step:
     s = w.settings
     if s.variants == 1:
-        return Step("Calendar", f"{fmt_hours_precise(w.runtime_hours)} h ÷ 24 = {fmt_days(w.calendar_days)} days "
+        return Step("Calendar", f"{fmt_hours(w.runtime_hours)} h ÷ 24 = {fmt_days(w.calendar_days)} days "
                                 "(queue wait not included)")
     return Step("Calendar", f"⌈{s.variants} runs ÷ {s.concurrency} at once⌉ = {w.calendar_waves} × "
-                            f"{fmt_hours_precise(w.runtime_hours)} h ÷ 24 = {fmt_days(w.calendar_days)} days "
+                            f"{fmt_hours(w.runtime_hours)} h ÷ 24 = {fmt_days(w.calendar_days)} days "
                             "(queue wait not included)")
 
 
@@ -315,12 +317,12 @@ def _storage(w: WorkloadPlan) -> tuple[WorkloadStorage | None, list[Step]]:
     st = w.storage
     if st is None:
         return None, []
-    details = [Step("Checkpoint", f"{fmt_size(st.checkpoint_bytes)} = {st.checkpoint_arithmetic}"),
+    details = [Step("Checkpoint", f"{fmt_gib(st.checkpoint_bytes, 2)} = {st.checkpoint_arithmetic}"),
                Step("Dataset", st.dataset_arithmetic)]
     return st, details
 
 
-def workload_view(w: WorkloadPlan, appendix: str = "Appendix A") -> WorkloadView:
+def workload_view(w: WorkloadPlan, appendix: str = "Appendix A", shared=frozenset()) -> WorkloadView:
     """Everything the templates show for one workload, derivations written out."""
     kind, short_kind = _kind(w)
     total = w.memory.total
@@ -333,11 +335,13 @@ def workload_view(w: WorkloadPlan, appendix: str = "Appendix A") -> WorkloadView
     details.insert(0, _statistics_step(w))
     steps = [_memory_step(w)]
     if w.inference is not None and w.inference.mode == "batch":
-        # The batch-job line gives the tokens, the throughput and the runtime at once.
+        # The batch-job line gives the throughput and the runtime at once; the tokens as section B has them.
         throughput = []
-    elif w.throughput.source != "service" and "×" in w.tokens_derivation:
-        # A product (samples × length × epochs); tokens given outright appear in the runtime line.
-        steps.append(Step("Tokens", w.tokens_derivation))
+        steps.append(Step("Tokens", batch_tokens_words(w)))
+    elif w.data is not None:
+        # A product (samples × length × epochs), as section B has it; tokens given outright appear in the
+        # runtime line.
+        steps.append(Step("Tokens", tokens_words(w)))
     if w.inference is not None:
         # The body keeps the sizing line; the KV cache, prefill and decode-step arithmetic under it go
         # to the appendix, with the engine's factors.
@@ -371,14 +375,19 @@ def workload_view(w: WorkloadPlan, appendix: str = "Appendix A") -> WorkloadView
         tokens=None if w.throughput.source == "service" else w.tokens,
         throughput_source=w.throughput.source, runtime_hours=w.runtime_hours, variants=w.settings.variants,
         gpu_hours=w.gpu_hours, buffer=w.settings.buffer, gpu_hours_requested=w.gpu_hours_requested,
-        steps=tuple(steps), details=tuple(details), settings=_settings(w),
+        steps=tuple(Step(x.label, unpinned(x.text)) for x in steps),
+        details=tuple(Step(x.label, unpinned(x.text)) for x in details), settings=_settings(w),
         alternatives=w.alternatives,
-        cross_checks=checks, assumptions=note_texts(w.assumptions), warnings=tuple(w.warnings),
+        cross_checks=checks, assumptions=tuple(unpinned(t) for t in note_texts(n for n in w.assumptions
+                                                                                if n not in shared)),
+        warnings=tuple(w.warnings),
         charge_amount=charge.amount if charge is not None else None,
         charge_unit=charge.unit if charge is not None else None,
         charge_resource=charge.resource_id if charge is not None else None,
         storage=storage, calendar_days=w.calendar_days,
         gpu_hours_range=(w.ranges.get("gpu_hours").p10, w.ranges.get("gpu_hours").p90) if w.ranges else None,
         request_coverage=w.ranges.request_coverage if w.ranges else None,
+        cost=charge.amount if charge is not None else w.gpu_hours_requested,
+        cost_unit=charge.unit if charge is not None else "GPU-hours",
     )
 

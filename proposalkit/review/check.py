@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 from ..errors import InfeasibleError, InputError, Problem
+from ..render.format import fmt_hours, fmt_limit
 
 
 def _plan_each(files):
@@ -33,7 +34,7 @@ def _plan_each(files):
 
 
 def _hours(x: float) -> str:
-    return f"{x:,.1f}"
+    return fmt_hours(x)     # hours read the same in check as in every document
 
 
 def _largest(plans, n: int = 3) -> str:
@@ -44,15 +45,25 @@ def _largest(plans, n: int = 3) -> str:
 def pilot_warnings(plans) -> list[str]:
     """Pilot logs and the estimate more than 25% apart (planning/pilots.py): warned, not failed,
     since the plan uses the measurement; an estimate under the measured memory says so."""
-    return [f"{w.path}: warning: {text}" for w in plans for c in w.pilots for text in c.warnings(w.name)]
+    from ..planning.pilots import DISAGREEMENT, SETTINGS_HINT
+
+    out = []
+    for w in plans:
+        for c in w.pilots:
+            texts = c.warnings(w.name)
+            if c.memory_ratio is not None and c.memory_ratio > 1 + DISAGREEMENT:
+                texts[-1] += f"; {SETTINGS_HINT}"       # the memory's statement is the last (Comparison.warnings)
+            out += [f"{w.path}: warning: {text}" for text in texts]
+    return out
 
 
 def check(paths: list[str], max_gpu_hours: float | None = None, *, review: bool = False,
-          pilot_above: float | None = None) -> tuple[list[str], str, list[str]]:
+          pilot_above: float | None = None, defaults: bool = False) -> tuple[list[str], str, list[str]]:
     """→ (every reason to fail, the one-line summary, warnings that do not fail: pilot_warnings).
 
     `review`: also a reviewer's findings (lint.py), its errors among the reasons and its warnings among the
-    warnings; `pilot_above` sets its pilot rule's size. Raises InputError for invalid input."""
+    warnings; `pilot_above` sets its pilot rule's size. `defaults`: also, as hints, the defaults each workload
+    takes that the author may set (lint.default_hints; the documents state them as assumptions only). Raises InputError for invalid input."""
     from ..input.loading import load_files
     from ..planning.planner import assemble
     from . import lint
@@ -74,7 +85,7 @@ def check(paths: list[str], max_gpu_hours: float | None = None, *, review: bool 
     if max_gpu_hours is not None and total > max_gpu_hours:
         where = ", ".join(f.path for f in files)
         reasons.append(f"{where}: total requested GPU-hours {_hours(total)} exceed --max-gpu-hours "
-                       f"{_hours(max_gpu_hours)} by {_hours(total - max_gpu_hours)} "
+                       f"{fmt_limit(max_gpu_hours)} by {_hours(total - max_gpu_hours)} "
                        f"(largest: {_largest(plans)}{partial})")
     warnings = pilot_warnings(plans)
     if review:
@@ -84,8 +95,10 @@ def check(paths: list[str], max_gpu_hours: float | None = None, *, review: bool 
         findings = lint.cap_findings(files, plan)
     reasons += [str(f) for f in findings if f.severity == lint.ERROR]
     warnings += [str(f) for f in findings if f.severity == lint.WARNING]
+    if defaults:
+        warnings += [str(f) for f in lint.default_hint_findings(files, plan)]
     n = len(plans)
-    cap = f" (cap {_hours(max_gpu_hours)})" if max_gpu_hours is not None else ""
+    cap = f" (cap {fmt_limit(max_gpu_hours)})" if max_gpu_hours is not None else ""
     ok = (f"OK: {n} workload{'s' if n != 1 else ''} in {len(files)} file{'s' if len(files) != 1 else ''} "
           f"feasible; {_hours(total)} requested GPU-hours{cap}.")
     if review:

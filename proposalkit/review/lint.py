@@ -20,6 +20,10 @@ reviewers look for: ../shared/NAIRR.md):
                 has ranges) is below MIN_COVERAGE.
 - framework     (a warning) a pilot log written by a framework the workload does not name: the
                 estimate beside the pilot then follows the planner's generic defaults (issue 23, item 5).
+- pilot         (a warning) a pilot log marked illustrative: the documents say it is no measurement.
+
+`plan` prints the framework and illustrative findings as hints; `check --defaults` prints the defaults the
+author may set (render/notes.py HINTS): the documents state what was assumed, never what to write (issue 23, item 3).
 
 A finding is an error (check exits 1) or a warning (printed; the exit code stays 0).
 """
@@ -29,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..input.pilots import LOG_FRAMEWORKS, LOG_FRAMEWORKS_ALSO
+from ..render.format import fmt_hours, fmt_limit
 from ..text import one_line_escape
 
 ERROR, WARNING, HINT = "error", "warning", "hint"     # HINT: `plan`'s suggestions on stderr
@@ -68,7 +73,7 @@ class Finding:
 
 
 def _hours(x: float) -> str:
-    return f"{x:,.0f}" if x >= 100 else f"{x:,.1f}"
+    return fmt_hours(x)     # hours read the same in check as in every document
 
 
 def _pct(x: float) -> str:
@@ -117,7 +122,7 @@ def pilot_findings(lw, w, pilot_above: float) -> list[Finding]:
     if how is None or w.gpu_hours_requested <= pilot_above:
         return []
     return [Finding(lw.path, lw.line, f"workloads[{lw.index}].pilot",
-                    f"{w.name} requests {_hours(w.gpu_hours_requested)} GPU-hours, over {_hours(pilot_above)}, "
+                    f"{w.name} requests {_hours(w.gpu_hours_requested)} GPU-hours, over {fmt_limit(pilot_above)}, "
                     f"with no pilot: {how}, and reviewers expect a measurement at this size",
                     _pilot_suggestion(w), "pilot")]
 
@@ -180,6 +185,30 @@ def framework_findings(lw, w) -> list[Finding]:
                     f"set framework: {framework}{others}", "framework", WARNING)]
 
 
+def illustrative_findings(lw, w) -> list[Finding]:
+    """A pilot log marked illustrative (an example's): every document says so; a reviewer wants a measurement."""
+    logs = [c.run.log for c in w.pilots if c.run.illustrative]
+    if not logs:
+        return []
+    return [Finding(lw.path, lw.field_line("pilot"), f"workloads[{lw.index}].pilot",
+                    f"{w.name}'s pilot log {', '.join(logs)} is marked illustrative, not a measurement, and the "
+                    "documents say so",
+                    "replace it with the log of a pilot you ran and drop illustrative: true", "pilot", WARNING)]
+
+
+def default_hints(lw, w) -> list[Finding]:
+    """The defaults the planner filled in that the author may set (render/notes.py HINTS), in one line: the
+    documents state the assumption, never the instruction."""
+    from ..render.notes import note_hint
+
+    hints = list(dict.fromkeys(h for n in w.assumptions if (h := note_hint(n)) is not None))
+    if not hints:
+        return []
+    return [Finding(lw.path, lw.line, f"workloads[{lw.index}]",
+                    f"{w.name} takes the planner's defaults for {', '.join(field for field, _ in hints)}",
+                    "where the run differs, set " + "; ".join(text for _, text in hints), "defaults", HINT)]
+
+
 def cap_findings(files, plan) -> list[Finding]:
     """The limits the planner found exceeded, at the line of the setting that names them (proposal.track,
     proposal.access_tier) in the first file with a proposal block, which speaks for the plan."""
@@ -238,6 +267,7 @@ def review(files, plan, *, pilot_above: float = PILOT_ABOVE_GPU_HOURS) -> list[F
         out += buffer_findings(lw, w, wj)
         out += coverage_findings(lw, w, wj)
         out += framework_findings(lw, w)
+        out += illustrative_findings(lw, w)
     out += total_coverage_findings(files, plan_json, any(f.rule == "coverage" for f in out))
     out += cap_findings(files, plan)
     if plan.workloads:
@@ -247,6 +277,15 @@ def review(files, plan, *, pilot_above: float = PILOT_ABOVE_GPU_HOURS) -> list[F
 
 
 def hints(files, plan) -> list[Finding]:
-    """What `plan` suggests on stderr: the framework a pilot log names (issue 23, item 5)."""
+    """What `plan` suggests on stderr: the framework a pilot log names (issue 23, item 5) and an illustrative
+    pilot log to replace."""
     loaded = {lw.spec.name: lw for f in files for lw in f.workloads}
-    return [replace(f, severity=HINT) for w in plan.workloads for f in framework_findings(loaded[w.name], w)]
+    return [replace(f, severity=HINT) for w in plan.workloads
+            for f in framework_findings(loaded[w.name], w) + illustrative_findings(loaded[w.name], w)]
+
+
+def default_hint_findings(files, plan) -> list[Finding]:
+    """What `check --defaults` prints: the defaults each workload takes that the author may set (the documents
+    state the assumption only, issue 23 item 3; asked for, since nearly every workload takes some)."""
+    loaded = {lw.spec.name: lw for f in files for lw in f.workloads}
+    return [f for w in plan.workloads for f in default_hints(loaded[w.name], w)]

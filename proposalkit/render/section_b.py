@@ -1,0 +1,173 @@
+"""Section B as it is submitted: the request in each resource's units, one table, one line of derivation
+per workload, storage and calendar under one concurrency assumption, and the caveats (report.md/.html/.pdf).
+
+Everything here is read from the plan's records and worded here (the supplement, supplement.md, gives
+the same figures with their full arithmetic). Numbers go through format.py's filters, so a figure reads
+the same in section B, in the supplement and in `proposalkit plan` (tests/test_section_b.py holds it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..planning.records import Plan, WorkloadPlan
+from .format import Safe, fmt_count, fmt_in_unit, fmt_pct, fmt_si
+from .words import caveats, derivation_line, flops_rule, storage_sentence
+
+
+@dataclass(frozen=True)
+class RequestPart:
+    """The part of a system's request on one partition and GPU type."""
+
+    partition: str               # as the provider names it ("gpuA100x4"); the resource id without one
+    gpu_type: str
+    gpu_hours: float             # requested GPU-hours (buffer included)
+    amount: float                # in the system's unit
+    rule: str                    # the partition's charging rule in words
+
+
+@dataclass(frozen=True)
+class SystemRequest:
+    """What one system is asked for, in its own unit (its partitions share one allocation)."""
+
+    system: str                  # "ncsa-delta"; "" for the workloads with no target resource
+    unit: str                    # "SUs", "node-hours", "USD", "GPU-hours"
+    amount: float
+    parts: tuple[RequestPart, ...]
+
+    @property
+    def amount_text(self) -> Safe:
+        return fmt_in_unit(self.amount, self.unit)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One workload in section B's table."""
+
+    name: str
+    purpose: str                 # its description ("—" without one)
+    gpus: str                    # "2× h200"
+    work: Safe                   # "204.8M tokens", "200k requests", "1 request/s"
+    hours_per_run: float
+    runs: int
+    requested: float             # GPU-hours, buffer included
+    need: tuple[float, float] | None     # the need's p10 and p90 (GPU-hours, before the buffer), with ranges
+    covers: float | None         # the share of validated cases the request covers (request_coverage), with ranges
+    amount: Safe | None          # in the resource's unit, "—" where no resource is targeted
+
+
+@dataclass(frozen=True)
+class TotalRow:
+    """A total under the table: one per GPU type (GPU-hours), then one per system (its unit)."""
+
+    label: str
+    requested: float | None      # GPU-hours of one GPU type; None for a system's total in its unit
+    amount: Safe | None
+
+
+@dataclass(frozen=True)
+class Line:
+    """One workload's derivation in words."""
+
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class SectionB:
+    requests: tuple[SystemRequest, ...]
+    rows: tuple[Row, ...]
+    totals: tuple[TotalRow, ...]
+    has_units: bool              # some workload targets a resource: the table has a units column
+    unit_heading: str            # the units column's heading: the one unit of every charge, else "units"
+    has_ranges: bool             # the table gives the need's p10–p90
+    buffer: str | None           # "30%" where every workload has that buffer; None: the table has a column
+    buffers: tuple[str, ...]     # each row's buffer where they differ
+    lines: tuple[Line, ...]
+    rate_rule: str | None        # how a rate without a pilot is estimated, once, its symbols defined
+    units_rule: str | None       # how requested GPU-hours became each partition's units
+    storage: str | None
+    caveats: tuple[str, ...]
+
+
+def _work(w: WorkloadPlan) -> Safe:
+    """What one run processes, as the table gives it."""
+    i = w.inference
+    if i is not None and i.mode == "batch":
+        return Safe(f"{fmt_si(i.requests)} requests")
+    if i is not None and i.mode == "rate":
+        rate = i.request_rate
+        return Safe(f"{rate:g} request{'' if rate == 1 else 's'}/s")
+    if i is not None and i.mode == "hours":
+        return Safe(f"{fmt_count(i.batch)} at once")
+    return Safe(f"{fmt_si(w.tokens)} tokens")
+
+
+def _partition(group) -> str:
+    """The partition as the provider names it where that is one word ("gpuA100x4"), else the resource id
+    ("alcf-polaris" for Polaris's "prod / capacity / preemptable" queues)."""
+    if group.resource is None:
+        return ""
+    name = group.resource.partition
+    return name if name and " " not in name else group.resource_id
+
+
+def _requests(plan: Plan) -> tuple[SystemRequest, ...]:
+    out = []
+    for total in plan.system_totals():
+        parts = tuple(RequestPart(_partition(g), g.gpu_type, g.gpu_hours, g.amount, g.rule) for g in total.groups)
+        out.append(SystemRequest(total.system, total.unit, total.amount, parts))
+    return tuple(out)
+
+
+def _need(w: WorkloadPlan) -> tuple[float, float] | None:
+    ranges = w.ranges       # the plan's ranges (planning/ranges.py), where planned
+    if ranges is None:
+        return None
+    for quantity, interval in ranges.intervals:
+        if quantity == "gpu_hours":
+            return interval.p10, interval.p90
+    return None
+
+
+def _gpu_amount(plan: Plan, gpu: str, unit: str | None) -> str | None:
+    """One GPU type's charges in its unit, where they are all on one system in one unit (else None); without
+    the unit where the column's heading gives it."""
+    charges = [w.charge for w in plan.workloads if w.gpu.id == gpu]
+    if any(c is None for c in charges) or len({(c.system, c.unit) for c in charges}) != 1:
+        return None
+    text = fmt_in_unit(sum(c.amount for c in charges), charges[0].unit)
+    return text.removesuffix(f" {unit}") if unit else text
+
+
+def section_b(plan: Plan) -> SectionB:
+    rows, lines = [], []
+    units = {w.charge.unit for w in plan.workloads if w.charge is not None}
+    unit = units.pop() if len(units) == 1 else None      # one unit: the column's heading says it, not each cell
+    for w in plan.workloads:
+        need = _need(w)
+        amount = None
+        if w.charge is not None:
+            amount = fmt_in_unit(w.charge.amount, w.charge.unit)
+            amount = amount.removesuffix(f" {unit}") if unit else amount
+        covers = w.ranges.request_coverage if w.ranges is not None else None
+        rows.append(Row(w.name, w.description or "—", f"{w.gpu_count}× {w.gpu.id}", _work(w), w.runtime_hours,
+                        w.settings.variants, w.gpu_hours_requested, need, covers, amount))
+        lines.append(Line(w.name, derivation_line(w)))
+    has_units = any(w.charge is not None for w in plan.workloads)
+    totals = [TotalRow(gpu, hours, _gpu_amount(plan, gpu, unit)) for gpu, hours in plan.by_gpu_type().items()]
+    # A system's total in its unit where its partitions' rows do not already give it alone.
+    totals += [TotalRow(t.system, None, fmt_in_unit(t.amount, t.unit).removesuffix(f" {unit}" if unit else "|"))
+               for t in plan.system_totals() if t.system and len({g.gpu_type for g in t.groups}) > 1]
+    buffers = tuple(dict.fromkeys(fmt_pct(w.settings.buffer) for w in plan.workloads))
+    rules = [f"{p.partition}: {p.rule}" for r in _requests(plan) if r.system for p in r.parts]
+    return SectionB(
+        requests=_requests(plan), rows=tuple(rows), totals=tuple(totals), has_units=has_units,
+        unit_heading=("US dollars" if unit == "USD" else unit) if unit else "units",
+        has_ranges=any(r.covers is not None for r in rows),
+        buffer=buffers[0] if len(buffers) == 1 else None,
+        buffers=tuple(fmt_pct(w.settings.buffer) for w in plan.workloads),
+        lines=tuple(lines), rate_rule=flops_rule(plan.workloads),
+        units_rule=("; ".join(dict.fromkeys(rules)) + ".") if rules else None,
+        storage=storage_sentence(plan), caveats=caveats(plan))
+

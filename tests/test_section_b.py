@@ -1,0 +1,256 @@
+"""Section B as submitted and its supplement (issue 23, items 1-3): one number, one value; the page budget;
+no half-empty page; no instruction to the author; assumptions shared by several workloads listed once.
+
+The number test reads section B's Markdown, takes every figure with the unit it is written in (hours, GiB,
+tokens/s, days, a percentage, an SI count, ...) and finds it in the plan JSON formatted by that unit's one
+rule (render/format.py): a figure rounded another way, or in another unit, is not found. It then finds the
+same figure, written the same way, in the supplement.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import weasyprint_available
+from proposalkit.cli import main
+from proposalkit.input.loading import load_files
+from proposalkit.planning.planner import plan_files
+from proposalkit.render import report
+from proposalkit.render.context import report_context
+from proposalkit.render.format import md_escape, fmt_count, fmt_days, fmt_gib, fmt_hours, fmt_pct, fmt_rate, fmt_si
+from proposalkit.render.output import plan_dict
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
+# The example proposal, the other example file, the golden plan and three proposals of tests/data.
+FILES = [ROOT / "workloads/code-models.yaml", ROOT / "workloads/inference/evaluation.yaml",
+         TESTS / "golden/workloads.yaml", TESTS / "data/cloud.yaml", TESTS / "data/proposals/six-workloads.yaml",
+         TESTS / "data/proposals/no-resource.yaml"]
+IDS = [p.stem for p in FILES]
+
+
+@pytest.fixture(scope="module", params=FILES, ids=IDS)
+def built(request):
+    plan = plan_files(load_files([str(request.param)]))
+    context = report_context(plan)
+    return plan, plan_dict(plan), report.render_markdown(context), report.render_supplement_markdown(context)
+
+
+# ------------------------------------------------------------------ the figures of a text, with their units
+
+# A figure: digits with thousands separators and decimals, an SI suffix, or a percentage; never a piece of a
+# name (llama-3.1-8b, a100-40gb, p99, S.2) or of a formula (6·N).
+FIGURE = re.compile(r"(?<![\w.·/⌈-])(\$?\d(?:[\d,]*\d)?(?:\.\d+)?)([kMBT]|%)?(?![\w·-]|\.\d)")
+# The unit a figure is written in, read from the words after it; bare figures are counts, hours or amounts.
+UNITS = (("GiB", r"\s*GiB"), ("rate", r"\s*(?:output )?tokens/s"), ("days", r"\s*days"),
+         ("tflops", r"\s*TFLOP/s"), ("gflop", r"\s*GFLOP"), ("per_s", r"\s*requests?/s"), ("ms", r"\s*ms"))
+
+
+def figures(text: str) -> list[tuple[str, str]]:
+    """(figure as written, its unit) for every figure in `text`."""
+    out = []
+    for m in FIGURE.finditer(text):
+        number, suffix = m.group(1), m.group(2) or ""
+        after = text[m.end():m.end() + 16]
+        unit = next((name for name, pattern in UNITS if re.match(pattern, after)), "bare")
+        unit = {"%": "pct"}.get(suffix, "si" if suffix else unit)
+        out.append((number + suffix, unit))
+    return out
+
+
+def _leaves(value):
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v)
+
+
+def _mfu(x: float) -> str:
+    return f"{x:.3f}".removesuffix("0")
+
+
+def _plain(x: float) -> str:
+    return f"{x:,.4f}".rstrip("0").rstrip(".")
+
+
+# Each unit's one rule (render/format.py), applied to every number of the plan JSON.
+RULES = {
+    "GiB": lambda v: {fmt_gib(v, 2, unit=False)} if isinstance(v, int) else set(),
+    "rate": lambda v: {fmt_rate(v)},
+    "days": lambda v: {fmt_days(v)},
+    "tflops": lambda v: {f"{v / 1e12:,.0f}"},
+    "gflop": lambda v: {f"{v / 1e9:,.2f}"},
+    "per_s": lambda v: {f"{v:,.3g}", f"{v:g}"},
+    "ms": lambda v: {fmt_count(v), f"{v:g}"},
+    "pct": lambda v: {fmt_pct(v)} if v <= 1 else set(),
+    "si": lambda v: {fmt_si(v)} if v >= 1000 else set(),
+    # Hours and amounts (fmt_hours), US dollars, counts, factors and MFUs as the documents write them.
+    "bare": lambda v: {fmt_hours(v), f"${v:,.2f}", _plain(v), _mfu(v)} | ({fmt_count(v)} if v == int(v) else set()),
+}
+
+
+def plan_figures(plan_json: dict) -> dict[str, set[str]]:
+    """Every number of the plan JSON, as each unit's rule writes it; the workloads' count too."""
+    values = list(_leaves(plan_json)) + [len(plan_json["workloads"])]
+    return {unit: set().union(*(rule(v) for v in values)) for unit, rule in RULES.items()}
+
+
+def without_citations(text: str, plan, plan_json: dict) -> str:
+    """The text without its citations' keys ("Kaplan et al. 2020": a year is no figure of the plan) and
+    without the researcher's own words (the title, the descriptions: "5 ranks × 2 learning rates")."""
+    for ref in plan_json["references"]:
+        text = text.replace(ref["key"], "")
+    own = [w.description for w in plan.workloads if w.description]
+    if plan.proposal is not None:
+        own += [x for x in (plan.proposal.title, plan.proposal.institution) if x]
+    for words in own:
+        text = text.replace(md_escape(words), "")
+    return re.sub(r"(?:et al\.|App\.|Table|§)\s*[\w.]+", "", text)
+
+
+# ------------------------------------------------------------------ one number, one value
+
+
+def test_every_figure_of_section_b_is_a_figure_of_the_plan(built):
+    plan, plan_json, section_b, _ = built
+    known = plan_figures(plan_json)
+    text = without_citations(section_b, plan, plan_json)
+    missing = [(number, unit) for number, unit in figures(text) if number.lstrip("$") not in known[unit]
+               and number not in known[unit]]
+    assert not missing, f"section B figures not in the plan JSON by their unit's rule: {missing}"
+
+
+def test_every_figure_of_section_b_reads_the_same_in_the_supplement(built):
+    plan, plan_json, section_b, supplement = built
+    written = {number for number, _ in figures(supplement)}
+    missing = sorted({number for number, _ in figures(without_citations(section_b, plan, plan_json))} - written)
+    assert not missing, f"section B figures the supplement does not write the same way: {missing}"
+
+
+def test_a_figure_rounded_another_way_is_not_found():
+    """The test can fail: 18.4 h is not the plan's 18.35 h, nor 35.8 GiB its 35.76 GiB."""
+    plan_json = {"workloads": [{"runtime_hours": 18.351, "memory": {"per_gpu_bytes": int(35.76 * 2**30)}}],
+                 "references": []}
+    known = plan_figures(plan_json)
+    assert "18.35" in known["bare"] and "18.4" not in known["bare"]
+    assert "35.76" in known["GiB"] and "35.8" not in known["GiB"]
+    assert figures("18.4 h per run, 35.8 GiB, 204.8M tokens, 30%, llama-3.1-8b on 1× a100-40gb") == [
+        ("18.4", "bare"), ("35.8", "GiB"), ("204.8M", "si"), ("30%", "pct"), ("1", "bare")]
+
+
+def test_hours_and_units_read_the_same_in_plan_text_and_section_b(tmp_path, capsys):
+    path = FILES[0]
+    plan = plan_files(load_files([str(path)]))
+    section_b = report.render_markdown(report_context(plan))
+    assert main(["plan", str(path)]) == 0
+    text = capsys.readouterr().out
+    for w in plan.workloads:
+        for hours in (w.runtime_hours, w.gpu_hours_requested):
+            assert fmt_hours(hours) in text and fmt_hours(hours) in section_b, (w.name, hours)
+
+
+def test_no_sum_across_gpu_types_is_presented_as_the_request(built):
+    """GPU-hours are totalled per GPU type; only a resource's own unit adds across its partitions."""
+    plan, plan_json, section_b, _ = built
+    types = plan.by_gpu_type()
+    if len(types) > 1:
+        assert fmt_hours(plan.gpu_hours_requested) not in section_b
+    for gpu, hours in types.items():
+        assert f"**total, {gpu}**" in section_b and fmt_hours(hours) in section_b
+
+
+def test_memory_is_in_gib_throughout(built):
+    """Every size the documents compute is in GiB; the references, and the rules of thumb's formulas, quote
+    their sources as written ('16 GB per billion parameters'), and a GPU's name is its name ('A100 40GB')."""
+    _, _, section_b, supplement = built
+    supplement = re.sub(r"\| [^|\n]* \| [^|\n]*GB[^|\n]* \|", "|", supplement.split("## S.6")[0])
+    for text in (section_b, supplement):
+        found = re.search(r".{40}\d\s+(?:GB|MiB|KiB|TiB)\b(?!/).{10}", text)
+        assert found is None, found.group(0)
+
+
+# ------------------------------------------------------------------ assumptions once, statements only
+
+AUTHOR_TEXT = re.compile(r"re-check|set it to|\bwrite mlp\b|set storage|set loss|set compile|set lora|"
+                         r"will be replaced|@ ?[0-9a-f]{7,40}\b|replace it with|drop the flag", re.IGNORECASE)
+
+
+def test_no_instruction_to_the_author_in_either_document(built):
+    _, _, section_b, supplement = built
+    for name, text in (("section B", section_b), ("supplement", supplement.split("## S.6")[0])):
+        found = AUTHOR_TEXT.search(text)
+        assert found is None, f"{name}: {text[max(0, found.start() - 80):found.end() + 40]}"
+
+
+def test_check_defaults_prints_the_defaults_the_author_may_set_on_stderr(capsys):
+    """The documents state the defaults taken; `check --defaults` says what to set instead, `plan` stays quiet."""
+    assert main(["plan", str(FILES[0])]) == 0
+    assert "takes the planner's defaults" not in capsys.readouterr().err
+    main(["check", "--defaults", str(FILES[0])])
+    err = capsys.readouterr().err
+    assert "full-finetune takes the planner's defaults for storage, loss, compile" in err
+    assert "storage: {checkpoints_retained: N}" in err
+
+
+def test_assumptions_shared_by_several_workloads_are_listed_once(built):
+    """An assumption (and an MFU or engine basis) alike in several workloads is one bullet of S.4, naming them;
+    each workload's own list has only what differs. Derivation lines (bold labels) are each workload's."""
+    plan, _, _, supplement = built
+    bullets = [line for line in supplement.splitlines()
+               if line.startswith("- ") and not line.startswith("- **") or line.startswith(("- **MFU", "- **Engine"))]
+    assert len(bullets) == len(set(bullets)), [b for b in bullets if bullets.count(b) > 1][:3]
+
+
+def test_caveats_are_statements(built):
+    plan, _, _, _ = built
+    for caveat in report_context(plan).section_b.caveats:
+        assert caveat.endswith("."), caveat
+        assert not re.search(r"will be|we will|should|check the", caveat), caveat
+
+
+# ------------------------------------------------------------------ the page budget and the pages
+
+@pytest.mark.skipif(not weasyprint_available(), reason="WeasyPrint or Pango cannot be loaded")
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_section_b_fits_one_and_a_half_pages_and_no_page_is_half_empty(path):
+    from proposalkit.render import pdf
+
+    plan = plan_files(load_files([str(path)]))
+    context = report_context(plan)
+    assert len(plan.workloads) <= 6
+    for name, html in (("report", report.render_html(context)), ("supplement", report.render_supplement_html(context))):
+        fills = pdf.page_fills(html)
+        assert all(f >= 0.5 for f in fills[:-1]), f"{path.name} {name}: a page before the last is half empty: {fills}"
+        if name == "report":
+            assert pdf.measure_body_pages(html) <= pdf.BODY_PAGES, (path.name, fills)
+
+
+def test_the_warning_names_what_to_cut(tmp_path, capsys):
+    """Past the budget, `report` says by how much and names the longest descriptions and the smallest
+    workloads to cut; measured in the Markdown estimate when no PDF is asked for."""
+    long = "; ".join(f"sweep part {i} with a description that runs on for many words" for i in range(4))
+    workloads = "\n".join(f"""  - name: w{i}
+    description: {long}
+    kind: finetune
+    method: lora
+    model: llama-3.1-8b
+    tokens: {i + 1}00M
+    throughput: {{tokens_per_second: 3000, gpu: a100-80gb, gpus: 1}}
+    gpu: a100-80gb""" for i in range(8))
+    path = tmp_path / "long.yaml"
+    path.write_text("workloads:\n" + workloads + "\n", encoding="utf-8")
+    assert main(["report", str(path), "-o", str(tmp_path / "out"), "--format", "md"]) == 0
+    err = capsys.readouterr().err
+    assert "section B runs to" in err and "1.5" in err
+    assert "shorten the descriptions of w" in err
+    assert "move w0" in err      # the smallest request first
