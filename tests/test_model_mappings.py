@@ -58,8 +58,7 @@ def test_partial_shape_is_completed_as_the_gpt_block_and_warned(tmp_path, capsys
         "a: custom: mlp not given: plain (two matrices, up and down, with GELU, and LayerNorm, as in the original GPT block; "
         "mlp: gated would be SwiGLU)",
         "a: custom: params 3,000,000,000 given: it sets the weights and FLOPs; the shape (layers, hidden, heads, "
-        "...) counts 2,774,305,280; params is +8.1% from it: check the shape, or leave params out to use the "
-        "shape's count",
+        "...) counts 2,774,305,280; params is +8.1% from it",
     ]
     assert [x for x in w["warnings"] if x.startswith("a: custom:")] == expected
     # The same four as records: each default with its value, and params beside the shape's count.
@@ -82,6 +81,10 @@ def test_partial_shape_warnings_reach_the_report(tmp_path, capsys):
     # Markdown escapes the underscore; section B's caveats are statements, the supplement lists the assumption.
     assert "- custom: ffn\\_hidden not given: 10,240 (= 4 × hidden, as in the original GPT block)\n" in text
     assert "params is +8.1% from it" in text
+    # What to do about it is check --defaults' hint, not the documents'.
+    assert "leave params out" not in text
+    assert main(["check", "--defaults", _write(tmp_path, PARTIAL)]) == 0
+    assert "the model's shape, or leave params out to use the shape's count" in capsys.readouterr().err
     section_b = (out / "report.md").read_text()
     assert "- a: custom: ffn\\_hidden not given: 10,240 (= 4 × hidden, as in the original GPT block).\n" in section_b
 
@@ -198,8 +201,7 @@ def test_given_params_sets_int8_weight_bytes(tmp_path, capsys):
     expected = -(-(2 * 10**9 * 1_204_881_408 - linear_num) // 1_204_881_408)     # ceil
     assert w["memory"]["components"]["weights"] == expected     # 1,108,834,... not 1,073,741,824 (the shape alone)
     # 10⁹ / 1,204,881,408 − 1 = −17.0%
-    assert any(x.endswith("counts 1,204,881,408; params is -17.0% from it: check the shape, or leave params out to use "
-                          "the shape's count") for x in w["warnings"])
+    assert any(x.endswith("counts 1,204,881,408; params is -17.0% from it") for x in w["warnings"])
 
 
 def test_params_within_five_percent_is_stated_not_warned(tmp_path, capsys):
@@ -313,5 +315,4 @@ def test_given_params_beside_an_moe_shape_keeps_its_active_share(tmp_path, capsy
     # The shape counts 243,008 with 144,704 active (test_moe_keys_map_onto_the_shape); params twice that
     # keeps the share: 486,016 · 144,704 / 243,008 = 289,408 active.
     assert (w["model"]["params"], w["model"]["active_params"]) == (486_016, 289_408)
-    assert any(x.endswith("counts 243,008; params is +100.0% from it: check the shape, or leave params out to use the "
-                          "shape's count") for x in w["warnings"])
+    assert any(x.endswith("counts 243,008; params is +100.0% from it") for x in w["warnings"])

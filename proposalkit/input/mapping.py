@@ -225,8 +225,7 @@ def _params_sentence(n: Note) -> str:
     """A params-given record as the plan's warning says it when params is off the shape's count (render/model_words.py
     states the note the same way; warnings are sentences until they are records)."""
     return (f"params {n['params']:,} given: it sets the weights and FLOPs; the shape (layers, hidden, heads, ...) "
-            f"counts {n['shape_params']:,}; params is {n['params'] / n['shape_params'] - 1:+.1%} from it: check the "
-            "shape, or leave params out to use the shape's count")
+            f"counts {n['shape_params']:,}; params is {n['params'] / n['shape_params'] - 1:+.1%} from it")
 
 
 def shape_problem(spec: ModelSpec) -> Problem | None:

@@ -25,7 +25,7 @@ def _params_given(n: Note) -> str:
     off = params / shape - 1
     if abs(off) <= n["tolerance"]:
         return text
-    return text + f"; params is {off:+.1%} from it: check the shape, or leave params out to use the shape's count"
+    return text + f"; params is {off:+.1%} from it"
 
 
 def _shape_assumed(n: Note) -> str:

@@ -220,6 +220,8 @@ WORDS: dict[str, Callable[[Note], str]] = {
 # (review/lint.py hints), and the plan JSON gives them beside the records.
 HINTS: dict[str, Callable[[Note], tuple[str, str] | None]] = {
     "lora-default": lambda n: ("lora", "lora: {rank, targets}"),
+    "params-given": lambda n: (("params", "the model's shape, or leave params out to use the shape's count")
+                               if abs(n["params"] / n["shape_params"] - 1) > n["tolerance"] else None),
     "precision-checkpoint": lambda n: ("precision", "precision: the weights' format"),
     "seq-len-default": lambda n: ("seq_len", "seq_len: the length the run trains at"),
     "checkpoints-default": lambda n: ("storage", "storage: {checkpoints_retained: N}"),
