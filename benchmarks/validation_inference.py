@@ -34,6 +34,8 @@ from proposalkit.catalog import models as catalog_models  # noqa: E402
 from proposalkit.catalog import engines  # noqa: E402
 from proposalkit.input.configs.read import model_from_config  # noqa: E402
 from proposalkit.estimate.batch import batch_job  # noqa: E402
+from proposalkit.estimate.lengths import Spread  # noqa: E402
+from proposalkit.input.lengths import LengthStats  # noqa: E402
 from proposalkit.estimate.inference import decode_step, mean_context, prefill, replica  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "validation_inference.yaml"
@@ -88,6 +90,18 @@ def model_of(row: dict):
     return catalog_models()[row["model"]]
 
 
+def spread_of(row: dict, model) -> Spread | None:
+    """The row's lengths that vary (input_lengths / output_lengths: {mean, p50, p99}) as the planner reads them
+    (planning/inference.spread_of); None where both are single numbers."""
+    if not (row.get("input_lengths") or row.get("output_lengths")):
+        return None
+
+    def points(name: str) -> tuple[float, ...]:
+        stats = row.get(f"{name}_lengths")
+        return LengthStats(**stats).points(model.max_context) if stats else (float(row[f"{name}_tokens"]),)
+    return Spread(points("input"), points("output"))
+
+
 def predict(row: dict, engine: engines.Engine | None = None) -> float:
     """The estimate of one row, in its metric (engine: override the row's, for calibration)."""
     model = model_of(row)
@@ -106,7 +120,7 @@ def predict(row: dict, engine: engines.Engine | None = None) -> float:
     fixed = row.get("batch")
     requests = fixed * replicas if fixed else row.get("requests", STEADY_REQUESTS)
     job = batch_job(rep, requests, row["input_tokens"], row["output_tokens"], replicas=replicas,
-                    batch=fixed)
+                    batch=fixed, spread=spread_of(row, model))
     if row["metric"] == "output_tokens_per_second_per_gpu":
         return job.output_tokens_per_second / row["gpus"]
     return job.output_tokens_per_second
@@ -192,7 +206,10 @@ def render(rs: list[Result] | None = None) -> str:
         "`tests/data/validation_inference.yaml` (the same TensorRT-LLM table's Llama-3.3-70B and Llama-3.1-405B "
         "rows left out of the reference data, TensorRT-LLM v0.5's other Llama-2 first-token rows and its GPT-J 6B "
         "and Falcon-180B rows, one vLLM measurement on an A100, and AMD's vLLM throughput table of Llama 3.1 70B and 405B "
-        "on eight MI300X GPUs). "
+        "on eight MI300X GPUs, vLLM's CI latency tests at batch 8, and SGLang's offline throughput of Llama 3.3 70B on "
+        "four H200s over lengths that vary, from datacrunch-research/h200-benchmarks). Rows whose lengths vary give "
+        "them as `{mean, p50, p99}` (the random datasets: uniform up to the flag, so median = mean and p99 = 0.99 of "
+        "the top). "
         + ("Each row is an ordinary workload file (`benchmarks/validation/inference/`) planned with `proposalkit "
            "plan FILE --format json`; the figure is read from the plan's `inference` block. " if through_cli() else
            "Each row is computed through `proposalkit.estimate.inference`. ")

@@ -37,6 +37,9 @@ def workload(row: dict) -> dict:
          "framework": row["engine"], "precision": row["precision"],
          "requests": requests, "input_tokens": row["input_tokens"], "output_tokens": row["output_tokens"],
          "gpu": row["gpu"], "gpus": row["gpus"], "tensor_parallel": row["tensor_parallel"]}
+    for name in ("input", "output"):     # lengths that vary: {mean, p50, p99} in place of the mean
+        if row.get(f"{name}_lengths"):
+            w[f"{name}_tokens"] = dict(row[f"{name}_lengths"])
     if row.get("engine_version"):
         w["engine_version"] = row["engine_version"]
     if row.get("batch") and row["metric"] != "decode_tokens_per_second":

@@ -74,9 +74,7 @@ def test_vllm_generations_on_another_engine_are_refused(tmp_path, capsys):
            "trt-llm" in err
 
 
-def test_engine_version_is_an_inference_setting(tmp_path, capsys):
-    path = tmp_path / "t.yaml"
-    path.write_text("workloads:\n  - {name: t, kind: finetune, method: lora, model: llama-3.1-8b, tokens: 10M, "
-                    "gpu: h100-80gb, engine_version: '0.6.3'}\n")
-    assert main(["plan", str(path)]) == 2
-    assert "workloads[0].engine_version: only for inference" in capsys.readouterr().err
+def test_engine_version_is_an_inference_setting(plan_error):
+    err = plan_error("workloads:\n  - {name: t, kind: finetune, method: lora, model: llama-3.1-8b, tokens: 10M, "
+                     "gpu: h100-80gb, engine_version: '0.6.3'}\n")
+    assert "workloads[0].engine_version: only for inference" in err

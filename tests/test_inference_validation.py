@@ -30,6 +30,9 @@ validation = _load("validation_inference")
 # diagnosis: the 405B's achieved rate on ROCm is not modelled per GPU).
 KNOWN_OUTLIERS: set[str] = {f"AMD-VLLM090-L31-405B-MI300Xx8-{t}" for t in ("128/2048", "128/4096", "500/2000",
                                                                             "2048/2048")}
+# SGLang on 4 x H200 over 4,096-token prompts of random length: planned 55% fast with the spread's cost in (its
+# diagnosis: SGLang's own prefill and long-context decode rates are not calibrated).
+KNOWN_OUTLIERS.add("DC-SGL-L33-70B-H200x4-R4096-2048")
 
 
 @pytest.fixture(scope="module")

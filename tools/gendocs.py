@@ -477,6 +477,7 @@ SECTION_TITLES = {
     "Data": "data",
     "Throughput": "throughput",
     "Pilot": "pilot",
+    "Lengths": "input_tokens and output_tokens as a distribution",
     "Lora": "lora",
     "Offload": "offload",
     "Storage": "storage",

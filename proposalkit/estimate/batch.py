@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..notes import Note, note
 from .inference import InferenceError, Prefill, Replica, Step, concurrency_limit, decode_step, mean_context, prefill
+from .lengths import Spread
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class BatchJob:
 
 
 def batch_job(rep: Replica, requests: int, input_tokens: int, output_tokens: int, replicas: int = 1,
-              batch: int | None = None) -> BatchJob:
+              batch: int | None = None, spread: Spread | None = None) -> BatchJob:
     """`requests` prompts of `input_tokens`, each generating `output_tokens`, split over `replicas`.
 
     batch: at most this many sequences at once (None: what the KV pool and the engine allow).
@@ -68,6 +69,8 @@ def batch_job(rep: Replica, requests: int, input_tokens: int, output_tokens: int
     tokens ride free in memory-bound steps (benchmarks/calibrate_inference.py, both compared)."""
     if requests < 1 or replicas < 1:
         raise ValueError("requests and replicas must be positive")
+    if spread is not None:
+        return _spread_job(rep, requests, input_tokens, output_tokens, replicas, batch, spread)
     per_replica = math.ceil(requests / replicas)
     most = concurrency_limit(rep, input_tokens, output_tokens)
     if batch is not None and batch > most:
@@ -91,3 +94,51 @@ def batch_job(rep: Replica, requests: int, input_tokens: int, output_tokens: int
                     decode_seconds=decode_seconds, runtime_seconds=prefill_seconds + decode_seconds,
                     notes=rep.notes + notes, prefill_passes=passes)
 
+
+
+def _spread_job(rep: Replica, requests: int, input_tokens: int, output_tokens: int, replicas: int,
+                batch: int | None, spread: Spread) -> BatchJob:
+    """batch_job over lengths that vary (lengths.py: the slots' length-biased context, the prefill's mean over the
+    prompts, and the drain once no request is left to start). input_tokens and output_tokens are the means."""
+    per_replica = math.ceil(requests / replicas)
+    held_input, held_output = math.ceil(spread.mean_input), math.ceil(spread.held_output)
+    # The longest requests must fit at all (the KV pool, the model's context); the slots hold the length-biased one.
+    concurrency_limit(rep, math.ceil(max(spread.inputs)), math.ceil(max(spread.outputs)))
+    most = concurrency_limit(rep, held_input, held_output)
+    if batch is not None and batch > most:
+        raise InferenceError(f"batch {batch}: {rep.engine.name} holds at most {most} sequences of "
+                             f"{held_input + held_output:,} tokens (a slot's mean, the outputs length-biased) on "
+                             f"{rep.tensor_parallel} × {rep.gpu.id}", achievable=most)
+    batch = min(batch or most, per_replica)
+    context = math.ceil(spread.held_context)
+    # Prefill: each prompt's compute at its own length (attention grows with its square), packed into passes.
+    by_length = {i: prefill(rep, math.ceil(i)) for i in set(spread.inputs)}
+    flops = sum(by_length[i].flops_seconds for i in spread.inputs) / len(spread.inputs)
+    allreduce = sum(by_length[i].allreduce_seconds for i in spread.inputs) / len(spread.inputs)
+    one = prefill(rep, input_tokens)
+    passes = math.ceil(per_replica * spread.mean_input / rep.engine.prefill_chunk)
+    prefill_seconds = (per_replica * allreduce + passes * one.launch_seconds
+                       + max(per_replica * flops, passes * one.read_seconds))
+    # Decode: the full batch while requests wait to start, then the drain.
+    step = decode_step(rep, batch, context)
+    tokens = per_replica * spread.mean_output
+    if per_replica > batch:     # the running sequences' residual lives; the longest sets the end
+        drain_steps = spread.longest_residual(batch)
+        drain_tokens = batch * spread.held_output / 2
+    else:                       # all started together: the longest output sets the end
+        drain_steps = spread.longest_output(per_replica)
+        drain_tokens = tokens
+    drain_batch = max(1, min(batch, round(drain_tokens / drain_steps)))
+    decode_seconds = ((tokens - drain_tokens) / batch * step.seconds
+                      + drain_steps * decode_step(rep, drain_batch, context).seconds)
+    notes = (note("batch-kv-pool", batch=batch, kv_tokens=rep.kv_tokens,
+                  sequences=rep.kv_tokens // (held_input + held_output), input_tokens=held_input,
+                  output_tokens=held_output, engine=rep.engine.name, max_batch=rep.max_batch),
+             note("batch-length-spread", input_tokens=input_tokens, output_tokens=output_tokens,
+                  held_output=round(spread.held_output), held_context=context, drain_steps=round(drain_steps),
+                  drain_batch=drain_batch, drain_share=round(drain_steps * decode_step(rep, drain_batch, context).seconds
+                                                             / (prefill_seconds + decode_seconds), 4)))
+    return BatchJob(requests=per_replica, input_tokens=input_tokens, output_tokens=output_tokens,
+                    replicas=replicas, batch=batch, prefill=one, step=step, prefill_seconds=prefill_seconds,
+                    decode_seconds=decode_seconds, runtime_seconds=prefill_seconds + decode_seconds,
+                    notes=rep.notes + notes, prefill_passes=passes)

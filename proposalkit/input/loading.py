@@ -29,6 +29,7 @@ from ..bounds import BOUNDS
 from ..files import WORKLOAD_FILE, Refused, read_limited
 from .frameworks import Behaviour, apply_preset, behaviour, framework_problem
 from .schema import UNION_TAGS, Proposal, Workload, WorkloadFile
+from .lengths import LengthStats, length_stats
 from .values import AUTO, describe
 from .source import Path, Source, field_name
 from .from_python import plain_values
@@ -47,6 +48,9 @@ class LoadedWorkload:
     index: int
     preset_notes: tuple[Note, ...] = ()      # the framework preset's defaults, as assumptions (frameworks.py)
     lines: tuple[tuple[str, int | None], ...] = ()     # (field, line) of the fields the workload sets
+    # A batch job's input and output lengths where given as distributions ({mean, p50, p99}); the spec holds their
+    # means as input_tokens and output_tokens.
+    lengths: tuple[LengthStats | None, LengthStats | None] = (None, None)
 
     @functools.cached_property
     def behaviour(self) -> Behaviour:
@@ -432,6 +436,8 @@ def _load_document(data: object, source: Source, resource_ids, base_dir: str | N
         problems += pilot_problems
         if runs:    # the planner uses the logs' rate as it uses a throughput: given by hand
             workload = workload.model_copy(update={"throughput": measured_throughput(runs)})
+        workload, lengths, length_problems = length_stats(workload, index, source)
+        problems += length_problems
         problems += _check(workload, model, index, source, resource_ids)
         for at, message in price_problems(workload, proposal, resource_ids):
             full = ("proposal", "resource") if at is None else ("workloads", index) + at
@@ -440,7 +446,7 @@ def _load_document(data: object, source: Source, resource_ids, base_dir: str | N
             lines = tuple((name, source.line(("workloads", index, name))) for name in sorted(workload.model_fields_set))
             workload, preset_notes = apply_preset(workload)
             loaded.append(LoadedWorkload(workload, model, path, source.line(("workloads", index)), index, preset_notes,
-                                         lines))
+                                         lines, lengths))
     if problems:
         problems.sort(key=lambda p: (p.line or 0))
         raise InputError(_unique(problems))
@@ -480,3 +486,4 @@ def load_files(paths: list[str], resource_ids=None) -> list[LoadedFile]:
     if problems:
         raise InputError(problems)
     return loaded
+

@@ -164,6 +164,15 @@ def _one_or_list(value: object) -> object:
     return [value] if isinstance(value, str) else value
 
 
+class Lengths(_Strict):
+    """A batch job's request lengths that vary: their mean, and the median and/or 99th percentile (a lognormal is
+    fitted to them; estimate/lengths.py)."""
+
+    mean: PromptTokens = Field(description="Mean tokens per request (the job's token count is requests × mean).")
+    p50: PromptTokens | None = Field(None, description="Median tokens per request (at most the mean).")
+    p99: PromptTokens | None = Field(None, description="99th percentile of tokens per request.")
+
+
 class Lora(_Strict):
     """LoRA adapters (method lora or qlora): their rank and the modules they adapt."""
 
@@ -254,8 +263,12 @@ class WorkloadFields(_Strict):
         None, description="Inference service: wall-clock hours kept up (GPU-hours = its GPUs × hours).")
     requests: Requests | None = Field(
         None, description="Batch inference: prompts to answer (each input_tokens long, generating output_tokens).")
-    input_tokens: PromptTokens | None = Field(None, description="Inference: prompt tokens per request.")
-    output_tokens: PromptTokens | None = Field(None, description="Inference: generated tokens per request.")
+    input_tokens: PromptTokens | Lengths | None = Field(
+        None, description="Inference: prompt tokens per request; for a batch job whose prompts vary, "
+                          "{mean, p50, p99} (the spread costs: estimate/lengths.py).")
+    output_tokens: PromptTokens | Lengths | None = Field(
+        None, description="Inference: generated tokens per request; for a batch job whose outputs vary, "
+                          "{mean, p50, p99} (the spread costs: estimate/lengths.py).")
     request_rate: RequestRate | None = Field(
         None, description="Inference service: requests per second to sustain (with hours kept up).")
     ttft_ms: TtftMs | None = Field(None, description="Inference service: time to first token target, milliseconds.")

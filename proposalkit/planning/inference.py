@@ -17,6 +17,8 @@ estimate/inference.py's; this module only searches and writes the arithmetic out
 
 from __future__ import annotations
 
+import functools
+
 import math
 from dataclasses import dataclass, replace
 
@@ -28,6 +30,7 @@ from ..estimate.inference import (
     InferenceError, Replica, decode_step, default_kv_precision, mean_context, prefill, replica,
 )
 from ..estimate.batch import batch_job
+from ..estimate.lengths import Spread
 from ..estimate.serving import DEFAULT_TTFT_PERCENTILE, replicas_needed, service, ttft_floor
 from ..estimate.memory import InferenceSetup, inference_memory
 from ..estimate.reservation import engine_memory
@@ -118,20 +121,39 @@ def _memory(model, s: Settings, rep: Replica, batch: int, context: int):
     return mem if rep.engine.fraction_of == "none" else engine_memory(rep, mem, batch, context)
 
 
-def _batch(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
+def spread_of(lw) -> Spread | None:
+    """A batch job's length distributions (LoadedWorkload.lengths) as equally likely lengths, within the model's
+    context; None where both are single numbers."""
+    stats = getattr(lw, "lengths", (None, None))
+    if stats == (None, None):
+        return None
+    w, most = lw.spec, lw.model.max_context
+    inputs = stats[0].points(most) if stats[0] is not None else (float(w.input_tokens),)
+    outputs = stats[1].points(most) if stats[1] is not None else (float(w.output_tokens),)
+    return Spread(inputs, outputs)
+
+
+def _batch(model, w, s: Settings, rep: Replica, variants: int, spread: Spread | None = None) -> _Option:
     """A batch job, costed: its runtime on this replica (the plan is written by _batch_plan, for the chosen)."""
-    job = batch_job(rep, w.requests, w.input_tokens, w.output_tokens, batch=w.batch)
+    job = batch_job(rep, w.requests, w.input_tokens, w.output_tokens, batch=w.batch, spread=spread)
     return _Option(rep.tensor_parallel, job.runtime_seconds / SECONDS_PER_HOUR, job.batch, None,
                    job.output_tokens_per_second)
 
 
-def _batch_plan(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
+def _batch_plan(model, w, s: Settings, rep: Replica, variants: int, spread: Spread | None = None) -> _Option:
     I, O = w.input_tokens, w.output_tokens
-    job = batch_job(rep, w.requests, I, O, batch=w.batch)
+    job = batch_job(rep, w.requests, I, O, batch=w.batch, spread=spread)
     most = rep.max_concurrency(I, O)
     t = rep.tensor_parallel
     steps = [kv_line(rep, I, O, most), prefill_line(rep, I)]
     steps.append(step_line(rep, job.step, "Decode step"))
+    if spread is not None:
+        n = next(n for n in job.notes if n.kind == "batch-length-spread")
+        steps.append(("Lengths that vary", (
+            f"a slot holds outputs of E[o²] ÷ E[o] = {n['held_output']:,} tokens (length-biased; the mean is {O:,}) "
+            f"and a context of {n['held_context']:,} tokens over its steps; once no request is left to start, the "
+            f"batch drains for {n['drain_steps']:,} steps at {n['drain_batch']:,} sequences, "
+            f"{n['drain_share']:.0%} of the runtime (estimate/lengths.py)")))
     steps.append(("Batch job", f"{batch_prefill_text(rep, job)}; decode {job.requests:,} × {O:,} ÷ {job.batch:,} × "
                                f"{ms_text(job.step.seconds)} = {duration_text(job.decode_seconds)}; {duration_text(job.runtime_seconds)} "
                                f"per run ({job.output_tokens_per_second:,.0f} output tokens/s)"))
@@ -289,6 +311,9 @@ def choose(lw, s: Settings, target, gpus: dict, e: Engine, notes: list[Note] | N
     replica's all-reduces go (node_note)."""
     w, model = lw.spec, lw.model
     form = _FORMS[mode(w)]
+    spread = spread_of(lw) if mode(w) == "batch" else None
+    if spread is not None:
+        form = functools.partial(form, spread=spread)
     candidates: list[Candidate] = []
     failed: dict[tuple[str, int], str] = {}
     limits: list[tuple[float, str, str, int, int]] = []  # (achievable ms, field, gpu, tp, nodes) of latency misses
@@ -359,7 +384,8 @@ def choose(lw, s: Settings, target, gpus: dict, e: Engine, notes: list[Note] | N
     if best is None and limits and mode(w) == "rate":
         _impossible(lw, limits)
     if best is not None:
-        best = best[:-1] + (_PLANS[mode(w)](model, w, s, best_at[0], s.variants).plan,)
+        plan = _PLANS[mode(w)] if spread is None else functools.partial(_PLANS[mode(w)], spread=spread)
+        best = best[:-1] + (plan(model, w, s, best_at[0], s.variants).plan,)
     if best_at is not None and notes is not None and (note := node_note(*best_at)):
         notes.append(note)
     return candidates, best, failed

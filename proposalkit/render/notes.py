@@ -172,6 +172,11 @@ WORDS: dict[str, Callable[[Note], str]] = {
         f"on TensorRT-LLM v0.5's first-token latencies of GPT-J 6B and Falcon-180B): {n['calibration']}"),
     "engine-speed-not-modelled": lambda n: f"{n['engine']}: speed not modelled: {n['calibration']}",
     "engine-version": lambda n: f"engine_version {n['version']}: {n['why']}",
+    "batch-length-spread": lambda n: (
+        f"lengths that vary (means {n['input_tokens']:,} in, {n['output_tokens']:,} out, read as a lognormal): a "
+        f"batch slot holds length-biased outputs of {n['held_output']:,} tokens, a context of {n['held_context']:,}, "
+        f"and the job ends in a drain of {n['drain_steps']:,} steps at {n['drain_batch']:,} sequences "
+        f"({n['drain_share']:.0%} of the runtime)"),
     "tp-within-node": lambda n: (
         f"tensor parallel {n['tensor_parallel']} within one of the {_nodes(n)}: its all-reduces go GPU to GPU at "
         f"{n['link_bytes_per_second'] / 1e9:g} GB/s per GPU ({n['link']})"),
