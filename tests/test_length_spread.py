@@ -88,3 +88,10 @@ def test_a_median_at_the_mean_with_a_p99_is_read_as_uniform():
     points = sorted(s.points())
     assert points[0] == pytest.approx(1 + 1024 / LENGTH_POINTS / 2, abs=3) and points[-1] < 1024
     assert Spread(points, points).held_output == pytest.approx(2 * 1024 / 3, rel=0.01)    # E[o²] ÷ E[o] = 2L/3
+
+
+def test_a_tail_beyond_the_models_context_is_cut_there(tmp_path, capsys):
+    # σ = √(2 ln 100) ≈ 3: the top lengths are past Llama 3.1's 131,072 tokens; such requests cannot exist, so the
+    # tail is cut at the context (the job is planned, not refused for a sequence no one sends).
+    w = plan(tmp_path, capsys, "{mean: 2000, p50: 20}", "{mean: 200, p99: 2500}")
+    assert w["inference"]["output_tokens_per_second"] > 0

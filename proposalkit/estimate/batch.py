@@ -102,8 +102,12 @@ def _spread_job(rep: Replica, requests: int, input_tokens: int, output_tokens: i
     prompts, and the drain once no request is left to start). input_tokens and output_tokens are the means."""
     per_replica = math.ceil(requests / replicas)
     held_input, held_output = math.ceil(spread.mean_input), math.ceil(spread.held_output)
-    # The longest requests must fit at all (the KV pool, the model's context); the slots hold the length-biased one.
-    concurrency_limit(rep, math.ceil(max(spread.inputs)), math.ceil(max(spread.outputs)))
+    # The longest requests must fit at all (the KV pool), within the model's context (a tail the model cannot hold is
+    # cut at it); the slots hold the length-biased one.
+    window = rep.model.max_context or math.inf
+    longest_in = min(math.ceil(max(spread.inputs)), window - 1)
+    room = window - longest_in
+    concurrency_limit(rep, longest_in, min(math.ceil(max(spread.outputs)), room))
     most = concurrency_limit(rep, held_input, held_output)
     if batch is not None and batch > most:
         raise InferenceError(f"batch {batch}: {rep.engine.name} holds at most {most} sequences of "
