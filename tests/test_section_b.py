@@ -254,3 +254,20 @@ def test_the_warning_names_what_to_cut(tmp_path, capsys):
     assert "section B runs to" in err and "1.5" in err
     assert "shorten the descriptions of w" in err
     assert "move w0" in err      # the smallest request first
+
+
+def test_the_example_pilot_is_labelled_illustrative_wherever_it_appears(capsys):
+    """Issue 23, item 5: the example's pilot log is written for it, not measured; every sentence and row of
+    either document that uses it says so, and so does `plan`."""
+    plan = plan_files(load_files([str(FILES[0])]))
+    context = report_context(plan)
+    for text in (report.render_markdown(context), report.render_supplement_markdown(context)):
+        # The lines that name the log or give its rate (the runtime's arithmetic restates the rate of the line
+        # above it, which says so; the range lines of the same workload count its steps).
+        uses = [line for line in text.splitlines() if "lora-sweep\\_log" in line
+                or "3,100 tokens/s" in line and "**Runtime:**" not in line]
+        assert uses and all("illustrative" in line for line in uses), uses
+    assert main(["plan", str(FILES[0])]) == 0
+    captured = capsys.readouterr()
+    assert "is marked illustrative" in captured.err
+    assert all("illustrative" in line for line in captured.out.splitlines() if "lora-sweep_log" in line)

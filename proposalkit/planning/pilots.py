@@ -127,7 +127,7 @@ class Comparison:
         """Each measurement more than DISAGREEMENT from its estimate, as a statement (the pilot table's notes,
         `check`'s warnings and the plan JSON's; what to do about it is `check`'s to say: SETTINGS_HINT)."""
         r, out = self.run, []
-        where = f"{name}: pilot {r.log} ({r.gpus}× {r.gpu})"
+        where = f"{name}: pilot {r.log} ({r.gpus}× {r.gpu}{', illustrative, not a measurement' if r.illustrative else ''})"
         t = self.throughput_ratio
         if t is not None and abs(t - 1) > DISAGREEMENT:
             out.append(f"{where} measured {r.tokens_per_second:,.0f} tokens/s, the FLOPs estimate gives "

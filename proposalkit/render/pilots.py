@@ -23,6 +23,7 @@ class PilotRow:
     steps: str              # "90 (10 warm-up dropped)", or "—" for a benchmark summary
     throughput: str         # "3,100 vs 3,754 (0.83)": measured vs estimate (measured ÷ estimate), tokens/s
     memory: str             # "24.62 vs 27.63 GiB reserved (0.89)"
+    illustrative: bool = False   # the log is an example's, not a measurement (pilot.illustrative)
 
 
 @dataclass(frozen=True)
@@ -51,9 +52,9 @@ def _row(name: str, c) -> PilotRow:
     else:
         memory = _versus(f"{stat[1] / GiB:,.2f}", None if c.estimate_memory_bytes is None
                          else f"{c.estimate_memory_bytes / GiB:,.2f}", c.memory_ratio, f"GiB {stat[0]}")
-    log = r.log + (" (illustrative, not a measurement)" if r.illustrative else "")
-    return PilotRow(workload=name, log=log, sha256=r.sha256[:SHORT_HASH], format=r.format,
-                    gpus=f"{r.gpus}× {r.gpu}", steps=steps, throughput=rate, memory=memory)
+    return PilotRow(workload=name, log=r.log, sha256=r.sha256[:SHORT_HASH], format=r.format,
+                    gpus=f"{r.gpus}× {r.gpu}", steps=steps, throughput=rate, memory=memory,
+                    illustrative=r.illustrative)
 
 
 def pilots_view(plan: Plan) -> PilotsView | None:

@@ -59,7 +59,7 @@ def rate_clause(w: WorkloadPlan) -> str:
     if tp.source == "pilot" and w.pilots:
         run = w.pilots[0].run
         if run.illustrative:
-            return f"{rate} from an illustrative {run.format} pilot log on {_gpus(run.gpus, run.gpu)} (not a measurement)"
+            return f"{rate} from an illustrative {run.format} pilot log, not a measurement, on {_gpus(run.gpus, run.gpu)}"
         steps = f" of {run.steps_used:,} steady steps" if run.steps_used else ""
         return f"{rate} measured in a {run.format} pilot{steps} on {_gpus(run.gpus, run.gpu)}"
     if tp.source == "pilot":
