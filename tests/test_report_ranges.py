@@ -153,3 +153,4 @@ def test_plan_markdown_has_the_ranges_too(tmp_path, capsys):
     assert main(["plan", str(path), "--format", "markdown"]) == 0
     out = capsys.readouterr().out
     assert "| need p10–p90 | covers |" in out
+    assert "covers: the share of those runs the request suffices for; a buffer set by coverage covers" in out

@@ -264,7 +264,7 @@ def test_plan_markdown_keeps_the_units_line(example_plan):
     table = report.plan_markdown_table(example_plan)
     assert table.startswith("**Request.** We request **1,173.18 SUs on ncsa-delta**: 238.57 SUs on gpuA100x4 ")
     assert "| **total, ncsa-delta** |" in table
-    assert table.endswith("|\n")          # the last line ends like every other
+    assert table.endswith("suffices for.\n")      # the ranges' note under the table, a line like every other
 
 
 def test_catalog_text_in_the_table_is_escaped(tmp_path, monkeypatch):

@@ -80,7 +80,8 @@ class SectionB:
     totals: tuple[TotalRow, ...]
     has_units: bool              # some workload targets a resource: the table has a units column
     unit_heading: str            # the units column's heading: the one unit of every charge, else "units"
-    has_ranges: bool             # the table gives the need's p10–p90
+    has_ranges: bool             # the table gives the need's p10–p90 and the request's coverage
+    ranges_note: str | None      # what those two columns are (section B's derivation, plan's Markdown table)
     buffer: str | None           # "30%" where every workload has that buffer; None: the table has a column
     buffers: tuple[str, ...]     # each row's buffer where they differ
     lines: tuple[Line, ...]
@@ -130,6 +131,14 @@ def _need(w: WorkloadPlan) -> tuple[float, float] | None:
     return None
 
 
+def _ranges_note(plan: Plan) -> str:
+    """What the need and covers columns are (planning/ranges.py), and what a buffer set by coverage is for."""
+    auto = any(w.settings.coverage is not None for w in plan.workloads)
+    return ("Need p10–p90: GPU-hours before the buffer at the 10th and 90th percentiles of the estimate's error on "
+            "validation runs; covers: the share of those runs the request suffices for"
+            + ("; a buffer set by coverage covers the estimate's error only" if auto else "") + ".")
+
+
 def _gpu_amount(plan: Plan, gpu: str, unit: str | None) -> str | None:
     """One GPU type's charges in its unit, where they are all on one system in one unit (else None); without
     the unit where the column's heading gives it."""
@@ -165,6 +174,7 @@ def section_b(plan: Plan) -> SectionB:
         requests=_requests(plan), rows=tuple(rows), totals=tuple(totals), has_units=has_units,
         unit_heading=("US dollars" if unit == "USD" else unit) if unit else "units",
         has_ranges=any(r.covers is not None for r in rows),
+        ranges_note=_ranges_note(plan) if any(r.covers is not None for r in rows) else None,
         buffer=buffers[0] if len(buffers) == 1 else None,
         buffers=tuple(fmt_pct(w.settings.buffer) for w in plan.workloads),
         lines=tuple(lines), rate_rule=flops_rule(plan.workloads),
