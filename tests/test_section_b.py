@@ -271,3 +271,15 @@ def test_the_example_pilot_is_labelled_illustrative_wherever_it_appears(capsys):
     captured = capsys.readouterr()
     assert "is marked illustrative" in captured.err
     assert all("illustrative" in line for line in captured.out.splitlines() if "lora-sweep_log" in line)
+
+
+def test_a_shared_mfu_basis_is_pointed_at_where_it_stands():
+    """full-finetune and code-1b-pretrain share their MFU's basis: it is one bullet of S.4, and their
+    throughput lines point there, not at their own sections (which no longer hold it)."""
+    plan = plan_files(load_files([str(FILES[0])]))
+    supplement = report.render_supplement_markdown(report_context(plan))
+    shared = supplement.split("## S.4")[1].split("## S.5")[0]
+    assert "- MFU: 0.51 with nothing recomputed" in shared
+    for section in ("S.2.2", "S.2.3"):
+        body = supplement.split(f"### {section} ")[1].split("### ")[0]
+        assert "MFU 0.51 (S.4)" in body and f"({section})" not in body

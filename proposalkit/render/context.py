@@ -391,6 +391,12 @@ def report_context(plan: Plan) -> ReportContext:
               if unpinned(note_text(n)) in {a.text for a in shared}}
     views = tuple(workload_view(w, f"S.2.{i}", common) for i, w in enumerate(plan.workloads, start=1))
     views, basis = shared_details(views)
+    # A workload whose MFU basis went to S.4 with the others' points its MFU there, not at its own section.
+    moved = {name for a in basis if a.text.startswith("MFU: ") for name in a.workloads}
+    if moved:
+        views = tuple(workload_view(w, "S.4" if w.name in moved else f"S.2.{i}", common)
+                      for i, w in enumerate(plan.workloads, start=1))
+        views, basis = shared_details(views)
     shared += basis
     storage = None
     if any(w.storage is not None for w in plan.workloads):
