@@ -262,9 +262,9 @@ def test_the_example_pilot_is_labelled_illustrative_wherever_it_appears(capsys):
     plan = plan_files(load_files([str(FILES[0])]))
     context = report_context(plan)
     for text in (report.render_markdown(context), report.render_supplement_markdown(context)):
-        # The lines that name the log or give its rate (the runtime's arithmetic restates the rate of the line
-        # above it, which says so; the range lines of the same workload count its steps).
-        uses = [line for line in text.splitlines() if "lora-sweep\\_log" in line
+        # The lines that name the log, give its rate or count its steps (the runtime's arithmetic restates the
+        # rate of the line above it, which says so).
+        uses = [line for line in text.splitlines() if "lora-sweep\\_log" in line or "pilot log" in line
                 or "3,100 tokens/s" in line and "**Runtime:**" not in line]
         assert uses and all("illustrative" in line for line in uses), uses
     assert main(["plan", str(FILES[0])]) == 0

@@ -331,7 +331,8 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
 def _with_ranges(p: WorkloadPlan) -> WorkloadPlan:
     """The plan with its ranges (planning/ranges.py) and their notes after its other assumptions."""
     r = ranges.workload_ranges(p)
-    return replace(p, ranges=r, assumptions=p.assumptions + tuple(ranges.range_notes(r, p.settings)))
+    return replace(p, ranges=r, assumptions=p.assumptions + tuple(ranges.range_notes(
+        r, p.settings, illustrative=any(c.run.illustrative for c in p.pilots))))
 
 
 def _within_period(lw: LoadedWorkload, s: Settings, target: search.Target, candidates: list[Candidate],

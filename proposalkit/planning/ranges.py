@@ -160,9 +160,10 @@ def inference_buffer(form: str, coverage: float) -> float:
     return buffer_for(need_factors("inference", "estimate", 1, 1), coverage)
 
 
-def range_notes(r: Ranges, s) -> list[Note]:
+def range_notes(r: Ranges, s, illustrative: bool = False) -> list[Note]:
     """The plan's words on its ranges: per basis, the quantities it gives and how wide; then the request's
-    coverage (and, with buffer: auto, the coverage asked for)."""
+    coverage (and, with buffer: auto, the coverage asked for). `illustrative`: the workload's pilot log is an
+    example's, not a measurement (pilot.illustrative): the notes whose spread is that log's steps say so."""
     out: list[Note] = []
     grouped: dict[RangeBasis, list[str]] = {}
     for quantity, b in r.bases:
@@ -174,8 +175,10 @@ def range_notes(r: Ranges, s) -> list[Note]:
                         what=regime.what if regime else None, short=regime.short if regime else None, rows=b.rows,
                         own_rows=b.own_rows, pooled=b.pooled, min_rows=MIN_ROWS, why=b.why or None,
                         low=first.p10 / first.p50 if first.p50 else 1.0,
-                        high=first.p90 / first.p50 if first.p50 else 1.0))
+                        high=first.p90 / first.p50 if first.p50 else 1.0,
+                        **({"illustrative": True} if illustrative and b.regime == "pilot-log" else {})))
     hours = r.basis("gpu_hours")
     out.append(note("request-coverage", ("nairr-guide",), buffer=s.buffer, coverage=r.request_coverage,
-                    cases=hours.rows, basis=hours.regime, auto=s.coverage))
+                    cases=hours.rows, basis=hours.regime, auto=s.coverage,
+                    **({"illustrative": True} if illustrative and hours.regime == "pilot-log" else {})))
     return out

@@ -25,6 +25,11 @@ def _names(quantities) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
+def _log(n: Note) -> str:
+    """'the pilot log's', or 'the illustrative pilot log's' where the log is an example's (pilot.illustrative)."""
+    return "the illustrative pilot log's" if n.get("illustrative") else "the pilot log's"
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
@@ -34,7 +39,7 @@ def source(n: Note) -> str:
     if n["regime"] is None:
         return NO_SPREAD[n["why"]]
     if n["regime"] == "pilot-log":
-        return f"the pilot log's own {_plural(n['rows'], 'steady step')} (each step's rate ÷ their median)"
+        return f"{_log(n)} own {_plural(n['rows'], 'steady step')} (each step's rate ÷ their median)"
     if n["regime"] == "pilot-steps":
         return (f"the {_plural(n['rows'], 'timed step')} of measured training runs (each step's rate ÷ its "
                 "run's median: a measured rate given without its log)")
@@ -56,7 +61,7 @@ def range_basis(n: Note) -> str:
 def _cases(n: Note) -> str:
     """What a request-coverage note's share is of."""
     if n["basis"] == "pilot-log":
-        return f"the pilot log's {_plural(n['cases'], 'steady step')}"
+        return f"{_log(n)} {_plural(n['cases'], 'steady step')}"
     if n["basis"] == "pilot-steps":
         return f"the {_plural(n['cases'], 'timed step')} of measured training runs"
     return f"the {_plural(n['cases'], 'validated case')}"
@@ -90,7 +95,7 @@ def range_line(low: float, high: float, basis: Note, coverage: Note) -> str:
     if basis["regime"] is None:
         return f"none: {SHORT_NO_SPREAD[basis['why']]}"
     if basis["regime"] == "pilot-log":
-        rows = f"the pilot log's {_plural(basis['rows'], 'steady step')}"
+        rows = f"{_log(basis)} {_plural(basis['rows'], 'steady step')}"
     elif basis["regime"] == "pilot-steps":
         rows = f"{_plural(basis['rows'], 'step')} of measured training runs"
     elif basis["pooled"]:
