@@ -7,8 +7,9 @@ Each row is planned as the validation sections plan it (its workload file throug
 FILE --format json`, benchmarks/validation_*.py) and its residual is the factor from the plan's figure
 to the measured one (proposalkit/catalog/errors.py says which way round for each quantity):
 
-- speed (benchmarks/validation_speed.py): section D (measured steady-state throughput) and section C's
-  published MFUs are steady-state rates; section C's whole-run GPU-hours are the whole-run regime,
+- speed (benchmarks/validation_speed.py): section D (measured steady-state throughput), section C's
+  published MFUs and section M (this project's runs, each planned with the step-time constants it set fitted on
+  the other runs: validation_speed.held_out_measured) are steady-state rates; section C's whole-run GPU-hours are the whole-run regime,
   reported and never used for a plan's range. Each row's regime is the one a plan of it takes
   (errors.speed_regime: FLOPs rate, tensor parallel, or more than one node);
 - this project's own runs (benchmarks/validation_measured.py, which makes their speed and memory rows):
@@ -45,7 +46,9 @@ import validation_inference as vi  # noqa: E402
 import validation_measured as vmeas  # noqa: E402
 import validation_memory as vm  # noqa: E402
 import validation_speed as vs  # noqa: E402
+from proposalkit.catalog import gpus  # noqa: E402
 from proposalkit.catalog.errors import MEMORY_REGIME, REGIMES, speed_regime  # noqa: E402
+from proposalkit.estimate.flops import scale_pilot  # noqa: E402
 from proposalkit.estimate.links import NODE_GPUS  # noqa: E402
 
 OUT = ROOT / "proposalkit" / "catalog" / "errors.yaml"
@@ -61,8 +64,11 @@ def speed_rows() -> tuple[list[tuple[str, str, float]], list[dict]]:
     """(regime, id, residual) of every validated speed row (this project's own runs among them: section M), and the
     steady-state rows with their plans (for the extrapolation pairs)."""
     out, steady = [], []
+    held = vs.held_out_measured()
     for r in vs.results():
-        residual = 1 / r.ratio          # ratio: planned ÷ measured speed
+        # ratio: planned ÷ measured speed; a run of this project's with the step-time constants it set fitted on
+        # the others (leave-one-out)
+        residual = 1 / held.get(r.id, r.ratio)
         if r.row["compare"] == "gpu_hours":
             out.append(("whole-run", r.id, residual))
             continue
@@ -99,18 +105,25 @@ def _pair_key(workload: dict) -> tuple:
 
 def extrapolation_rows(steady: list[dict]) -> list[tuple[str, str, float]]:
     """Pairs of steady-state rows of one workload on different GPU types or counts: the planner extrapolates a pilot
-    by the peak rates × counts (estimate/flops.py scale_pilot), which is the FLOPs plan of the second with the first's
-    measured MFU, so the extrapolation's residual is the second row's FLOPs residual ÷ the first's."""
+    by the peak rates × counts (estimate/flops.py scale_pilot), so the extrapolation's residual is the second row's
+    measured rate ÷ the first's measured rate carried there (each measured rate is its residual × its planned rate;
+    the planned rates themselves cancel out: the pair says nothing of the step-time model)."""
     groups: dict[tuple, list[dict]] = {}
     for row in steady:
         groups.setdefault(_pair_key(row["workload"]), []).append(row)
+    peaks = {gpu_id: spec.peak_16bit_flops for gpu_id, spec in gpus().items()}
     out = []
     for rows in groups.values():
         for a in rows:
             for b in rows:
                 ga, gb = a["workload"]["gpu"], b["workload"]["gpu"]
                 if a is not b and (ga["type"], ga["count"]) != (gb["type"], gb["count"]):
-                    out.append(("pilot-extrapolated", f"{a['id']}>{b['id']}", b["residual"] / a["residual"]))
+                    measured_a = a["residual"] * a["workload"]["tokens_per_second"]
+                    measured_b = b["residual"] * b["workload"]["tokens_per_second"]
+                    carried = scale_pilot(measured_a, from_gpu=ga["type"], from_count=ga["count"],
+                                          from_rate=peaks[ga["type"]], to_gpu=gb["type"], to_count=gb["count"],
+                                          to_rate=peaks[gb["type"]], rate_name="peak").tokens_per_second
+                    out.append(("pilot-extrapolated", f"{a['id']}>{b['id']}", measured_b / carried))
     return out
 
 

@@ -111,8 +111,10 @@ def speed_tails() -> tuple[list[Tail], list[Tail]]:
             whole.append(Tail(r.id, errors.REGIMES["whole-run"].short, f"{r.ratio:.2f}", f"{run}; {r.row['counts']}"))
             continue
         note = r.row.get("note")
-        steady.append(Tail(r.id, errors.REGIMES[generator._regime_of(w)].short, f"{r.ratio:.2f}",
-                           f"{run}; {note}" if note else run))
+        what = f"{run}; {note}" if note else run
+        if r.row.get("out_of_scope"):       # named so in the speed section's tails
+            what += f"; out of scope: {r.row['out_of_scope'].split(':')[0]} (the speed section says why)"
+        steady.append(Tail(r.id, errors.REGIMES[generator._regime_of(w)].short, f"{r.ratio:.2f}", what))
     for row in errors.table()["pilot-extrapolated"]:
         if 1 / row.residual > TOO_FAST:
             first, second = row.id.split(">")

@@ -26,6 +26,9 @@ FIELD_KINDS: dict[tuple[str, str], frozenset[str]] = {
     **{("resources", field): frozenset({"provider-docs", "secondary", "derived"})
        for field in ("size_source", "walltime_source", "price.source")},
 }
+# A site's own variant of a vendor part, not sold under that name: its memory, bandwidth and power limit are read
+# on the site's page (provider-docs) beside the vendor's datasheet for its peaks (Meta's 500 W, 96 GB H100).
+SITE_VARIANTS = {("gpus", "h100-96gb-500w", "source")}
 # Catalogs whose rows are typed so far (the others keep text sources until migrated).
 TYPED = CATALOGS
 # Measurements known only from records without an address (the report says so in the citation).
@@ -62,7 +65,8 @@ def violations(sources: tuple[RowSource, ...]) -> list[str]:
         allowed = FIELD_KINDS.get((rs.catalog, rs.field))
         if allowed is None:
             out.append(f"{where}: no rule for this field")
-        elif rs.source.kind not in allowed:
+        elif rs.source.kind not in allowed and not (rs.source.kind == "provider-docs" and
+                                                    (rs.catalog, rs.row, rs.field) in SITE_VARIANTS):
             out.append(f"{where}: {rs.source.kind} is not one of {sorted(allowed)}")
         if not (rs.source.date or rs.source.revision):
             out.append(f"{where}: no date or revision")
@@ -185,3 +189,9 @@ def test_catalog_prints_each_rows_sources(capsys, what, row, shown):
     assert main(["catalog", what]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith(row + " "))
     assert shown in line
+
+
+def test_a_site_variant_cites_the_vendor_datasheet_beside_the_sites_page():
+    for catalog, row, field in SITE_VARIANTS:
+        kinds = {rs.source.kind for rs in row_sources(catalog) if rs.row == row and rs.field == field}
+        assert kinds == {"datasheet", "provider-docs"}, row

@@ -371,7 +371,7 @@ def test_an_id_without_its_variant_suggests_every_variant(tmp_path, capsys):
     code, err, _ = run(tmp_path, GOOD.replace("gpu: a100-80gb", "gpu: h100"), capsys)
     assert code == 2
     assert err == ("FILE:7: workloads[0].gpu: unknown GPU (got 'h100', expected a catalog id; did you mean "
-                   "'h100-80gb' or 'h100-pcie'? — see 'proposalkit catalog gpus')\n")
+                   "'h100-80gb' or 'h100-96gb-500w' or 'h100-pcie'? — see 'proposalkit catalog gpus')\n")
 
 
 def test_a_field_with_its_own_error_is_not_also_an_unknown_id(tmp_path, capsys):

@@ -46,7 +46,7 @@ def test_a_gpu_id_in_capitals(tmp_path, capsys):
 # GPU and model ids written as people say them (issue 21, item 5): the catalog ids each could mean, from
 # the ids themselves, the rows' names (with and without the vendor) and their Hub ids.
 ID_HINTS = {
-    "H100": ("gpu", "did you mean 'h100-80gb' or 'h100-pcie'?"),
+    "H100": ("gpu", "did you mean 'h100-80gb' or 'h100-96gb-500w' or 'h100-pcie'?"),
     "A100": ("gpu", "did you mean 'a100-40gb' or 'a100-40gb-pcie' or 'a100-80gb'?"),
     "a100": ("gpu", "did you mean 'a100-40gb' or 'a100-40gb-pcie' or 'a100-80gb'?"),
     "H200": ("gpu", "did you mean 'h200'?"),

@@ -1,13 +1,14 @@
 """Whole nodes: on a node-hour resource the GPU search fills the node when that costs less.
 
-Workload: LoRA of llama-3.1-8b, 200M tokens at seq_len 2,048, no pilot, on ALCF Polaris
-(catalog/resources.yaml: a100-40gb, 4 GPUs per node, node-hours, whole nodes charged).
+Workload: LoRA of llama-3.1-8b, 200M tokens at seq_len 2,048, no pilot, its MFU given (0.51: the FLOPs rule,
+so that the rate is the same per GPU at every count), on ALCF Polaris (catalog/resources.yaml: a100-40gb, 4 GPUs
+per node, node-hours, whole nodes charged).
 By hand (estimate/flops.py training_flops_per_token, flops_throughput):
 
     N (matmul parameters) = 8,030,261,248 params − 128,256 × 4,096 input embedding = 7,504,924,672
     FLOPs/token (LoRA)    = 4·N + 12·L·H·Q·T = 4 × 7,504,924,672 + 12 × 32 × 32 × 128 × 2,048
                           = 30,019,698,688 + 3,221,225,472 = 33,240,924,160
-    tokens/s on g GPUs    = g × 312e12 (A100 dense bf16) × 0.51 (default MFU, nothing recomputed) ÷ 33,240,924,160
+    tokens/s on g GPUs    = g × 312e12 (A100 dense bf16) × 0.51 (the workload's MFU) ÷ 33,240,924,160
                           = g × 4,786.871
     hours on g GPUs       = 200e6 ÷ (g × 4,786.871) ÷ 3,600 = 11.6058 ÷ g
     node-hours requested  = 1 node × hours × 1.3 (30% buffer):
@@ -23,7 +24,7 @@ import pytest
 from proposalkit.cli import main
 from conftest import records
 
-LORA = ("  - {{name: tune, kind: finetune, method: lora, model: llama-3.1-8b, tokens: 200M, seq_len: 2048"
+LORA = ("  - {{name: tune, kind: finetune, method: lora, model: llama-3.1-8b, tokens: 200M, seq_len: 2048, mfu: 0.51"
         "{extra}}}\n")
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from proposalkit.catalog import gpus
 from proposalkit.cli import main
+from proposalkit.estimate.step_time import COMPUTE_FRACTION
 
 # The generations whose datasheets list each format (NVIDIA V100, A100, H100/H200/GH200, L40S,
 # RTX 6000 Ada, HGX B200; AMD MI250X, MI300X; Intel Max 1550: gpus.yaml cites each).
@@ -27,7 +28,8 @@ def test_bf16_is_every_row_but_volta():
 def test_fp8_is_hopper_ada_blackwell_and_cdna3_only():
     have = {i for i, g in gpus().items() if g.supports("fp8")}
     assert have == {i for i, g in gpus().items() if g.architecture in FP8_GENERATIONS}
-    assert {"h100-80gb", "h100-pcie", "h200", "gh200", "l40s", "rtx-6000-ada", "b200", "mi300x"} == have
+    assert {"h100-80gb", "h100-96gb-500w", "h100-pcie", "h200", "gh200", "l40s", "rtx-6000-ada", "b200",
+            "mi300x"} == have
 
 
 def test_native_fp4_is_blackwell_only():
@@ -84,8 +86,8 @@ def test_pinned_bf16_lora_on_a_v100_is_refused_with_fp16(plan_error):
 def test_pinned_fp16_lora_on_a_v100_is_planned_at_the_fp16_peak(plan_workloads):
     w = plan_workloads(LORA % ", gpu: v100-32gb, precision: fp16")["l"]
     assert w["gpu"]["type"] == "v100-32gb"
-    # V100 SXM2 datasheet: 125 TFLOPS tensor (fp16), the figure the FLOPs estimate divides by.
-    assert "1 GPU × 125 TFLOP/s × MFU" in w["derivation"]["throughput"]
+    # V100 SXM2 datasheet: 125 TFLOPS tensor (fp16), the figure the step's matrix multiplies run at a share of.
+    assert f" at {COMPUTE_FRACTION:.2f} × 125 TFLOP/s)" in w["derivation"]["throughput"]
 
 
 def test_pinned_fp8_on_an_a100_is_refused_with_int8(plan_error):

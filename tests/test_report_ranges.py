@@ -120,7 +120,7 @@ def test_the_ranges_differ_as_their_sources_do(built):
 def test_derivation_says_where_each_range_comes_from(built):
     plan, md = built[0], built[5]
     pretrain, tune = workload(plan, "pretrain"), workload(plan, "tune")
-    for w, rows in ((pretrain, f"FLOPs speed, one node: {pretrain['ranges_basis']['gpu_hours']['rows']} validation "
+    for w, rows in ((pretrain, f"estimated speed, one node: {pretrain['ranges_basis']['gpu_hours']['rows']} validation "
                                "runs"),
                     (tune, f"{tune['ranges_basis']['gpu_hours']['rows']:,} steps of measured training runs")):
         r = w["ranges"]["gpu_hours"]

@@ -1,4 +1,4 @@
-"""Runtime: MFU is applied to model FLOPs; the cost of activation checkpointing's recompute is charged separately.
+"""Runtime: the recompute of activation checkpointing is charged as the FLOPs and bytes it reruns.
 
 Through the door users use (workload YAML into the CLI). Hand values for Llama 3.1 8B
 (config.json of meta-llama/Llama-3.1-8B: 32 layers, 32 heads of 128; N without the
@@ -6,10 +6,12 @@ Through the door users use (workload YAML into the CLI). Hand values for Llama 3
 
     model FLOPs/token, full training  = 6·N + 12·L·H·Q·T = 45,029,547,032 + 6,442,450,944 = 51,471,998,976
     recomputed, full checkpointing    = 2·N + 4·L·H·Q·T  (Korthikanti et al. 2022 §5)    = 17,157,332,992
-    MFU with full checkpointing       = 0.51 × 51,471,998,976 ÷ 68,629,331,968 = 0.51 × 3/4 = 0.3825
-      (llm-foundry's MPT-7B at 8k: 37.14% MFU ÷ 49.52% HFU = 0.750, mosaicml/llm-foundry
-      @8c8dd48f scripts/train/benchmarking/README.md)
-    tokens/s on 8× h100-80gb          = 8 × 989e12 × 0.3825 ÷ 51,471,998,976 = 58,795.85
+
+Without a workload MFU the step is timed by its parts (estimate/step_time.py): the matrix multiplies take
+hardware FLOPs (model + recomputed) × tokens ÷ (peak × COMPUTE_FRACTION), so full checkpointing costs them
+4/3 (llm-foundry's MPT-7B at 8k: 37.14% MFU ÷ 49.52% HFU = 0.750, mosaicml/llm-foundry @8c8dd48f
+scripts/train/benchmarking/README.md), and the rerun forward moves its memory-bound bytes again. A workload's
+own MFU keeps the FLOPs rule: GPUs × peak × MFU ÷ model FLOPs.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import pytest
 
 from proposalkit.catalog import models
 from proposalkit.cli import main
-from proposalkit.estimate.flops import DEFAULT_MFU, training_flops_per_token
+from proposalkit.estimate.flops import training_flops_per_token
+from proposalkit.estimate.step_time import COMPUTE_FRACTION
 
 N = 7_504_924_672
 MODEL = 6 * N + 12 * 32 * 32 * 128 * 4096          # 51,471,998,976
@@ -37,24 +40,37 @@ def plan(tmp_path, capsys, fields: str) -> dict:
     return json.loads(out)["workloads"][0]
 
 
-def test_the_default_mfu_applies_to_model_flops_when_nothing_is_recomputed(tmp_path, capsys):
+def _matmuls(w: dict) -> float:
+    """Seconds of matrix multiplies per GPU and step, by hand: hardware FLOPs × the step's tokens per GPU ÷ the
+    rate (989 TFLOP/s dense bf16 on h100-80gb × COMPUTE_FRACTION)."""
+    step = w["step"]
+    return w["flops_per_token"]["hardware"] * step["tokens"] / 8 / (989e12 * COMPUTE_FRACTION)
+
+
+def test_without_an_mfu_the_step_is_timed_by_its_parts(tmp_path, capsys):
     w = plan(tmp_path, capsys, ", activation_checkpointing: false")
-    assert DEFAULT_MFU == 0.51
-    assert (w["mfu"], w["mfu_without_recompute"]) == (0.51, None)
+    step = w["step"]
     assert w["flops_per_token"]["model"] == w["flops_per_token"]["hardware"] == MODEL
-    assert w["tokens_per_second"] == pytest.approx(8 * 989e12 * 0.51 / MODEL)
+    assert step["compute_seconds"] == pytest.approx(_matmuls(w), abs=1e-6)
+    assert step["seconds"] == pytest.approx(step["compute_seconds"] + step["memory_seconds"] + step["comm_seconds"],
+                                            rel=1e-5)
+    assert w["tokens_per_second"] == pytest.approx(step["tokens"] / step["seconds"], rel=1e-5)
+    # The MFU reported is the one the parts imply, below the matmuls' own rate.
+    assert w["mfu"] == pytest.approx(w["tokens_per_second"] * MODEL / (8 * 989e12), rel=1e-5)
+    assert w["mfu"] < COMPUTE_FRACTION and w["mfu_without_recompute"] is None
 
 
 def test_full_checkpointing_charges_one_more_forward_at_the_same_hardware_rate(tmp_path, capsys):
     w = plan(tmp_path, capsys, ", activation_checkpointing: true")
+    none = plan(tmp_path, capsys, ", activation_checkpointing: false")
     assert w["flops_per_token"]["recompute"] == RECOMPUTE
     assert w["flops_per_token"]["hardware"] == MODEL + RECOMPUTE
-    assert w["mfu_without_recompute"] == 0.51
-    assert w["mfu"] == pytest.approx(0.3825)                       # 0.51 × 3/4
-    assert w["tokens_per_second"] == pytest.approx(58_795.85, abs=0.01)
-    assert w["runtime_hours"] == pytest.approx(1e9 / 58_795.85134 / 3600)
-    # The old model charged the recompute at the published MFU: 0.40 on hardware FLOPs.
-    assert w["tokens_per_second"] > 8 * 989e12 * 0.40 / (MODEL + RECOMPUTE)
+    assert w["step"]["compute_seconds"] == pytest.approx(_matmuls(w), abs=1e-6)
+    assert w["step"]["compute_seconds"] / none["step"]["compute_seconds"] == pytest.approx(
+        (MODEL + RECOMPUTE) / MODEL, rel=1e-5)
+    # The rerun forward moves the layers' forward bytes once more: more than none, less than twice.
+    assert none["step"]["memory"]["layers"] < w["step"]["memory"]["layers"] < 2 * none["step"]["memory"]["layers"]
+    assert w["runtime_hours"] == pytest.approx(1e9 / w["tokens_per_second"] / 3600)
 
 
 def test_a_workload_mfu_with_its_own_checkpointing_is_taken_as_measured(tmp_path, capsys):
@@ -84,10 +100,13 @@ def test_checkpointing_the_planner_turns_on_is_charged_on_a_workload_mfu(tmp_pat
 
 def test_selective_checkpointing_of_the_attention_core_reruns_qk_and_av(tmp_path, capsys):
     """Megatron-LM's selective recompute (Korthikanti et al. 2022 §4.2), the default policy:
-    the attention core's forward, 4·L·H·Q·T = 4 × 32 × 32 × 128 × 4,096 = 2,147,483,648."""
+    the attention core's forward, 4·L·H·Q·T = 4 × 32 × 32 × 128 × 4,096 = 2,147,483,648, compute-bound
+    (FlashAttention): no memory-bound bytes rerun."""
     w = plan(tmp_path, capsys, ", activation_checkpointing: selective")
+    none = plan(tmp_path, capsys, ", activation_checkpointing: false")
     assert w["flops_per_token"]["recompute"] == 2_147_483_648
-    assert w["mfu"] == pytest.approx(0.51 * MODEL / (MODEL + 2_147_483_648))
+    assert w["step"]["compute_seconds"] == pytest.approx(_matmuls(w), abs=1e-6)
+    assert w["step"]["memory"]["layers"] == pytest.approx(none["step"]["memory"]["layers"], rel=1e-9)
 
 
 def test_op_level_selective_checkpointing_reruns_every_second_matmul():
@@ -115,6 +134,6 @@ def test_the_report_writes_the_recompute_out(tmp_path, capsys):
     md = (tmp_path / "out" / "supplement.md").read_text(encoding="utf-8")
     assert ("**Recomputed:** full activation checkpointing reruns 2·N + 4·L·H·Q·T = 17.16 GFLOP per token on "
             "the GPUs, not model FLOPs (Korthikanti et al. 2022 §5") in md
-    assert "**MFU:** 0.51 with nothing recomputed (S.2.1) × 51.47 ÷ (51.47 + 17.16) GFLOP = 0.383" in md
-    assert "**Throughput:** 8 GPUs × 989 TFLOP/s × MFU 0.383 ÷ 51.47 GFLOP (model FLOPs) = 58,796 tokens/s" in md
-    assert "Narayanan et al. 2021" in md and "llm-foundry" in md
+    assert "**Step time:** step on each of 8 GPUs: matmuls " in md
+    assert "68.63 GFLOP per token at 0.60 × 989 TFLOP/s" in md
+    assert "Narayanan et al. 2021" in md

@@ -273,13 +273,25 @@ def test_the_example_pilot_is_labelled_illustrative_wherever_it_appears(capsys):
     assert all("illustrative" in line for line in captured.out.splitlines() if "lora-sweep_log" in line)
 
 
-def test_a_shared_mfu_basis_is_pointed_at_where_it_stands():
-    """full-finetune and code-1b-pretrain share their MFU's basis: it is one bullet of S.4, and their
-    throughput lines point there, not at their own sections (which no longer hold it)."""
+def test_a_shared_mfu_basis_is_pointed_at_where_it_stands(tmp_path):
+    """Two workloads at a given MFU share its basis: it is one bullet of S.4, and their throughput lines point
+    there, not at their own sections (which no longer hold it). The example's full-finetune and code-1b-pretrain,
+    timed by the step's parts, share their matmul rate's basis in S.4 instead, and their throughput lines point
+    at their own sections, which hold each one's step time."""
+    path = tmp_path / "w.yaml"
+    path.write_text("workloads:\n" + "".join(
+        f"  - {{name: ft{i}, kind: finetune, method: full, model: llama-3.2-1b, tokens: 1B, mfu: 0.4, gpu: h100-80gb, gpus: 1}}\n"
+        for i in (1, 2)), encoding="utf-8")
+    supplement = report.render_supplement_markdown(report_context(plan_files(load_files([str(path)]))))
+    shared = supplement.split("## S.4")[1].split("## S.5")[0]
+    assert "- MFU: 0.40 given in the workload file" in shared
+    for section in ("S.2.1", "S.2.2"):
+        body = supplement.split(f"### {section} ")[1].split("### ")[0]
+        assert "MFU 0.40 (S.4)" in body and f"({section})" not in body
     plan = plan_files(load_files([str(FILES[0])]))
     supplement = report.render_supplement_markdown(report_context(plan))
     shared = supplement.split("## S.4")[1].split("## S.5")[0]
-    assert "- MFU: 0.51 with nothing recomputed" in shared
+    assert "- Matmul rate: matmuls at 0.60 of the peak" in shared
     for section in ("S.2.2", "S.2.3"):
         body = supplement.split(f"### {section} ")[1].split("### ")[0]
-        assert "MFU 0.51 (S.4)" in body and f"({section})" not in body
+        assert f"({section})" in body and "**Step time:**" in body and "**Matmul rate:**" not in body

@@ -55,13 +55,14 @@ _MEMORY = ("memory-allocated", "memory-reserved", "memory-device")
 
 REGIMES: dict[str, Regime] = {r.id: r for r in (
     Regime("flops-single-node", SPEED, "tokens_per_second",
-           "training speed from FLOPs at an MFU, one node (at most 8 GPUs), no tensor parallelism",
-           "FLOPs speed, one node", _FLOPS),
+           "training speed without a pilot (the step-time model, or FLOPs at a given MFU), one node (at most 8 GPUs), "
+           "no tensor parallelism", "estimated speed, one node", _FLOPS),
     Regime("flops-multi-node", SPEED, "tokens_per_second",
-           "training speed from FLOPs at an MFU, more than one node, no tensor parallelism",
-           "FLOPs speed, several nodes", _FLOPS),
+           "training speed without a pilot (the step-time model, or FLOPs at a given MFU), more than one node, "
+           "no tensor parallelism", "estimated speed, several nodes", _FLOPS),
     Regime("flops-tensor-parallel", SPEED, "tokens_per_second",
-           "training speed from FLOPs at an MFU, tensor parallel", "FLOPs speed, tensor parallel", _FLOPS),
+           "training speed without a pilot (the step-time model, or FLOPs at a given MFU), tensor parallel",
+           "estimated speed, tensor parallel", _FLOPS),
     Regime("pilot-extrapolated", SPEED, "tokens_per_second",
            "a measured rate carried to another GPU type or count by the peak rates (two runs of one workload "
            "on different GPUs: the second's measured ÷ the first's extrapolated)", "pilots carried to other GPUs",

@@ -11,24 +11,8 @@ from dataclasses import dataclass
 from ..catalog.shapes import ModelSpec, attention_head_size, is_mla, is_moe, matmul_params, projection_widths
 from ..units import SECONDS_PER_HOUR
 
-# Default model-FLOPs utilization for training when no pilot is measured, for a run that
-# recomputes nothing (then model FLOPs = hardware FLOPs, so MFU = HFU). Published MFUs
-# already include their recompute; the rate a GPU sustains is its hardware-FLOPs
-# utilization (HFU), so the default is the median HFU of the published GPU runs that
-# state one (the calibration rows of docs/validation.md; none of them is a validation row):
-#   Narayanan et al. 2021 Table 1 (Megatron-LM, full recompute counted): 44%, 47%, 52% (A100);
-#   Korthikanti et al. 2022 Table 5 (HFU): 43.7%, 52.8%, 57.0%, 57.0% (A100);
-#   BLOOM-176B, 156 of 312 TFLOP/s per A100 counted with recompute (GENCI; bigscience): 50%.
-# Median of the eight: (50% + 52%) / 2 = 0.51. Llama 3's 38–43% MFU (Dubey et al. 2024,
-# Table 4) states no HFU, so it does not calibrate; it agrees with the checkpointed
-# default below (0.51 × 6/8 ≈ 0.38). A rule of thumb's 0.8 utilization is never the
-# default; a user's `mfu` overrides this.
-DEFAULT_MFU = 0.51
-DEFAULT_MFU_SOURCE = (f"{DEFAULT_MFU:.2f} with nothing recomputed: the median hardware-FLOPs utilization of "
-                      "published A100 runs (Narayanan et al. 2021 Table 1: 44%, 47%, 52%; Korthikanti et al. 2022 "
-                      "Table 5 HFU: 43.7%, 52.8%, 57.0%, 57.0%; BLOOM-176B: 156 of 312 TFLOP/s, 50%); with full "
-                      f"activation checkpointing it becomes {DEFAULT_MFU:.2f} × 6/8 ≈ {DEFAULT_MFU * 6 / 8:.2f}, the "
-                      "low end of Llama 3's 38–43% (Dubey et al. 2024 Table 4)")
+# Without a pilot or a workload MFU the training rate is timed by the step's parts (estimate/step_time.py, which
+# replaced the default MFU 0.51, the median published HFU); a workload's own MFU is applied to model FLOPs here.
 
 # QLoRA dequantizes NF4 weights on the fly: torchtune measured 2,413 tokens/s
 # for Llama 3.1 8B QLoRA vs 3,083 for LoRA on the same RTX 4090
@@ -71,7 +55,6 @@ CHECKPOINTING_NAMES = {"full": "full", "attention": "selective (attention core)"
 DENSE_REFERENCES = {FULL_DENSE_SOURCE: ("kaplan-2020",), LORA_DENSE_SOURCE: ("hu-2021",)}
 ATTENTION_REFERENCES = ("chowdhery-2022",)
 RECOMPUTE_REFERENCES = {"full": ("korthikanti-2022",), "attention": ("korthikanti-2022",), "op": ("torchtitan-sac",)}
-DEFAULT_MFU_REFERENCES = ("narayanan-2021", "korthikanti-2022", "bigscience-2022", "dubey-2024")
 QLORA_SPEED_REFERENCES = ("torchtune-readme", "dettmers-2023", "hu-2021")
 
 

@@ -67,7 +67,7 @@ from .workspace import inference_activation_bytes
 from .breakdown import ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES
 from ..catalog import GPUSpec
 from ..catalog.engines import Engine, engine as engine_named, engine_max_batch, engine_memory_fraction
-from .links import INTERCONNECT, NODE_GPUS, PCIE4_X16, network_per_gpu
+from .links import NODE_GPUS, ring_allreduce_seconds, tensor_parallel_link
 from .setups import InferenceSetup
 from .weights import kv_heads_per_gpu, kv_layer_tokens, weight_bytes
 from ..options import INFERENCE_PRECISIONS, KV_PRECISIONS
@@ -153,23 +153,17 @@ class Replica:
 
     @property
     def link_bandwidth(self) -> float:
-        """Bytes per second one GPU sends to its peers (one direction), from INTERCONNECT; a replica on
-        more than node_gpus spans nodes, and its all-reduces go at the network's share per GPU (NETWORK)."""
-        link = INTERCONNECT.get(self.gpu.id, PCIE4_X16)
-        if self.nodes > 1:
-            return min(link, network_per_gpu(self.gpu.id)[0])
-        return link
+        """Bytes per second one GPU sends to its peers (one direction): links.tensor_parallel_link."""
+        return tensor_parallel_link(self.gpu.id, self.tensor_parallel, self.node_gpus)
 
     def allreduce_seconds(self, tokens: int) -> float:
         """The tensor-parallel all-reduces of one forward pass over `tokens` tokens: two per layer
-        (after attention and after the MLP; Shoeybi et al. 2019 §3), each of tokens × h 16-bit
-        values, as a ring: 2(t − 1)/t of the bytes cross each GPU's link (Patarasuk & Yuan 2009),
-        at the engine's achieved fraction of it, plus a fixed latency per all-reduce. 0 at t = 1."""
-        t = self.tensor_parallel
-        if t == 1:
-            return 0.0
+        (after attention and after the MLP; Shoeybi et al. 2019 §3), each of tokens × h 16-bit values,
+        a ring (links.ring_allreduce_seconds) at the engine's achieved fraction of the link, plus its fixed
+        latency per all-reduce. 0 at t = 1."""
         size = tokens * self.model.hidden * ACTIVATION_BYTES
-        one = self.engine.allreduce_latency + 2 * (t - 1) / t * size / (self.engine.link_fraction * self.link_bandwidth)
+        one = ring_allreduce_seconds(size, self.tensor_parallel, self.engine.link_fraction * self.link_bandwidth,
+                                     self.engine.allreduce_latency)
         return 2 * self.model.layers * one
 
 

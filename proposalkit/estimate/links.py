@@ -3,11 +3,14 @@ and the network between nodes, per GPU (estimate/inference.py Replica.link_bandw
 
 from __future__ import annotations
 
+import math
+
 # GPU-to-GPU bandwidth, one direction (half the datasheet's bidirectional figure), by catalog id.
 INTERCONNECT = {
     "a100-40gb": 300e9,     # A100 datasheet, SXM: NVLink 600 GB/s
     "a100-80gb": 300e9,     # A100 datasheet, SXM: NVLink 600 GB/s
     "h100-80gb": 450e9,     # H100 datasheet, SXM: NVLink 900 GB/s
+    "h100-96gb-500w": 450e9,  # torchtitan benchmarks: 8 H100s per host "fully connected with NVLink" (SXM, 900 GB/s)
     "h200": 450e9,          # H200 datasheet, SXM: NVLink 900 GB/s
     "b200": 900e9,          # HGX B200 datasheet: fifth-generation NVLink 1.8 TB/s per GPU
     "v100-32gb": 150e9,     # V100 datasheet, SXM2: NVLink 300 GB/s
@@ -33,6 +36,7 @@ NODE_GPUS = 8
 NETWORK = {
     "h100-80gb": (50e9, "DGX H100 user guide: 8 × ConnectX-7, 400 Gb/s InfiniBand each"),
     "h200": (50e9, "DGX H200 user guide: 8 × ConnectX-7, 400 Gb/s InfiniBand each"),
+    "h100-96gb-500w": (50e9, "torchtitan benchmarks: Grand Teton hosts inter-connected at 400 Gb/s per GPU"),
     "b200": (50e9, "DGX B200 user guide: 8 × ConnectX-7, 400 Gb/s InfiniBand each"),
     "a100-40gb": (25e9, "DGX A100 user guide: 8 × ConnectX-6, 200 Gb/s HDR InfiniBand each"),
     "a100-80gb": (25e9, "DGX A100 user guide: 8 × ConnectX-6, 200 Gb/s HDR InfiniBand each"),
@@ -45,3 +49,22 @@ NETWORK_DEFAULT = (25e9, "no figure for this GPU's nodes: DGX A100's, one 200 Gb
 def network_per_gpu(gpu_id: str) -> tuple[float, str]:
     """The inter-node bandwidth per GPU, one direction (bytes/s), and where the figure comes from."""
     return NETWORK.get(gpu_id, NETWORK_DEFAULT)
+
+
+def tensor_parallel_link(gpu_id: str, group: int, node_gpus: int | None = None) -> float:
+    """Bytes per second one GPU of a tensor-parallel group of `group` GPUs sends to its peers, one direction:
+    INTERCONNECT (else PCIe Gen4 x16) within a node; a group over more than a node's GPUs crosses the network at
+    each node boundary, so its ring goes at the slower of the two (NETWORK)."""
+    link = INTERCONNECT.get(gpu_id, PCIE4_X16)
+    if math.ceil(group / (node_gpus or NODE_GPUS)) > 1:
+        return min(link, network_per_gpu(gpu_id)[0])
+    return link
+
+
+def ring_allreduce_seconds(size: float, group: int, bandwidth: float, latency: float) -> float:
+    """One all-reduce of `size` bytes over `group` GPUs as a ring: 2(g − 1)/g of the bytes cross each GPU's link
+    (Patarasuk & Yuan 2009) at `bandwidth` (achieved), plus a fixed latency. A reduce-scatter and an all-gather
+    of the same tensor (sequence parallelism) move the same bytes. 0 for one GPU."""
+    if group == 1:
+        return 0.0
+    return latency + 2 * (group - 1) / group * size / bandwidth

@@ -94,6 +94,8 @@ class ModelStates:
     host: Fraction | int
     notes: tuple[Note, ...]
     moments: Fraction | int = 0      # the optimizer moments on the GPU (within `optimizer`; phases.py's step)
+    stepped: Fraction | int = 0      # parameters whose optimizer step this GPU runs (its ZeRO shard of the trained)
+    gradient_width: Fraction | int = 0   # bytes per gradient value the step reads
 
 
 # ----------------------------------------------------------------- shapes of a stage
@@ -238,8 +240,11 @@ def model_states(model: ModelSpec, setup: TrainingSetup) -> ModelStates:
     if setup.method == "full":
         weights, gradients, master, moments, said = _full(model, setup, mixed, pure, fsdp_pp)
         notes.append(said)
+        stepped = _params_per_gpu(model, setup, stage >= 1 or setup.optimizer_impl == "fp32-gradient-buffer")
+        width = _per_param(setup, mixed, pure)[1]
     else:
-        weights, gradients, master, moments = _lora(model, setup, pure, notes)
+        weights, gradients, master, moments, stepped = _lora(model, setup, pure, notes)
+        width = bytes_per_element((setup.lora or default_lora(model)).adapter_precision)
 
     if setup.optimizer_in_backward:
         gradients, said = _in_backward(model, setup, gradients)
@@ -291,7 +296,7 @@ def model_states(model: ModelSpec, setup: TrainingSetup) -> ModelStates:
         notes.append(note("paged-optimizer", ("dettmers-2023",), optimizer=setup.optimizer, paged_bytes=float(paged),
                           min_elements=PAGED_MIN_ELEMENTS, paged_share=float(share),
                           eight_bit=setup.optimizer == "paged-adamw-8bit"))
-    return ModelStates(weights, gradients, master + moments, paged, host, tuple(notes), moments)
+    return ModelStates(weights, gradients, master + moments, paged, host, tuple(notes), moments, stepped, width)
 
 
 def _full(model: ModelSpec, setup: TrainingSetup, mixed: bool, pure: bool, fsdp_pp: bool) -> tuple:
@@ -377,7 +382,7 @@ def _lora(model: ModelSpec, setup: TrainingSetup, pure: bool, notes: list[Note])
         notes.append(note("lora-adapters", ("hu-2021",), adapters=adapters, adapter_precision=lora.adapter_precision,
                           state_bytes=float(adapter_opt), state_dtype=moment_dtype, optimizer=setup.optimizer,
                           bytes_per_param=float(2 * adapter_bytes + adapter_opt), why=why))
-    return weights, gradients, 0, moments
+    return weights, gradients, 0, moments, adapter_params * opt_shard
 
 
 def _in_backward(model: ModelSpec, setup: TrainingSetup, gradients) -> tuple:

@@ -28,11 +28,12 @@ def compare(model: ModelSpec, w, s: Settings, gpus: dict[str, GPUSpec], mfu: tup
         gpu = gpus[run.gpu]
         rate = memory = key = None
         if run.gpus % per_copy == 0:
-            _, mem, _, ckpt = search.fit(model, unmeasured, s, gpu, run.gpus, {})
+            _, mem, stage, ckpt = search.fit(model, unmeasured, s, gpu, run.gpus, {})
             if run.peak_memory:
                 key = ESTIMATE_STATISTIC[run.peak_memory[0]]
                 memory = mem.statistics()[key]
             if w.kind != "inference":   # no estimate of an inference rate here: the pilot is the rate
-                rate = search.throughput(model, unmeasured, s, gpu, run.gpus, ckpt, gpus, mfu).tokens_per_second
+                rate = search.throughput(model, unmeasured, s, gpu, run.gpus, ckpt, gpus, mfu,
+                                         stage).tokens_per_second
         out.append(Comparison(run, rate, memory, key))
     return tuple(out)

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from ..estimate.inference import Replica, prefill, prefill_flops_per_sequence
 from ..estimate.queueing import EXACT_TERMS
+from ..estimate.step_time import LINK_FRACTION
 from ..units import GiB, SECONDS_PER_HOUR
+
+def mfu_text(x: float) -> str:
+    """An MFU as the report writes it (render/words.py _mfu): three decimals, two when the third is zero."""
+    return f"{x:.3f}".removesuffix("0")
+
 
 def ms_text(seconds: float) -> str:
     ms = seconds * 1e3
@@ -161,3 +167,35 @@ def ttft_line(svc, rate: float, q: float) -> str:
               f"pass{'es' if r.passes > 1 else ''} (chunks of {svc.prefill_chunk:,} tokens)")
     return (head + wait + f"; TTFT = {ms_text(S)} prefill + {svc.ttft_wait_ms:,.1f} ms + {ms_text(step)} decode step "
             f"under way + {riding} = {svc.ttft_ms:,.1f} ms")
+
+
+def step_text(step, gpu, fpt, fraction: float, implied_mfu: float) -> str:
+    """A training step timed by its parts (estimate/step_time.py), per GPU, as the plan's derivation prints it."""
+    memory = [("layers", step.layers), ("norm and loss", step.head), ("weight casts and accumulation", step.weights),
+              ("optimizer step and gradient clip", step.optimizer)]
+    parts = [f"matmuls {ms_text(step.compute)} ({fpt.hardware / 1e9:,.2f} GFLOP per token at {fraction:.2f} × "
+             f"{gpu.peak_16bit_flops / 1e12:,.0f} TFLOP/s)",
+             f"memory-bound kernels {ms_text(step.memory)} ("
+             + ", ".join(f"{name} {ms_text(t)}" for name, t in memory if t > 0)
+             + f", at {step.memory_fraction:.2f} × {gpu.memory_bandwidth / 1e12:,.2f} TB/s)"]
+    if step.comm:
+        parts.append(f"tensor-parallel collectives {ms_text(step.comm)} ({step.collectives:,} rings over "
+                     f"{step.tensor_parallel} GPUs at {LINK_FRACTION:.2f} × {step.link / 1e9:,.0f} GB/s)")
+    launches = f"{step.kernels:,} kernel launches × {step.host_per_kernel * 1e6:g} µs = {ms_text(step.host)}"
+    if step.host_bound:
+        total = f"{ms_text(step.device)} on the GPU, but the host takes longer ({launches}): {ms_text(step.seconds)}"
+    else:
+        total = f"{ms_text(step.seconds)} (the host keeps up: {launches})"
+    return (f"step on each of {step.gpus} GPU{'s' if step.gpus > 1 else ''}: " + " + ".join(parts) + f" = {total}; "
+            f"{step.tokens:,} tokens per step ÷ {ms_text(step.seconds)} = {step.tokens_per_second:,.0f} tokens/s "
+            f"(MFU {mfu_text(implied_mfu)})")
+
+
+def step_summary(step, implied_mfu: float) -> str:
+    """The step's rate in one line, for a report's body (step_text writes the parts out)."""
+    parts = [f"matmuls {ms_text(step.compute)}", f"memory-bound kernels {ms_text(step.memory)}"]
+    if step.comm:
+        parts.append(f"tensor-parallel collectives {ms_text(step.comm)}")
+    timed = " + ".join(parts) + (", shorter than the host's kernel launches" if step.host_bound else "")
+    return (f"{step.tokens:,} tokens per step ÷ {ms_text(step.seconds)} = {step.tokens_per_second:,.0f} tokens/s "
+            f"(MFU {mfu_text(implied_mfu)}); the step on each GPU: {timed}")

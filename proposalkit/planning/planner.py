@@ -20,6 +20,7 @@ from ..estimate.links import NODE_GPUS
 from ..catalog.modules import FAMILY_MODULES, LoraSpec, default_targets
 from ..estimate.lora import lora_trainable_params
 from ..estimate.loss import LOSS_REFERENCES, LOSS_SOURCES
+from ..estimate.step_time import step_note
 from ..knobs import AUTO_COVERAGE, KNOBS, Knob, default, knob
 from ..catalog.shapes import ModelSpec, is_mla
 from ..input import frameworks
@@ -250,7 +251,8 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
         _, chosen, mem, tp, hours, charge = best
     gpu = gpus[chosen.gpu]
     if tp is None:
-        tp = search.throughput(model, w, s, gpu, chosen.count, chosen.activation_checkpointing, gpus, mfu)
+        tp = search.throughput(model, w, s, gpu, chosen.count, chosen.activation_checkpointing, gpus, mfu,
+                               chosen.zero_stage)
     s = replace(s, buffer=ranges.buffer_at(s, w.kind, tp, gpu.id, chosen.count, pilots.runs_of(w)))
     alternatives = inference.failure_reasons(search.alternatives(candidates, chosen), failed)
     if served is not None and served.mode != "hours":
@@ -261,7 +263,11 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
         _within_period(lw, s, target, candidates, tokens, mfu, period_days)
     if tp.source == "pilot-extrapolated":
         warnings.append(f"{w.name}: throughput extrapolated from the pilot: {tp.derivation}")
-    if tp.source == "flops":
+    if tp.step is not None:
+        notes.append(step_note(tp.step, s.kernels))
+        warnings.append(f"{w.name}: no pilot run yet: the speed is estimated from the step's parts (matrix "
+                        f"multiplies, memory-bound kernels{', collectives' if tp.step.comm else ''})")
+    elif tp.source == "flops":
         warnings.append(f"{w.name}: no pilot run yet: the speed is estimated from FLOPs at an assumed MFU")
     compared = comparison.compare(model, w, s, gpus, mfu)
     for pilot in compared:
@@ -345,7 +351,8 @@ def _within_period(lw: LoadedWorkload, s: Settings, target: search.Target, candi
     for c in candidates:
         largest = search.largest_count(w, s, gpus[c.gpu], target)
         if c.fits and largest is not None and c.gpu not in (o[2] for o in options):
-            tp = search.throughput(model, w, s, gpus[c.gpu], largest, c.activation_checkpointing, gpus, mfu)
+            tp = search.throughput(model, w, s, gpus[c.gpu], largest, c.activation_checkpointing, gpus, mfu,
+                                   c.zero_stage)
             options.append((runtime_hours(tokens, tp.tokens_per_second), largest, c.gpu))
     if not options:     # a pinned count: the calendar warning says it
         return

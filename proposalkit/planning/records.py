@@ -16,6 +16,7 @@ from ..estimate.cross_checks import CrossCheck
 from ..estimate.flops import FlopsPerToken
 from ..catalog.modules import LoraSpec
 from ..estimate.memory import MemoryBreakdown
+from ..estimate.step_time import StepTime
 from ..catalog.shapes import ModelSpec
 from ..estimate.storage import StorageTotals, WorkloadStorage, storage_totals
 from ..input.schema import Proposal
@@ -181,6 +182,11 @@ class Throughput:
     """MFU without recompute, when `mfu` charges activation checkpointing's recompute."""
     sources: tuple[str, ...] = ()
     """The reference ids the derivation cites: the MFU's source and the FLOPs terms' (estimate/flops.py)."""
+    step: StepTime | None = None
+    """The step's parts (estimate/step_time.py) where the rate is timed from them (no MFU given); `mfu` is then
+    the utilization they imply."""
+    summary: str = ""
+    """With `step`: the rate in one line (planning/derivation.py step_summary); `derivation` writes the parts out."""
 
 
 @dataclass(frozen=True)

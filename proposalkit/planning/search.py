@@ -13,11 +13,14 @@ from dataclasses import dataclass
 
 from ..catalog import GPUSpec
 from ..estimate.flops import (
-    DEFAULT_MFU, DEFAULT_MFU_REFERENCES, DEFAULT_MFU_SOURCE, QLORA_SPEED_FACTOR, QLORA_SPEED_REFERENCES,
-    QLORA_SPEED_SOURCE,
+    QLORA_SPEED_FACTOR, QLORA_SPEED_REFERENCES, QLORA_SPEED_SOURCE,
     flops_throughput, recompute_mfu, runtime_hours, scale_pilot, training_flops_per_token,
 )
 from ..estimate.breakdown import gpus_overhead
+from ..estimate.model_states import model_states
+from ..estimate.step_time import (
+    COMPUTE_FRACTION, COMPUTE_FRACTION_REFERENCES, COMPUTE_FRACTION_SOURCE, training_step,
+)
 from ..estimate.inference import default_kv_precision
 from ..estimate.memory import (
     DEFAULT_OVERHEAD, InferenceSetup, MemoryBreakdown, TrainingSetup, inference_memory, training_memory,
@@ -27,6 +30,7 @@ from ..knobs import KNOBS
 from ..units import GiB
 from ..catalog import resources
 from . import charges, pilots, ranges
+from .derivation import step_summary, step_text
 from .records import Candidate, Settings, Throughput
 
 # The knobs a training estimate takes (proposalkit/knobs.py), passed from Settings by name.
@@ -51,6 +55,12 @@ def memory_of(model: ModelSpec, w, s: Settings, count: int, zero_stage: int | No
                                kv_precision=default_kv_precision(s.precision, s.framework),
                                tensor_parallel=count, attention=s.attention, engine=s.framework)
         return inference_memory(model, setup, DEFAULT_OVERHEAD)
+    return training_memory(model, training_setup(w, s, count, zero_stage, checkpointing), gpus_overhead(count))
+
+
+def training_setup(w, s: Settings, count: int, zero_stage: int | None, checkpointing: bool | None) -> TrainingSetup:
+    """The training step's configuration on `count` GPUs at this ZeRO stage and checkpointing (the estimates'
+    record: memory and step time read the same one)."""
     method = w.method or "full"
     model_parallel = s.tensor_parallel * s.pipeline_parallel
     precision = "bf16" if method == "qlora" else s.precision
@@ -64,9 +74,8 @@ def memory_of(model: ModelSpec, w, s: Settings, count: int, zero_stage: int | No
     knobs.update(precision=precision, zero_stage=zero_stage, activation_checkpointing=checkpointing, lora=lora,
                  optimizer_impl=_impl_at(s.optimizer_impl, zero_stage),
                  autocast_fp32_params=s.autocast_fp32_params and method == "full" and s.mixed_precision)
-    setup = TrainingSetup(method=method, data_parallel=count // model_parallel, flag_sources=s.flag_sources,
-                          **knobs)
-    return training_memory(model, setup, gpus_overhead(count))
+    return TrainingSetup(method=method, data_parallel=count // model_parallel, flag_sources=s.flag_sources,
+                         **knobs)
 
 
 def _impl_at(impl: str, zero_stage: int | None) -> str:
@@ -117,21 +126,26 @@ def fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict,
 
 # ----------------------------------------------------------------- throughput
 
-def mfu(w, notes: list[str]) -> tuple[float, str, tuple[str, ...]]:
+def mfu(w, notes: list[str]) -> tuple[float | None, str, tuple[str, ...]]:
+    """(the workload's own MFU, what it is, its sources), or (None, the step-time model's compute fraction in
+    words, its sources) when the workload gives none: then the step is timed part by part (step_time.py)."""
     if w.mfu is not None:
         if w.activation_checkpointing is not None:
             return w.mfu, (f"{w.mfu:.2f} given in the workload file, taken as measured with its activation "
                            "checkpointing setting (a published MFU includes its recompute)"), ()
         return w.mfu, f"{w.mfu:.2f} given in the workload file", ()
     if w.method == "qlora":
-        mfu = DEFAULT_MFU * QLORA_SPEED_FACTOR
-        return (mfu, f"{DEFAULT_MFU:.2f} × {QLORA_SPEED_FACTOR:.3f} for NF4 dequantization = {mfu:.3f} "
-                f"({QLORA_SPEED_SOURCE})", QLORA_SPEED_REFERENCES)
-    return DEFAULT_MFU, DEFAULT_MFU_SOURCE, DEFAULT_MFU_REFERENCES
+        fraction = COMPUTE_FRACTION * QLORA_SPEED_FACTOR
+        return (None, f"matmuls at {COMPUTE_FRACTION:.2f} × {QLORA_SPEED_FACTOR:.3f} for NF4 dequantization = "
+                f"{fraction:.3f} of the peak ({QLORA_SPEED_SOURCE}); {COMPUTE_FRACTION:.2f}: "
+                f"{COMPUTE_FRACTION_SOURCE}", QLORA_SPEED_REFERENCES + COMPUTE_FRACTION_REFERENCES)
+    return None, f"matmuls at {COMPUTE_FRACTION:.2f} of the peak: {COMPUTE_FRACTION_SOURCE}", \
+        COMPUTE_FRACTION_REFERENCES
 
 
 def throughput(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, checkpointing: bool | None,
-                gpus: dict[str, GPUSpec], mfu: tuple[float, str]) -> Throughput:
+                gpus: dict[str, GPUSpec], mfu: tuple[float | None, str, tuple[str, ...]],
+                zero_stage: int | None = None) -> Throughput:
     if w.kind == "inference" and w.tokens is None:
         return Throughput(None, "service", f"{w.hours:,.0f} h × {count} GPU{'s' if count > 1 else ''}")
     pilot = w.throughput
@@ -154,11 +168,12 @@ def throughput(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, check
         return Throughput(scaled.tokens_per_second, "pilot-extrapolated", scaled.rule)
     fpt = training_flops_per_token(model, w.method or "full", s.seq_len, checkpointing, s.selective_policy)
     base, source, cited = mfu
-    # The default MFU is that of a run recomputing nothing, so the recompute is charged on
-    # top of it; a workload's own MFU is taken as measured with its own checkpointing
-    # setting (published MFUs include their recompute), unless the planner turned
-    # checkpointing on to fit.
-    charged = bool(fpt.recompute) and (w.mfu is None or w.activation_checkpointing is None)
+    if base is None:
+        return stepped_throughput(model, w, s, gpu, count, checkpointing, zero_stage, fpt, source, cited)
+    # A workload's own MFU is taken as measured with its own checkpointing setting (published
+    # MFUs include their recompute), unless the planner turned checkpointing on to fit: then
+    # the recompute is charged on top of it.
+    charged = bool(fpt.recompute) and w.activation_checkpointing is None
     effective = recompute_mfu(base, fpt) if charged else base
     tps = flops_throughput(fpt, count, gpu.peak_16bit_flops, effective)
     derivation = (f"{count} GPU{'s' if count > 1 else ''} × {gpu.peak_16bit_flops / 1e12:,.0f} TFLOP/s × "
@@ -166,6 +181,21 @@ def throughput(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, check
                   f"{fpt.model / 1e9:,.2f} GFLOP/token = {tps:,.0f} tokens/s")
     return Throughput(tps, "flops", derivation, effective, source, fpt, mfu_base=base if charged else None,
                       sources=cited + fpt.sources)
+
+
+def stepped_throughput(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, checkpointing: bool | None,
+                       zero_stage: int | None, fpt, source: str, cited: tuple[str, ...]) -> Throughput:
+    """The rate from the step's parts (estimate/step_time.py): matmuls, memory-bound kernels, tensor-parallel
+    collectives, and the host's launches as a floor. The MFU it implies is reported, not assumed."""
+    setup = training_setup(w, s, count, zero_stage or 0, checkpointing)
+    fraction = COMPUTE_FRACTION * (QLORA_SPEED_FACTOR if w.method == "qlora" else 1)
+    step = training_step(model, setup, fpt, gpu, count, model_states(model, setup), fraction,
+                         autocast=s.autocast_fp32_params and s.mixed_precision)
+    tps = step.tokens_per_second
+    implied = tps * fpt.model / (count * gpu.peak_16bit_flops)
+    return Throughput(tps, "flops", step_text(step, gpu, fpt, fraction, implied), implied, source, fpt,
+                      sources=cited + fpt.sources + step.references, step=step,
+                      summary=step_summary(step, implied))
 
 
 def two_scale_throughput(w, sc: pilots.Scaling, gpu: GPUSpec, count: int, gpus: dict[str, GPUSpec]) -> Throughput:
@@ -338,7 +368,7 @@ def choose(model: ModelSpec, w, s: Settings, target: Target | None, gpus: dict[s
     """Every candidate tried, and the best: (sort key, candidate, memory, throughput, hours, charge) or None.
     A candidate fits where its memory × `margin` does (fit)."""
     candidates: list[Candidate] = []
-    best = None
+    options: list[tuple] = []
     memory_cache: dict = {}
     service = w.kind == "inference" and w.tokens is None
     for gpu in candidate_gpus(w, target, gpus, s.precision):
@@ -354,7 +384,7 @@ def choose(model: ModelSpec, w, s: Settings, target: Target | None, gpus: dict[s
                 continue
             # A service's cost is its hours, whatever the GPU: its Throughput (a
             # description) is made once, for the chosen configuration.
-            tp = None if service else throughput(model, w, s, gpu, count, ckpt, gpus, mfu)
+            tp = None if service else throughput(model, w, s, gpu, count, ckpt, gpus, mfu, stage)
             hours = w.hours if service else runtime_hours(tokens, tp.tokens_per_second)
             buffer = ranges.buffer_at(s, w.kind, tp, gpu.id, count, pilots.runs_of(w))
             requested = hours * count * s.variants * (1 + buffer)
@@ -373,8 +403,7 @@ def choose(model: ModelSpec, w, s: Settings, target: Target | None, gpus: dict[s
             # configuration wins whenever it fits; otherwise the cheapest, then fewer GPUs,
             # then the smaller GPU.
             key = (extrapolated, round(cost, 6), count, gpu.usable_memory_bytes)
-            if best is None or key < best[0]:
-                best = (key, cand, mem, tp, hours, charge)
+            options.append((key, cand, mem, tp, hours, charge))
             # Under linear scaling (SCALING_RULE) larger counts of this type cost the same or
             # more, so stop here, unless checkpointing was needed (more GPUs may avoid the
             # recompute) or the job leaves GPUs of a whole node idle that the resource charges
@@ -382,7 +411,27 @@ def choose(model: ModelSpec, w, s: Settings, target: Target | None, gpus: dict[s
             # hours are fixed, so more GPUs never cost it less).
             if not ckpt and not (idle and not service) and not measured:
                 break
-    return candidates, best
+    return candidates, _best(options)
+
+
+# Costs within this share of the cheapest are a tie, which goes to fewer GPUs, then the smaller GPU: the step-time
+# model's rate per GPU moves by about a percent with the data-parallel count (the ZeRO-sharded optimizer step shrinks
+# with its shard; a 70B full fine-tune on 32 to 128 GPUs: 0.7%), far inside its own error (the speed rows' p10-p90,
+# proposalkit/catalog/errors.yaml), and that is no reason for more GPUs.
+COST_TIE = 0.01
+
+
+def _best(options: list[tuple]):
+    """Of the fitting options (key, …) with key (extrapolated, cost, count, memory): a measured configuration first;
+    among those, every one within COST_TIE of the cheapest is a tie, won by fewer GPUs, then the smaller GPU, then
+    the lower cost. The rule looks at all of them at once, so the order they were tried in does not matter."""
+    if not options:
+        return None
+    extrapolated = min(o[0][0] for o in options)       # False (a measured configuration) where there is one
+    pool = [o for o in options if o[0][0] == extrapolated]
+    cheapest = min(o[0][1] for o in pool)
+    tied = [o for o in pool if o[0][1] <= cheapest * (1 + COST_TIE)]
+    return min(tied, key=lambda o: (o[0][2], o[0][3], o[0][1]))
 
 
 def alternatives(candidates: list[Candidate], chosen: Candidate) -> tuple[Candidate, ...]:

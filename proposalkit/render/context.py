@@ -367,7 +367,7 @@ def shared_notes(plan: Plan) -> tuple[SharedAssumption, ...]:
 
 # Derivation lines that state an assumption's basis rather than a workload's arithmetic: alike in several
 # workloads, the supplement gives them once, with the assumptions they share.
-SHAREABLE_DETAILS = ("MFU", "Engine factors")
+SHAREABLE_DETAILS = ("MFU", "Matmul rate", "Engine factors")
 
 
 def shared_details(views: tuple[WorkloadView, ...]) -> tuple[tuple[WorkloadView, ...], tuple[SharedAssumption, ...]]:

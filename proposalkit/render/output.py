@@ -72,6 +72,17 @@ def workload_dict(w: WorkloadPlan) -> dict:
         },
         "trainable_params": w.trainable_params,
         "mfu": _round(tp.mfu), "mfu_source": tp.mfu_source, "mfu_without_recompute": _round(tp.mfu_base),
+        # The step's parts where the rate is timed from them (estimate/step_time.py), seconds per GPU and step.
+        "step": None if tp.step is None else {
+            "seconds": _round(tp.step.seconds, 6), "tokens": tp.step.tokens,
+            "compute_seconds": _round(tp.step.compute, 6), "compute_fraction": tp.step.compute_fraction,
+            "memory_fraction": tp.step.memory_fraction,
+            "host_microseconds_per_kernel": _round(tp.step.host_per_kernel * 1e6, 3),
+            "memory_seconds": _round(tp.step.memory, 6),
+            "memory": {"layers": _round(tp.step.layers, 6), "head": _round(tp.step.head, 6),
+                       "weights": _round(tp.step.weights, 6), "optimizer": _round(tp.step.optimizer, 6)},
+            "comm_seconds": _round(tp.step.comm, 6), "host_seconds": _round(tp.step.host, 6),
+            "kernels": tp.step.kernels, "bound": "host" if tp.step.host_bound else "gpu"},
         "flops_per_token": None if tp.flops_per_token is None else _flops(tp.flops_per_token),
         "alternatives": [_candidate(c) for c in w.alternatives],
         "cross_checks": [{"name": c.name, "bytes": c.bytes, "formula": c.formula, "source": c.source}

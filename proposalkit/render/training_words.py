@@ -118,7 +118,30 @@ def _setting(value) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+_KERNELS_RUN = {"eager": "eager PyTorch runs one by one (norms, casts, activation functions, residual adds, "
+                         "rotary embeddings, the fp32 loss, the optimizer step)",
+                "compiled": "torch.compile runs fused, one kernel per run of them, with the eager loss and "
+                            "optimizer step",
+                "fused": "the framework's fused kernels run, one per run of them, and its optimizer step"}
+
+
+def _step_time(n: Note) -> str:
+    t = n["tensor_parallel"]
+    comm = (f", plus the {t}-way tensor-parallel collectives (two per layer each pass, Shoeybi et al. 2019) as rings "
+            "over the GPUs' links at the share of them the inference side's all-reduces achieve, not overlapped "
+            "(Megatron-LM's --tp-comm-overlap and torchtitan's async tensor parallelism are off by default; the "
+            "workload format has no field for them)" if t > 1 else "")
+    floor = ("; the host's launches bind here" if n["host_bound"] else "")
+    return (f"step time: the matrix multiplies at {n['compute_fraction']:.2f} of the dense peak (fitted on the "
+            "published hardware-FLOPs utilization of Megatron-LM, Korthikanti et al. 2022 and BLOOM, their other "
+            "time taken out), plus the bytes the non-matmul kernels move as "
+            f"{_KERNELS_RUN.get(n['kernels'], n['kernels'])} at {n['memory_fraction']:.2f} of the HBM bandwidth "
+            f"(fitted on this project's H100 profiles){comm}; the host's kernel launches "
+            f"({n['host_microseconds_per_kernel']:g} µs each, eager PyTorch on this project's H100 runs) are a floor{floor}")
+
+
 TRAINING_WORDS: dict[str, Callable[[Note], str]] = {
+    "step-time": _step_time,
     # ------------------------------------------------------------------------------ training activations
     "training-activations": _training_activations,
     "training-activations-not-estimated": lambda n: (

@@ -176,6 +176,13 @@ def _throughput_steps(w: WorkloadPlan, appendix: str) -> tuple[list[Step], list[
             steps.append(Step("Recomputed", f"{fpt.checkpointing_name} activation checkpointing reruns {fpt.recompute_formula} "
                                             f"= {fpt.recompute / 1e9:,.2f} GFLOP per token on the GPUs, not model "
                                             f"FLOPs ({fpt.recompute_source})"))
+    if tp.step is not None:
+        # One line in the body (its page budget); the parts, written out, in the appendix.
+        steps.append(Step("Throughput", f"{tp.summary} ({appendix})"))
+        details.append(Step("Step time", tp.derivation))
+        if tp.mfu_source:
+            details.append(Step("Matmul rate", tp.mfu_source))
+        return steps, details
     if fpt is not None and tp.mfu_base is not None:
         steps.append(Step("MFU", f"{_mfu(tp.mfu_base)} with nothing recomputed ({appendix}) × "
                                  f"{fpt.model / 1e9:,.2f} ÷ ({fpt.model / 1e9:,.2f} + {fpt.recompute / 1e9:,.2f}) "

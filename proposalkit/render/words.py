@@ -73,7 +73,8 @@ def rate_clause(w: WorkloadPlan) -> str:
     if fpt.attention_shape is not None:
         layers, heads, head_size, seq_len = fpt.attention_shape
         shape = f"; L = {layers}, H = {heads}, Q = {head_size}, T = {fmt_count(seq_len)}"
-    return (f"{rate} ({w.gpu_count} × {w.gpu.peak_16bit_flops / 1e12:,.0f} TFLOP/s × MFU {_mfu(tp.mfu)} ÷ "
+    implied = " (implied by the step's parts)" if tp.step is not None else ""
+    return (f"{rate} ({w.gpu_count} × {w.gpu.peak_16bit_flops / 1e12:,.0f} TFLOP/s × MFU {_mfu(tp.mfu)}{implied} ÷ "
             f"{fpt.model / 1e9:,.2f} GFLOP; {fpt.dense_factor}·N with {n_explained(w, fpt.matmul_params)}{shape})")
 
 

@@ -1,0 +1,466 @@
+"""The memory-bound work of a training step: bytes the non-GEMM kernels move through HBM, and kernels launched.
+
+A transformer layer as eager PyTorch runs it is a small graph of tensors (bytes per token) and ops. Each op
+that is not a matrix multiply or attention moves its inputs and outputs through HBM once per kernel, forward,
+and its backward moves what autograd's formula for it reads and writes (pytorch/pytorch
+tools/autograd/derivatives.yaml); a tensor read by k ops gets k gradients, which autograd adds (k − 1 adds).
+Compiled (torch.compile's Inductor) and fused kernels (Megatron's Transformer Engine) run each run of
+consecutive pointwise and reduction ops between two matmuls as one kernel: it reads what comes from outside the
+run and writes what leaves it, and its backward reads the gradients of what left and the inputs again and
+writes the inputs' gradients (the partitioner recomputes cheap pointwise ops instead of saving them, as
+activations.py counts for "compiled").
+
+The graph is the model code the activation count reads (kernels.py cites it): transformers' LlamaRMSNorm
+(fp32 upcast, pow, mean, rsqrt, scale, downcast, weight), RoPE's q·cos + rotate_half(q)·sin, SDPA's
+transposed output made contiguous, the residual adds, act(gate)·up; under autocast over fp32 parameters
+the fp32 residual stream (AUTOCAST_RESIDUAL_BYTES) and one 16-bit cast per projection a norm feeds
+(AUTOCAST_QKV_COPIES); PEFT's LoRA forward (peft/tuners/lora/layer.py Linear.forward: the input cast to the
+adapter's dtype, lora_B(lora_A(x)) · scaling added to the base output). Widths from catalog/shapes.py.
+
+Pure: no I/O. Bytes and kernels per token of one layer (÷ nothing: tensor parallelism divides them by the
+caller), for one micro-batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from ..catalog.modules import LoraSpec, default_lora
+from ..catalog.shapes import (
+    ModelSpec, expert_ffn_hidden, is_mla, is_moe, mlp_matrices, projection_widths, routed_experts,
+    shared_expert_ffn_hidden,
+)
+from ..precision import FP32_BYTES
+from .arith import memo
+from .kernels import AUTOCAST_QKV_COPIES, AUTOCAST_RESIDUAL_BYTES
+from .lora import lora_matrices
+
+# cuDNN's SDPA as this project's H100 profile runs it (benchmarks/validation/measured/results/
+# h100-80gb-hbm3-2026-11-26-profile.json, Llama 3.2 1B: 96 attention kernels over 16 layers): one forward
+# kernel and five backward (dot(dO, O), the flash backward, dQ to 16 bits, two head reductions).
+ATTENTION_KERNELS = (1, 5)
+# A softmax over a row longer than a block keeps in registers reads the row once per pass (pytorch/pytorch
+# aten/src/ATen/native/cuda/SoftMax.cu cunn_SoftMaxForward: the max, the sum of exponentials, the write of
+# the output; cunn_SoftMaxBackward: the sum of the gradient, then the write): a vocabulary row (128k fp32
+# values, 0.5 MB) is such a row, a sequence's attention scores row is not.
+SOFTMAX_FORWARD_READS, SOFTMAX_BACKWARD_READS = 3, 3
+# A dropout mask is 1 byte per value (activations.py MASK_BYTES, Korthikanti et al. 2022 §4.1).
+MASK_BYTES = 1
+
+
+@dataclass(frozen=True)
+class Op:
+    """One op of the layer: its kind (the rules below), the tensors it reads and writes, and the run of ops a
+    compiler fuses it with (`group`; "" for matmuls and attention, which end a run)."""
+
+    kind: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    group: str = ""
+    trainable: bool = False       # a weight the op reads gets a gradient (norm weights of a full fine-tune)
+
+
+# Kinds that are not memory-bound: their time is FLOPs (flops.py), their kernels (forward, backward) counted.
+COMPUTE = ("gemm", "gemm-frozen", "attention")
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Bytes through HBM and kernels launched, per token of one layer (or of the head), one micro-batch."""
+
+    forward_bytes: Fraction | int = 0
+    backward_bytes: Fraction | int = 0
+    forward_kernels: int = 0
+    backward_kernels: int = 0
+    per_token_kernels: bool = field(default=False, compare=False)
+
+    @property
+    def bytes(self) -> Fraction | int:
+        return self.forward_bytes + self.backward_bytes
+
+    @property
+    def kernels(self) -> int:
+        return self.forward_kernels + self.backward_kernels
+
+    def __add__(self, other: "Traffic") -> "Traffic":
+        return Traffic(self.forward_bytes + other.forward_bytes, self.backward_bytes + other.backward_bytes,
+                       self.forward_kernels + other.forward_kernels, self.backward_kernels + other.backward_kernels)
+
+
+def _eager_op(op: Op, size: dict[str, Fraction | int]) -> tuple[Fraction | int, Fraction | int, int, int]:
+    """(forward bytes, backward bytes, forward kernels, backward kernels) of one eager op."""
+    ins = [size[t] for t in op.inputs]
+    out = sum(size[t] for t in op.outputs)
+    x = ins[0] if ins else 0
+    read = sum(ins)
+    kind = op.kind
+    if kind == "gemm":
+        return 0, 0, 1, 2                        # dgrad and wgrad
+    if kind == "gemm-frozen":
+        return 0, 0, 1, 1                        # dgrad only: the frozen weight needs no gradient
+    if kind == "attention":
+        return 0, 0, *ATTENTION_KERNELS
+    if kind == "tiny":                           # per-token scalars (add eps, rsqrt): a launch, no bulk bytes
+        return 0, 0, 1, 1
+    if kind == "view":                           # a slice or transpose: no kernel forward; its backward writes
+        return 0, 2 * x, 0, 2                    # a zero-filled input-sized gradient and copies its part in
+    if kind in ("cast", "copy", "scale"):        # y = x.to(dtype), x.contiguous(), x·c: backward casts/copies/scales
+        return read + out, out + read, 1, 1
+    if kind == "unary":                          # silu, gelu: backward reads the gradient and the input
+        return read + out, out + 2 * x, 1, 1
+    if kind == "pow2":                           # x²: backward grad·(2·x.pow(1)): three kernels
+        return read + out, 7 * x, 1, 3
+    if kind == "rowmean":                        # mean over the hidden width: backward writes it expanded
+        return read, x, 1, 1
+    if kind == "rowscale":                       # x · r (r per token): dx = g·r; dr = Σ g·x (mul, then sum)
+        return read + out, (out + x) + (out + x + out) + out, 1, 3
+    if kind == "weightmul":                      # w ⊙ x (w per channel): dx = g·w; dw = Σ_tokens g·x
+        bwd, kernels = out + x, 1
+        if op.trainable:
+            bwd, kernels = bwd + (out + x + out) + out, 3
+        return read + out, bwd, 1, kernels
+    if kind == "mul":                            # a·b: da = g·b, db = g·a
+        return read + out, 2 * (out + read), 1, 2
+    if kind == "add":                            # a + b: the gradient passes; a 16-bit input's is cast down
+        promoted = [s for s in ins if s < out]
+        return read + out, sum(out + s for s in promoted), 1, len(promoted)
+    if kind == "cat":                            # backward: views of the gradient
+        return read + out, 0, 1, 0
+    if kind == "layernorm":                      # native_layer_norm: one kernel each way (mean and rstd small)
+        return read + out, out + x + x + (out if op.trainable else 0), 1, 2 if op.trainable else 1
+    if kind == "dropout":                        # writes the output and a 1-byte mask; backward reads it
+        mask = Fraction(x) / _width_bytes(size, op.inputs[0]) * MASK_BYTES
+        return read + out + mask, out + mask + x, 1, 1
+    if kind == "softmax":                        # a row of attention scores: one read, one write
+        return read + out, out + out + x, 1, 1
+    if kind == "logsoftmax":                     # a vocabulary row: a read per pass (SOFTMAX_*_READS)
+        return SOFTMAX_FORWARD_READS * read + out, SOFTMAX_BACKWARD_READS * out + x, 1, 1
+    if kind == "nll":                            # nll_loss: forward a gather; backward a zero-filled dense gradient
+        return 0, x, 1, 2
+    raise ValueError(f"unknown op kind {kind!r}")
+
+
+def _width_bytes(size: dict, name: str) -> int:
+    """Bytes per value of a tensor named 'name@B' (the graph's convention for its dtype)."""
+    return int(name.rsplit("@", 1)[1])
+
+
+@dataclass(frozen=True)
+class Graph:
+    ops: tuple[Op, ...]
+    size: dict[str, Fraction | int]          # bytes per token of each tensor
+    external: tuple[str, ...] = ()           # read by the next layer or the head (outputs of the graph)
+
+    def consumers(self) -> dict[str, int]:
+        count: dict[str, int] = {}
+        for op in self.ops:
+            for t in op.inputs:
+                count[t] = count.get(t, 0) + 1
+        for t in self.external:
+            count[t] = count.get(t, 0) + 1
+        return count
+
+
+def eager_traffic(g: Graph) -> Traffic:
+    """Every op its own kernel(s), forward and backward, and autograd's gradient adds."""
+    fb = bb = fk = bk = 0
+    for op in g.ops:
+        f, b, kf, kb = _eager_op(op, g.size)
+        fb, bb, fk, bk = fb + f, bb + b, fk + kf, bk + kb
+    for t, k in g.consumers().items():
+        if k > 1:                                # k gradients of t, added in k − 1 kernels of 3 reads/writes
+            bb += (k - 1) * 3 * g.size[t]
+            bk += k - 1
+    return Traffic(fb, bb, fk, bk)
+
+
+def fused_traffic(g: Graph) -> Traffic:
+    """Each run of memory-bound ops (a group) one kernel each way; matmuls and attention as eager."""
+    fb = bb = fk = bk = 0
+    produced_in: dict[str, str] = {}
+    for op in g.ops:
+        for t in op.outputs:
+            produced_in[t] = op.group
+    groups: dict[str, list[Op]] = {}
+    for op in g.ops:
+        if op.kind in COMPUTE:
+            f, b, kf, kb = _eager_op(op, g.size)
+            fk, bk = fk + kf, bk + kb
+        else:
+            groups.setdefault(op.group, []).append(op)
+    for name, ops in groups.items():
+        inside = {t for op in ops for t in op.outputs}
+        reads = {t for op in ops for t in op.inputs if t not in inside}
+        leaving: dict[str, int] = {}                 # outputs read outside the run: how many readers each
+        for op in g.ops:
+            if op.group != name or op.kind in COMPUTE:
+                for t in op.inputs:
+                    if t in inside:
+                        leaving[t] = leaving.get(t, 0) + 1
+        for t in g.external:
+            if t in inside:
+                leaving[t] = leaving.get(t, 0) + 1
+        out = sum(g.size[t] for t in leaving)
+        read = sum(g.size[t] for t in reads)
+        fb += read + out
+        fk += 1
+        # backward: the leaving tensors' gradients (one per reader), the inputs again, the inputs' gradients
+        bb += sum(k * g.size[t] for t, k in leaving.items()) + 2 * read
+        bk += 1 + any(op.trainable for op in ops)     # a weight's gradient is a reduction over tokens of its own
+    return Traffic(fb, bb, fk, bk)
+
+
+# ------------------------------------------------------------------------------- the layer as eager code runs it
+
+class _Builder:
+    """Tensors are named "name@bytes" (bytes per value); sizes are width × bytes per token."""
+
+    def __init__(self):
+        self.ops: list[Op] = []
+        self.size: dict[str, Fraction | int] = {}
+        self.n = 0
+
+    def t(self, stem: str, width, nbytes: int) -> str:
+        self.n += 1
+        name = f"{stem}{self.n}@{nbytes}"
+        self.size[name] = width * nbytes
+        return name
+
+    def op(self, kind: str, inputs, outputs, group: str = "", trainable: bool = False) -> None:
+        self.ops.append(Op(kind, tuple(inputs), tuple(outputs), group, trainable))
+
+    def norm(self, x: str, width, norm: str, weight_bytes: int, trainable: bool, group: str, gemma: bool = False) -> str:
+        """An eager norm of x; returns its output. RMSNorm as transformers' LlamaRMSNorm: fp32 copy, x², mean,
+        rsqrt, x·rstd, back to x's dtype, weight ⊙; LayerNorm: the native kernel."""
+        xb = int(x.rsplit("@", 1)[1])
+        if norm != "rmsnorm":
+            y = self.t("ln", width, xb)
+            self.op("layernorm", [x], [y], group, trainable)
+            return y
+        x32 = x
+        if xb != FP32_BYTES:
+            x32 = self.t("x32_", width, FP32_BYTES)
+            self.op("cast", [x], [x32], group)
+        sq = self.t("sq", width, FP32_BYTES)
+        self.op("pow2", [x32], [sq], group)
+        var = self.t("var", 1, FP32_BYTES)
+        self.op("rowmean", [sq], [var], group)
+        rs = self.t("rs", 1, FP32_BYTES)
+        self.op("tiny", [var], [rs], group)
+        self.op("tiny", [rs], [rs], group)
+        xn = self.t("xn", width, FP32_BYTES)
+        self.op("rowscale", [x32, rs], [xn], group)
+        if not gemma and xb != FP32_BYTES:
+            down = self.t("xnd", width, xb)
+            self.op("cast", [xn], [down], group)
+            xn = down
+        yb = FP32_BYTES if gemma else max(xb, weight_bytes)
+        y = self.t("y", width, yb)
+        self.op("weightmul", [xn], [y], group, trainable)
+        if gemma and xb != FP32_BYTES:
+            down = self.t("yd", width, xb)
+            self.op("cast", [y], [down], group)
+            y = down
+        return y
+
+    def linear_input(self, x: str, width, e: int, group: str) -> str:
+        """What a linear reads: under autocast an fp32 input is cast to 16 bits (one copy per linear)."""
+        if int(x.rsplit("@", 1)[1]) == e:
+            return x
+        c = self.t("c", width, e)
+        self.op("cast", [x], [c], group)
+        return c
+
+
+def _lora_linear(b: _Builder, x: str, d_in, d_out, e: int, adapter_bytes: int, autocast: bool,
+                 base_out: str, group: str) -> str:
+    """PEFT's LoRA around one linear: x cast to the adapter's dtype (and back to 16 bits by autocast for the
+    matmul), A then B, · scaling, added to the base output; returns the sum."""
+    xa = x
+    if adapter_bytes != int(x.rsplit("@", 1)[1]):
+        xa = b.t("xa", d_in, adapter_bytes)
+        b.op("cast", [x], [xa], group)
+    if autocast and adapter_bytes != e:
+        xe = b.t("xae", d_in, e)
+        b.op("cast", [xa], [xe], group)
+        xa = xe
+    out_dtype = e if autocast else adapter_bytes
+    a = b.t("la", 0, out_dtype)             # rank-wide: negligible bytes per token
+    b.op("gemm", [xa], [a])
+    bo = b.t("lb", d_out, out_dtype)
+    b.op("gemm", [a], [bo])
+    sc = b.t("ls", d_out, out_dtype)
+    b.op("scale", [bo], [sc], group)
+    s = b.t("lsum", d_out, max(out_dtype, int(base_out.rsplit("@", 1)[1])))
+    b.op("add", [base_out, sc], [s], group)
+    return s
+
+
+@dataclass(frozen=True)
+class LayerSetup:
+    """What the layer's eager graph depends on (a hashable key for memo)."""
+
+    e: int                      # bytes per 16-bit (or fp32) compute value
+    residual: int               # bytes per value of the residual stream (4 under autocast over fp32 weights)
+    weight_bytes: int           # the norms' weights
+    trainable_norms: bool
+    autocast: bool
+    flash_attention: bool
+    lora: LoraSpec | None
+    adapter_bytes: int = FP32_BYTES
+    seq_len: int = 0            # keys per query row of unfused attention's scores (flash_attention false)
+    softmax_fp32: bool = True   # unfused attention's softmax in fp32 (activations.py softmax_fp32)
+
+
+@memo
+def layer_graph(model: ModelSpec, ls: LayerSetup) -> Graph:
+    """One transformer layer of `model` as eager PyTorch runs it (module docstring), per token."""
+    b = _Builder()
+    e, h = ls.e, model.hidden
+    q_w, k_w, v_w, o_w = projection_widths(model)
+    adapted = {}
+    if ls.lora is not None:
+        for m in lora_matrices(model, ls.lora):
+            adapted[m.module] = adapted.get(m.module, 0) + m.per_token / model.layers
+    frozen = ls.lora is not None
+
+    def linear(name: str, x: str, d_in, d_out, group: str) -> str:
+        xin = b.linear_input(x, d_in, e, group)
+        out = b.t(name, d_out, e)
+        b.op("gemm-frozen" if frozen else "gemm", [xin], [out])
+        visits = adapted.get(name, 0)
+        if visits:
+            out = _lora_linear(b, xin, d_in * visits, d_out * visits, e, ls.adapter_bytes, ls.autocast, out,
+                               group + "-" + name)
+        return out
+
+    x = b.t("x", h, ls.residual)
+    gemma = model.family.startswith("gemma") or model.id.startswith("gemma")
+    n1 = b.norm(x, h, model.norm, ls.weight_bytes, ls.trainable_norms, "norm1", gemma)
+    if is_mla(model):                              # the latents' own norms, on their widths
+        n1 = b.norm(n1, (model.q_lora_rank or 0) + model.kv_lora_rank, model.norm, ls.weight_bytes,
+                    ls.trainable_norms, "mla-norm", gemma) if model.kv_lora_rank else n1
+    q = linear("q_proj", n1, h, q_w, "norm1")
+    k = linear("k_proj", n1, h, k_w, "norm1")
+    v = linear("v_proj", n1, h, v_w, "norm1")
+    if model.qk_norm != "none":
+        q = b.norm(q, q_w, "rmsnorm", ls.weight_bytes, ls.trainable_norms, "qk-norm")
+        k = b.norm(k, k_w, "rmsnorm", ls.weight_bytes, ls.trainable_norms, "qk-norm")
+    if model.learned_positions == 0:               # rotary: q·cos + rotate_half(q)·sin on q and k
+        rotated = []
+        for t, width in ((q, q_w), (k, k_w)):
+            width = width * Fraction(model.rotary_fraction).limit_denominator(1000)
+            qc = b.t("qc", width, e)
+            b.op("scale", [t], [qc], "rope")
+            half = b.t("qh", width / 2, e)
+            b.op("view", [t], [half], "rope")
+            neg = b.t("qn", width / 2, e)
+            b.op("scale", [half], [neg], "rope")
+            other = b.t("qo", width / 2, e)
+            b.op("view", [t], [other], "rope")
+            rot = b.t("qr", width, e)
+            b.op("cat", [neg, other], [rot], "rope")
+            rs = b.t("qs", width, e)
+            b.op("scale", [rot], [rs], "rope")
+            out = b.t("qe", width, e)
+            b.op("add", [qc, rs], [out], "rope")
+            rotated.append(out)
+        q, k = rotated
+    attn = b.t("attn", o_w, e)
+    if ls.flash_attention:
+        b.op("attention", [q, k, v], [attn])
+    else:       # QKᵀ, scaled, softmax (fp32 where softmax_fp32), dropout, then ·V: each query row holds s scores
+        scores_width = model.heads * ls.seq_len
+        sc = b.t("scores", scores_width, e)
+        b.op("gemm", [q, k], [sc])
+        ss = b.t("scaled", scores_width, e)
+        b.op("scale", [sc], [ss], "softmax")
+        if ls.softmax_fp32 and e < FP32_BYTES:
+            s32 = b.t("s32_", scores_width, FP32_BYTES)
+            b.op("cast", [ss], [s32], "softmax")
+            ss = s32
+        pr = b.t("probs", scores_width, int(ss.rsplit("@", 1)[1]))
+        b.op("softmax", [ss], [pr], "softmax")
+        if int(pr.rsplit("@", 1)[1]) != e:
+            pe = b.t("pe", scores_width, e)
+            b.op("cast", [pr], [pe], "softmax")
+            pr = pe
+        if model.dropout:
+            pd = b.t("pd", scores_width, e)
+            b.op("dropout", [pr], [pd], "softmax")
+            pr = pd
+        b.op("gemm", [pr, v], [attn])
+    ctg = b.t("attn_c", o_w, e)
+    b.op("copy", [attn], [ctg], "attn-out")        # transpose(1, 2).contiguous()
+    o = linear("o_proj", ctg, o_w, h, "attn-out")
+    if model.dropout:
+        od = b.t("od", h, e)
+        b.op("dropout", [o], [od], "resid1")
+        o = od
+    x1 = b.t("x1_", h, ls.residual)
+    b.op("add", [x, o], [x1], "resid1")
+    n2 = n1 if (model.parallel_attention and model.norms_per_layer == 1) else \
+        b.norm(x1, h, model.norm, ls.weight_bytes, ls.trainable_norms, "resid1", gemma)
+    moe = is_moe(model)
+    f = expert_ffn_hidden(model) * routed_experts(model) if moe else model.ffn_hidden
+    if moe and model.shared_experts:
+        f += shared_expert_ffn_hidden(model) * model.shared_experts
+    if mlp_matrices(model) == 3:
+        gate = linear("gate_proj", n2, h, f, "resid1")
+        up = linear("up_proj", n2, h, f, "resid1")
+        act = b.t("act", f, e)
+        b.op("unary", [gate], [act], "act")
+        m = b.t("m", f, e)
+        b.op("mul", [act, up], [m], "act")
+    else:
+        up = linear("up_proj", n2, h, f, "resid1")
+        m = b.t("act", f, e)
+        b.op("unary", [up], [m], "act")
+    if moe:                                        # tokens permuted to their experts and back
+        p = b.t("perm", h * routed_experts(model), e)
+        b.op("copy", [n2], [p], "act")
+    d = linear("down_proj", m, f, h, "act")
+    if model.dropout:
+        dd = b.t("dd", h, e)
+        b.op("dropout", [d], [dd], "resid2")
+        d = dd
+    x2 = b.t("x2_", h, ls.residual)
+    b.op("add", [x1, d], [x2], "resid2")
+    return Graph(tuple(b.ops), b.size, (x2,))
+
+
+def layer_traffic(model: ModelSpec, ls: LayerSetup, kernels: str) -> Traffic:
+    """Per token of one layer: eager PyTorch, or "compiled"/"fused" (one kernel per run of memory-bound ops)."""
+    g = layer_graph(model, ls)
+    return eager_traffic(g) if kernels == "eager" else fused_traffic(g)
+
+
+def head_traffic(model: ModelSpec, ls: LayerSetup, kernels: str, loss: str) -> Traffic:
+    """Per token: the final norm, the output projection's input cast (autocast) and the loss over the
+    vocabulary. The standard and eager chunked losses upcast the 16-bit logits, log_softmax them in fp32 and
+    take nll_loss (loss.py LOSS_SOURCES); compiled with the model (a chunked loss under compile: true, loss.py)
+    or fused (Liger, Cut Cross-Entropy), the loss reads the 16-bit logits for the row statistics twice and
+    once more for the gradient it writes: 3e + e per logit."""
+    b = _Builder()
+    h, v, e = model.hidden, model.vocab, ls.e
+    x = b.t("x", h, ls.residual)
+    y = b.norm(x, h, model.norm, ls.weight_bytes, ls.trainable_norms, "final-norm")
+    xin = b.linear_input(y, h, e, "final-norm")
+    logits = b.t("logits", v, e)
+    b.op("gemm-frozen" if ls.lora is not None else "gemm", [xin], [logits])
+    g = Graph(tuple(b.ops), b.size)
+    norm = eager_traffic(g) if kernels == "eager" else fused_traffic(g)
+    compiled_loss = loss == "fused" or (kernels != "eager" and loss == "chunked")
+    if compiled_loss:
+        per_logit = Traffic(2 * e * v, 2 * e * v, 1, 1)
+    else:
+        lb = _Builder()
+        lg = lb.t("logits", v, e)
+        l32 = lb.t("l32_", v, FP32_BYTES)
+        lb.op("cast", [lg], [l32])
+        ls_ = lb.t("lsm", v, FP32_BYTES)
+        lb.op("logsoftmax", [l32], [ls_])
+        lb.op("nll", [ls_], [lb.t("nll", 0, FP32_BYTES)])
+        per_logit = eager_traffic(Graph(tuple(lb.ops), lb.size))
+    return norm + per_logit
