@@ -131,3 +131,20 @@ def test_mi300x_all_reduces_cross_infinity_fabric_not_pcie(tmp_path, capsys):
     assert f"{allreduces(2000, INFINITY_FABRIC_MI300X) * 1e3:.1f}" == "49.8"
     assert f"{allreduces(2000, 32e9) * 1e3:.1f}" == "628.6"
     assert "+ 49.8 ms all-reduce =" in line(inf, "Prefill")
+
+
+MI300X_LINK = 64e9   # AMD CDNA 3 white paper: each of the 7 Infinity Fabric links 128 GB/s both ways, 64 GB/s one way
+
+
+def test_a_smaller_mi300x_group_uses_only_the_links_to_its_members(tmp_path, capsys):
+    """Issue 22, item 5: MI300X's node is a full mesh (a link to each of the 7 other GPUs, no switch), so a
+    2-way group reaches its one peer over one link, 64 GB/s, not the 448 GB/s of all seven: its all-reduces
+    take 7× the bandwidth term. Planned at 448 GB/s, TP 2 would run faster on paper than on the machine."""
+    path = write(tmp_path, "mi300x-tp2.yaml", """\
+        - {name: b, kind: inference, model: llama-3.1-70b, gpu: mi300x, gpus: 2, tensor_parallel: 2,
+           requests: 10k, input_tokens: 2k, output_tokens: 256}
+        """)
+    inf = plan(path, capsys)["inference"]
+    two_way = 2 * LAYERS * (LATENCY + 2 * 1 / 2 * 2000 * HIDDEN * 2 / (LINK_FRACTION * MI300X_LINK))
+    assert f"+ {two_way * 1e3:.1f} ms all-reduce =" in line(inf, "Prefill")
+    assert MI300X_LINK == INFINITY_FABRIC_MI300X / 7

@@ -17,11 +17,17 @@ INTERCONNECT = {
     "h100-pcie": 64e9,      # H100 datasheet, PCIe: PCIe Gen5 128 GB/s (without the optional NVLink bridge)
     # AMD CDNA 3 white paper, Table 2: MI300X "P2P ring peak aggregate I/O bandwidth 896 GB/s (8 GPUs)", over
     # its 7 x16 Infinity Fabric links to the other 7 GPUs of the UBB node (fully connected: a group of t GPUs
-    # has t − 1 of the 7 links, so fewer than 8 GPUs get that share of this figure).
+    # has t − 1 of the 7 links, so fewer than 8 GPUs get that share of this figure: MESH_LINKS).
     "mi300x": 448e9,
     # MI250X datasheet: 8 Infinity Fabric links × 100 GB/s peak per card (OAM) of 2 GCDs; the catalog's rows
     # are per GCD: 800 GB/s ÷ 2 GCDs both ways.
     "mi250x": 200e9,
+}
+# GPUs whose node is a full mesh of point-to-point links, one to each peer (no switch): by catalog id, the links
+# INTERCONNECT's figure adds up. A group of g GPUs reaches its g − 1 peers over g − 1 of them, so it gets
+# (g − 1) / links of that figure (NVLink's switched nodes give every GPU its full figure at any group size).
+MESH_LINKS = {
+    "mi300x": 7,            # AMD CDNA 3 white paper: 7 Infinity Fabric links, one to each other GPU of the 8
 }
 # Any other GPU: PCIe Gen4 x16, 64 GB/s both ways (PCI-SIG PCIe 4.0: 16 GT/s × 16 lanes).
 PCIE4_X16 = 32e9
@@ -54,9 +60,13 @@ def network_per_gpu(gpu_id: str) -> tuple[float, str]:
 def tensor_parallel_link(gpu_id: str, group: int, node_gpus: int | None = None) -> float:
     """Bytes per second one GPU of a tensor-parallel group of `group` GPUs sends to its peers, one direction:
     INTERCONNECT (else PCIe Gen4 x16) within a node; a group over more than a node's GPUs crosses the network at
-    each node boundary, so its ring goes at the slower of the two (NETWORK)."""
+    each node boundary, so its ring goes at the slower of the two (NETWORK). On a full mesh (MESH_LINKS) a group
+    within a node uses only the links to its own members."""
     link = INTERCONNECT.get(gpu_id, PCIE4_X16)
-    if math.ceil(group / (node_gpus or NODE_GPUS)) > 1:
+    node = node_gpus or NODE_GPUS
+    if gpu_id in MESH_LINKS and 1 < group <= node:
+        link *= min(group - 1, MESH_LINKS[gpu_id]) / MESH_LINKS[gpu_id]
+    if math.ceil(group / node) > 1:
         return min(link, network_per_gpu(gpu_id)[0])
     return link
 
