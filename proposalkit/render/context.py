@@ -16,7 +16,7 @@ from ..planning.records import Plan, StorageTotals
 from ..units import GiB
 from . import charts
 from .format import fmt_gib, fmt_hours, limit_hours, shown_amount, unpinned
-from .notes import note_text
+from .notes import document_notes, note_text
 from .pilots import PilotsView, pilots_view
 from .references import Reference, references
 from .section_b import SectionB, section_b
@@ -360,7 +360,7 @@ def shared_notes(plan: Plan) -> tuple[SharedAssumption, ...]:
     for w in plan.workloads:
         # By the sentence a reader sees: two records that read alike (values that differ past the digits shown)
         # are one assumption to the reader.
-        for text in dict.fromkeys(unpinned(note_text(n)) for n in w.assumptions):
+        for text in dict.fromkeys(unpinned(note_text(n)) for n in document_notes(w.assumptions)):
             who.setdefault(text, []).append(w.name)
     return tuple(SharedAssumption(text, tuple(names)) for text, names in who.items() if len(names) > 1)
 
@@ -387,7 +387,7 @@ def shared_details(views: tuple[WorkloadView, ...]) -> tuple[tuple[WorkloadView,
 def report_context(plan: Plan) -> ReportContext:
     """The context the templates get: views of the plan with every derivation written out."""
     shared = shared_notes(plan)
-    common = {n for w in plan.workloads for n in w.assumptions
+    common = {n for w in plan.workloads for n in document_notes(w.assumptions)
               if unpinned(note_text(n)) in {a.text for a in shared}}
     views = tuple(workload_view(w, f"S.2.{i}", common) for i, w in enumerate(plan.workloads, start=1))
     views, basis = shared_details(views)

@@ -2,14 +2,15 @@
 
 WORDS maps each kind to the function that words it from the note's values (the training kinds' from
 training_words.py, the model readers' from model_words.py); the plan JSON, the terminal and the reports
-all print note_text(). A kind without wording is a KeyError, not a blank.
+all print note_text(); the documents state the notes document_notes() gives (the loss once). A kind
+without wording is a KeyError, not a blank.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from ..notes import Note
+from ..notes import Note, of_kind
 from ..units import GB, GiB
 from .model_words import MODEL_WORDS
 from .training_words import TRAINING_WORDS, per_param
@@ -239,6 +240,31 @@ HINTS: dict[str, Callable[[Note], tuple[str, str] | None]] = {
         ("gradient_accumulation_steps", "gradient_accumulation_steps: 1 (each micro-batch stepped: its gradients "
                                         "freed between steps)") if n["why"] is None else None),
 }
+
+
+def _chosen_loss(n: Note) -> str | None:
+    """The loss `n` says was chosen, by the planner's default or a framework preset; None for other notes."""
+    if n.kind == "loss-default":
+        return n["loss"]
+    if n.kind == "preset-default" and n["field"] == "loss":
+        return n["value"]
+    return None
+
+
+def document_notes(notes: Iterable[Note]) -> tuple[Note, ...]:
+    """The notes as the documents state them: the note saying how the loss was chosen (a framework preset or
+    the planner's default) folded into the loss note that counts its memory, so the loss is one bullet, with
+    both notes' values and sources. The plan JSON keeps the two records (render/output.py)."""
+    notes = tuple(notes)
+    choices = [n for n in notes if _chosen_loss(n) is not None]
+    losses = of_kind(notes, "loss")
+    if len(choices) != 1 or len(losses) != 1 or _chosen_loss(choices[0]) != losses[0]["loss"]:
+        return notes
+    (choice,), (loss,) = choices, losses
+    chosen = ((("planner_default", True),) if choice.kind == "loss-default"
+              else (("framework", choice["framework"]), ("preset_why", choice["why"])))
+    merged = Note("loss", loss.values + chosen, tuple(dict.fromkeys(choice.sources + loss.sources)))
+    return tuple(merged if n is loss else n for n in notes if n is not choice)
 
 
 def note_text(note: Note) -> str:

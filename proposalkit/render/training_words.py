@@ -84,14 +84,25 @@ def _moe_activations(n: Note) -> str:
             + (", every layer counted at the larger of its dense and MoE kinds" if n["mixed_kinds"] else ""))
 
 
+def _loss_chosen(n: Note) -> str:
+    """Who chose the loss, where the documents fold that into the loss note (render/notes.py document_notes):
+    'chunked (torchtune preset; …): ', 'standard (not given: planner default): ', or nothing."""
+    if n.get("framework") is not None:
+        return f"{n['loss']} ({n['framework']} preset; {n['preset_why']}): "
+    if n.get("planner_default"):
+        return f"{n['loss']} (not given: planner default): "
+    return ""
+
+
 def _loss(n: Note) -> str:
+    chosen = _loss_chosen(n)
     if n["loss"] == "fused":
-        return f"loss: {n['why']}; the LM head's input gradient and one chunk of logits kept"
+        return f"loss: {chosen}{n['why']}; the LM head's input gradient and one chunk of logits kept"
     forward, backward = n["forward_bytes_per_logit"], n["backward_bytes_per_logit"]
     how = (" under torch.compile (16-bit logits and per-row log-sum-exp saved, the log-softmax recomputed in the "
            "backward)" if n["compiled"] else "")
-    return (f"loss: {n['why']}{how}: {forward:g} B/logit at the forward peak, {backward:g} at the backward peak; "
-            f"{max(forward, backward):g}·s·b·v counted on top of the saved activations")
+    return (f"loss: {chosen}{n['why']}{how}: {forward:g} B/logit at the forward peak, {backward:g} at the backward "
+            f"peak; {max(forward, backward):g}·s·b·v counted on top of the saved activations")
 
 
 # --------------------------------------------------------- the moments of a training step (estimate/phases.py)

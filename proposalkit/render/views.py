@@ -15,7 +15,7 @@ from ..notes import of_kind
 from ..planning.records import Candidate, WorkloadPlan, WorkloadStorage
 from ..units import SECONDS_PER_HOUR
 from .format import fmt_count, fmt_days, fmt_gib, fmt_hours, fmt_pct, fmt_rate, limit_hours, unpinned
-from .notes import note_texts
+from .notes import document_notes, note_texts
 from .notes_ranges import range_line
 from .pilots import SHORT_HASH
 from .words import batch_tokens_words, n_explained, rate_clause, tokens_words
@@ -385,8 +385,8 @@ def workload_view(w: WorkloadPlan, appendix: str = "Appendix A", shared=frozense
         steps=tuple(Step(x.label, unpinned(x.text)) for x in steps),
         details=tuple(Step(x.label, unpinned(x.text)) for x in details), settings=_settings(w),
         alternatives=w.alternatives,
-        cross_checks=checks, assumptions=tuple(unpinned(t) for t in note_texts(n for n in w.assumptions
-                                                                                if n not in shared)),
+        cross_checks=checks,
+        assumptions=tuple(unpinned(t) for t in note_texts(n for n in document_notes(w.assumptions) if n not in shared)),
         warnings=tuple(w.warnings),
         charge_amount=charge.amount if charge is not None else None,
         charge_unit=charge.unit if charge is not None else None,
