@@ -26,10 +26,15 @@ def _project_paths() -> list[str]:
     """This project's documentation, benchmark and catalog files: paths a reviewer cannot open."""
     out = subprocess.run(["git", "ls-files", "docs", "benchmarks", "proposalkit/catalog"], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout.split()
-    return [p for p in out if p.endswith((".md", ".py", ".yaml", ".json", ".csv"))]
+    files = [p for p in out if p.endswith((".md", ".py", ".yaml", ".json", ".csv"))]
+    # and their folders below the top level (benchmarks/validation/measured/): a top-level folder name alone
+    # (docs/, benchmarks/) is also a part of other projects' paths a report cites rightly
+    folders = {str(Path(p).parents[i]) + "/" for p in files for i in range(len(Path(p).parents) - 2)}
+    return files + sorted(folders)
 
 
 def internal_citations(text: str, paths: list[str]) -> list[str]:
+    text = text.replace("\\_", "_")      # Markdown escapes the underscores of a file name (calibrate\_step...)
     found = [p for p in paths if p in text]
     return found + (["common rule of thumb"] if "rule of thumb" in text.lower() and "common rule" in text.lower()
                     else [])
@@ -42,6 +47,10 @@ def test_the_check_finds_an_internal_file():
     assert internal_citations("memory: a common rule of thumb (16 bytes per parameter)", []) == [
         "common rule of thumb"]
     assert internal_citations("NVIDIA/TensorRT-LLM, docs/source/performance/perf-overview.md", ["docs/cli.md"]) == []
+    # an escaped file name and a folder of the project are found too
+    assert internal_citations("their median (benchmarks/calibrate\\_step\\_time.py)",
+                              ["benchmarks/calibrate_step_time.py"]) == ["benchmarks/calibrate_step_time.py"]
+    assert "benchmarks/validation/measured/" in _project_paths()
 
 
 @pytest.mark.parametrize("files", FILES, ids=["examples", "golden", "cloud"])

@@ -103,10 +103,12 @@ _WORKS: tuple[tuple[str, str, str], ...] = (
     ("narayanan-2021", "Narayanan et al. 2021",
      ("D. Narayanan, M. Shoeybi, J. Casper, et al. Efficient Large-Scale Language Model Training on GPU "
       "Clusters Using Megatron-LM. SC21; arXiv:2104.04473, 2021.")),
-    ("proposalkit-h100", "this project's H100 runs",
-     ("proposalkit, benchmarks/validation/measured/: twelve Hugging Face Trainer runs (full fine-tunes and PEFT "
-      "LoRA of Llama 3.2 1B and 3B, Llama 3.1 8B, Qwen2.5 0.5B; eager and compiled) on one H100 80GB HBM3 at "
-      "700 W, 2026-11-26, with torch.profiler's kernel times per step (results/h100-80gb-hbm3-2026-11-26*.json).")),
+    # The runs' files are benchmarks/validation/measured/ (results/h100-80gb-hbm3-2026-11-26*.json); a reviewer has
+    # the document, not this repository, so the entry names the data set, not its path.
+    ("proposalkit-h100", "proposalkit's H100 measurements",
+     ("proposalkit (the tool that produced this document), its validation measurements: twelve Hugging Face "
+      "Trainer runs (full fine-tunes and PEFT LoRA of Llama 3.2 1B and 3B, Llama 3.1 8B, Qwen2.5 0.5B; eager and "
+      "compiled) on one H100 80GB HBM3 at 700 W, 2026-11-26, with torch.profiler's kernel times per step.")),
     ("rajbhandari-2020", "Rajbhandari et al. 2020",
      ("S. Rajbhandari, J. Rasley, O. Ruwase, Y. He. ZeRO: Memory Optimizations Toward Training Trillion "
       "Parameter Models. SC20, 2020; arXiv:1910.02054.")),

@@ -56,8 +56,7 @@ STEP_REFERENCES = ("proposalkit-h100",)
 TP_REFERENCES = ("shoeybi-2019",)
 COMPUTE_FRACTION_SOURCE = ("the published hardware-FLOPs utilizations of Megatron-LM (Narayanan et al. 2021 Table 1), "
                            "Korthikanti et al. 2022 (Table 5) and BLOOM-176B, each with its memory-bound kernels and "
-                           "tensor-parallel collectives timed apart by this model: their median "
-                           "(benchmarks/calibrate_step_time.py)")
+                           "tensor-parallel collectives timed apart by this model: their median")
 # Achieved over the datasheet HBM bandwidth by the memory-bound kernels, for the bytes traffic.py counts:
 # fitted on the kernel times of this project's ten eager H100 profiles (benchmarks/calibrate_step_time.py:
 # leave-one-out, each profile's fraction from the other nine; the median is kept).

@@ -147,8 +147,8 @@ def _step_time(n: Note) -> str:
             "published hardware-FLOPs utilization of Megatron-LM, Korthikanti et al. 2022 and BLOOM, their other "
             "time taken out), plus the bytes the non-matmul kernels move as "
             f"{_KERNELS_RUN.get(n['kernels'], n['kernels'])} at {n['memory_fraction']:.2f} of the HBM bandwidth "
-            f"(fitted on this project's H100 profiles){comm}; the host's kernel launches "
-            f"({n['host_microseconds_per_kernel']:g} µs each, eager PyTorch on this project's H100 runs) are a floor{floor}")
+            f"(fitted on proposalkit's H100 kernel profiles){comm}; the host's kernel launches "
+            f"({n['host_microseconds_per_kernel']:g} µs each, eager PyTorch on proposalkit's H100 runs) are a floor{floor}")
 
 
 TRAINING_WORDS: dict[str, Callable[[Note], str]] = {
