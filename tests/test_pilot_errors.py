@@ -190,3 +190,11 @@ def test_serve_benchmark_with_infinite_throughput(capsys, tmp_path):
     text = '{"backend": "sglang", "output_throughput": Infinity, "total_token_throughput": 10.0}\n'
     assert run(capsys, tmp_path, text) == (2, (
         "LOG:1: no positive finite output_throughput; expected a sglang benchmark result\n"))
+
+
+@pytest.mark.parametrize("value, got", [('"yes"', "'yes'"), ("1", "1"), ("maybe", "'maybe'")])
+def test_pilot_illustrative_is_a_boolean_not_anything_truthy(plan_error, value, got):
+    err = plan_error("workloads:\n  - {name: s, kind: finetune, method: lora, model: llama-3.1-8b, tokens: 1B,\n"
+                     f"     pilot: {{log: p.txt, gpu: a100-40gb, gpus: 1, illustrative: {value}}}}}\n")
+    assert (f"FILE:3: workloads[0].pilot.illustrative: not a boolean (got {got}, expected true or false)" in err
+            and "Traceback" not in err)

@@ -132,7 +132,7 @@ class Pilot(_Strict):
     gpu: Text | None = Field(None, description="GPU type the pilot ran on (catalog id); no log names it.")
     gpus: GpuCount | None = Field(None, description="GPUs the pilot ran on, where the log does not say; "
                                                     "must equal the log's count where it does.")
-    illustrative: bool = Field(False, description="The log is an illustration, not a measurement (an example "
+    illustrative: Bool = Field(False, description="The log is an illustration, not a measurement (an example "
                                                   "proposal's): every document that uses it says so.")
 
 
