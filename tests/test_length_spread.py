@@ -95,3 +95,28 @@ def test_a_tail_beyond_the_models_context_is_cut_there(tmp_path, capsys):
     # tail is cut at the context (the job is planned, not refused for a sequence no one sends).
     w = plan(tmp_path, capsys, "{mean: 2000, p50: 20}", "{mean: 200, p99: 2500}")
     assert w["inference"]["output_tokens_per_second"] > 0
+
+
+@pytest.mark.parametrize("stats, message", [
+    ("{mean: 1000, p50: 800, p99: 500}", "FILE:3: workloads[0].input_tokens: a p99 (500) below the median (800) "
+                                         "(expected p99 at least p50)"),
+    ("{mean: 9000, p50: 800, p99: 3000}", "FILE:3: workloads[0].input_tokens: a p99 (3000) below the mean (9000) "
+                                          "(expected p99 at least the mean)"),
+])
+def test_a_p99_below_the_median_or_the_mean_is_refused_not_ignored(plan_error, stats, message):
+    err = plan_error("workloads:\n  - {name: s, kind: inference, model: llama-3.1-8b, gpu: h100-80gb, requests: 100,"
+                     f"\n     input_tokens: {stats}, output_tokens: 100}}\n")
+    assert err.strip() == message
+
+
+@pytest.mark.parametrize("value, message", [
+    ("{mean: 0, p50: 800}", "input_tokens.mean: not a positive integer (got 0, "),
+    ("{mean: 1k, p95: 3k}", "input_tokens.p95: unknown field 'p95'"),
+    ("[1, 2]", "input_tokens: not a number (got a list, "),
+])
+def test_a_wrong_length_names_only_the_form_given(plan_error, value, message):
+    """A mapping is read as a distribution, anything else as one number: one error, not one per form."""
+    err = plan_error("workloads:\n  - {name: s, kind: inference, model: llama-3.1-8b, gpu: h100-80gb, requests: 100,"
+                     f"\n     input_tokens: {value}, output_tokens: 100}}\n")
+    assert f"FILE:3: workloads[0].{message}" in err and len(err.strip().splitlines()) == 1
+    assert "function-before" not in err and "Lengths" not in err

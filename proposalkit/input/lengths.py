@@ -54,6 +54,11 @@ class LengthStats:
     def sigma(self) -> float:
         """The lognormal's σ: from the mean and p50 where the p50 is given, else from the mean and p99; 0 (every
         request the mean) where neither is, or where the spread is symmetric (read as uniform)."""
+        if self.p99 is not None and self.p50 is not None and self.p99 < self.p50:
+            raise LengthError(f"a p99 ({self.p99:g}) below the median ({self.p50:g}) (expected p99 at least p50)")
+        if self.p99 is not None and self.p99 < self.mean:
+            raise LengthError(f"a p99 ({self.p99:g}) below the mean ({self.mean:g}) (expected p99 at least "
+                              "the mean)")
         if self.symmetric:
             return 0.0
         if self.p50 is not None:
@@ -62,9 +67,6 @@ class LengthStats:
                                   "skewed to the right (expected p50 at most the mean)")
             return math.sqrt(2 * math.log(self.mean / self.p50))
         if self.p99 is not None:
-            if self.p99 < self.mean:
-                raise LengthError(f"a p99 ({self.p99:g}) below the mean ({self.mean:g}) (expected p99 at least "
-                                  "the mean)")
             # ln(p99 ÷ mean) = z·σ − σ²/2: the smaller root, where the p99 rises with σ.
             reach = _Z99 ** 2 - 2 * math.log(self.p99 / self.mean)
             if reach < 0:

@@ -104,7 +104,7 @@ ModelRef = Annotated[
     BeforeValidator(model_reference),
 ]
 
-UNION_TAGS = ("id", "shape", "one", "several")
+UNION_TAGS = ("id", "shape", "one", "several", "count", "spread")
 
 
 class Data(_Strict):
@@ -171,6 +171,18 @@ class Lengths(_Strict):
     mean: PromptTokens = Field(description="Mean tokens per request (the job's token count is requests × mean).")
     p50: PromptTokens | None = Field(None, description="Median tokens per request (at most the mean).")
     p99: PromptTokens | None = Field(None, description="99th percentile of tokens per request.")
+
+
+def _length_kind(value: object) -> str:
+    return "spread" if isinstance(value, dict) else "count"
+
+
+# input_tokens / output_tokens: one number, or a mapping read as a distribution; the mapping's shape picks which, so
+# an error names the one the user meant (not both branches of the union).
+TokenLengths = Annotated[
+    Union[Annotated[PromptTokens, Tag("count")], Annotated[Lengths, Tag("spread")]],
+    Discriminator(_length_kind),
+]
 
 
 class Lora(_Strict):
@@ -263,10 +275,10 @@ class WorkloadFields(_Strict):
         None, description="Inference service: wall-clock hours kept up (GPU-hours = its GPUs × hours).")
     requests: Requests | None = Field(
         None, description="Batch inference: prompts to answer (each input_tokens long, generating output_tokens).")
-    input_tokens: PromptTokens | Lengths | None = Field(
+    input_tokens: TokenLengths | None = Field(
         None, description="Inference: prompt tokens per request; for a batch job whose prompts vary, "
                           "{mean, p50, p99} (the spread costs: estimate/lengths.py).")
-    output_tokens: PromptTokens | Lengths | None = Field(
+    output_tokens: TokenLengths | None = Field(
         None, description="Inference: generated tokens per request; for a batch job whose outputs vary, "
                           "{mean, p50, p99} (the spread costs: estimate/lengths.py).")
     request_rate: RequestRate | None = Field(
