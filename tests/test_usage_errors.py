@@ -155,3 +155,19 @@ def test_bad_options(tmp_path, capsys, args, message):
         code = stop.code
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, name, message", [
+    (HEADER + "1002|sweep|abc|gpuA100x4|gres/gpu=1|99999999999999|RUNNING|2026-10-01T08:00:00|Unknown\n", "jobs.sacct",
+     "FILE:2: ElapsedRaw: implausibly large: '99999999999999' (at most 100,000 hours"),
+    (HEADER + "1002|sweep|abc|gpuA100x4|gres/gpu=99999999999|60|COMPLETED|2026-10-01T08:00:00|Unknown\n",
+     "jobs.sacct", "FILE:2: AllocTRES: implausibly large: 'gres/gpu=99999999999' (at most 10^6 GPUs"),
+    ("job,gpus,start,hours\n1,1,2026-10-01T08:00:00,1e12\n", "jobs.csv",
+     "FILE:2: hours: implausibly large: '1e12' (at most 100,000 hours"),
+    ("job,gpus,start,end\n1,1,2026-10-01T08:00:00,9999-12-31T00:00:00\n", "jobs.csv",
+     "FILE:2: end: implausibly large: '9999-12-31T00:00:00' (at most 100,000 hours"),
+    ("job,gpus,start,hours\n1,100000000,2026-10-01T08:00:00,1\n", "jobs.csv",
+     "FILE:2: gpus: implausibly large: '100000000' (at most 10^6 GPUs"),
+])
+def test_an_implausibly_long_or_wide_job_is_an_input_error_not_an_overflow(tmp_path, capsys, text, name, message):
+    assert usage_error(tmp_path, capsys, text, name=name).startswith(message)

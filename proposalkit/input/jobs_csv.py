@@ -115,7 +115,10 @@ def _job(path: str, lineno: int, v: dict[str, str], reader: Reading, logs) -> Jo
             raise FieldError("end", f"{v['end']} is before start {v['start']}")
     else:
         raise FieldError("end", "empty, and no hours: give when the job ended, or its hours (so far, if running)")
+    sacct.bounded(seconds, "hours", "hours" if hours is not None else "end", v.get("hours") or v.get("end", ""))
     gpus = _number(v["gpus"], "gpus", integer=True) or None
+    if gpus:
+        sacct.bounded(gpus, "gpus", "gpus", v["gpus"])
     tokens = _number(v.get("tokens", ""), "tokens")
     if v.get("log"):
         if tokens is not None:

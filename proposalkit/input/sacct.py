@@ -26,6 +26,8 @@ import functools
 import re
 from datetime import datetime
 
+from ..bounds import BOUNDS
+
 # What a job's state says about its GPU-hours. Used hours include every state (the hours are
 # charged); the categories say which were lost, and why.
 COMPLETED, RUNNING, PENDING = "completed", "running", "pending"
@@ -103,18 +105,27 @@ def job_id_parts(text: str) -> tuple[bool, bool] | None:
     return m.group(4) is not None, (m.group(2) or "").startswith("[")
 
 
+def bounded(value: float, bound: str, field: str, text: str) -> float:
+    """A job's elapsed seconds (bound "hours") or GPUs (bound "gpus") within BOUNDS: beyond them it is a typo (and
+    a start + elapsed past the calendar's end)."""
+    high = BOUNDS[bound].high * (3600 if bound == "hours" else 1)
+    if value > high:
+        raise FieldError(field, f"implausibly large: {text!r} ({BOUNDS[bound].expected})")
+    return value
+
+
 def elapsed_seconds(text: str, field: str) -> int:
     """Seconds from ElapsedRaw (`3600`) or Elapsed (`[DD-[HH:]]MM:SS`, as `1-02:03:04`)."""
     text = text.strip()
     if text.isdigit():
-        return int(text)
+        return bounded(int(text), "hours", field, text)
     m = _ELAPSED.fullmatch(text)
     if m is None:
         raise FieldError(field, f"expected seconds or [D-]HH:MM:SS, got {text!r}")
     days, hours, minutes, seconds = (int(g) if g else 0 for g in m.groups())
     if minutes >= 60 or seconds >= 60 or (m.group(1) and hours >= 24):
         raise FieldError(field, f"expected [D-]HH:MM:SS with minutes and seconds under 60, got {text!r}")
-    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    return bounded(((days * 24 + hours) * 60 + minutes) * 60 + seconds, "hours", field, text)
 
 
 def time_of(text: str, field: str) -> datetime | None:
@@ -139,7 +150,7 @@ def _count(value: str, key: str) -> int:
     value = value.strip()
     if not value.isdigit():
         raise FieldError("AllocTRES", f"{key}: expected a count, got {value!r}")
-    return int(value)
+    return bounded(int(value), "gpus", "AllocTRES", f"{key}={value}")
 
 
 @functools.lru_cache(maxsize=4096)     # a month's jobs share a few TRES strings; bounded
