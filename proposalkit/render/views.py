@@ -223,6 +223,16 @@ def _gpu_hours_step(w: WorkloadPlan) -> Step:
                              f"{fmt_hours(w.gpu_hours_requested)} requested{reason}")
 
 
+def _requested_per_run(w: WorkloadPlan, hours_per_job: float) -> str:
+    """Where the charge's hours per run are the buffered ones, where they come from: the runtime line reads
+    18.35 h per run and the charge 23.86, which a reader must be able to tie together."""
+    if w.settings.buffer and fmt_hours(hours_per_job) == fmt_hours(w.runtime_hours * (1 + w.settings.buffer)) \
+            and fmt_hours(hours_per_job) != fmt_hours(w.runtime_hours):
+        return (f"{fmt_hours(w.runtime_hours)} h per run × (1 + {fmt_pct(w.settings.buffer)} buffer) = "
+                f"{fmt_hours(hours_per_job)} h requested per run; ")
+    return ""
+
+
 def _range_step(w: WorkloadPlan) -> Step | None:
     """Where the GPU-hours' range comes from, and what the request covers (planning/ranges.py's notes)."""
     r = w.ranges
@@ -367,7 +377,7 @@ def workload_view(w: WorkloadPlan, appendix: str = "Appendix A", shared=frozense
     charge = w.charge
     if charge is not None:
         steps.append(Step("US dollars" if charge.unit == "USD" else charge.unit,
-                          f"{charge.resource_id}: {charge.arithmetic}"))
+                          f"{_requested_per_run(w, charge.hours_per_job)}{charge.resource_id}: {charge.arithmetic}"))
     details.append(_calendar_step(w))
     walltime = _walltime_step(w)
     if walltime is not None:
