@@ -35,7 +35,9 @@ from ..catalog.modules import default_lora
 from ..catalog.shapes import ModelSpec, embedding_params, lm_head_params, linear_weight_params
 from ..notes import Note, note
 from ..precision import FP32_BYTES
+from ..units import bytes_per_element
 from .flops import FlopsPerToken
+from .inference import ACTIVATION_BYTES as TP_VALUE_BYTES   # activations exchanged in 16 bits
 from .kernels import AUTOCAST_RESIDUAL_BYTES
 from .links import ring_allreduce_seconds, tensor_parallel_link
 from .setups import TrainingSetup
@@ -80,7 +82,6 @@ MULTI_TENSOR_VALUES = 320 * 65_536
 FOREACH_PASSES = 3
 # Collectives per layer in a forward pass (attention's and the MLP's output).
 TP_COLLECTIVES_PER_PASS = 2
-TP_VALUE_BYTES = 2      # activations exchanged in 16 bits (estimate/inference.py ACTIVATION_BYTES)
 
 
 @dataclass(frozen=True)
@@ -133,13 +134,13 @@ class StepTime:
 def layer_setup(model: ModelSpec, setup: TrainingSetup, autocast_run: bool = False) -> LayerSetup:
     """The dtypes and flags the layer's graph depends on, from the training setup; `autocast_run`: the framework
     runs the step under torch.autocast (the Hugging Face Trainer's bf16/fp16), LoRA's frozen 16-bit base too."""
-    e = 4 if setup.precision == "fp32" else 2
+    e = bytes_per_element(setup.precision)          # a training precision: fp32 4, bf16/fp16 2
     autocast = setup.autocast_fp32_params and e < FP32_BYTES and setup.method == "full"
     lora = None
     adapter = FP32_BYTES
     if setup.method in ("lora", "qlora"):
         lora = setup.lora or default_lora(model)
-        adapter = 2 if lora.adapter_precision in ("bf16", "fp16") else FP32_BYTES
+        adapter = bytes_per_element(lora.adapter_precision)       # as model_states.py counts the adapter
     residual = AUTOCAST_RESIDUAL_BYTES if autocast else e
     # Under autocast over fp32 weights the norms' weights are fp32; LoRA's frozen base under PEFT runs its
     # layers under autocast too when the Trainer's bf16 is on (hf-trainer; autocast_fp32_params set).

@@ -32,6 +32,7 @@ from ..catalog.shapes import (
     shared_expert_ffn_hidden,
 )
 from ..precision import FP32_BYTES
+from .activations import MASK_BYTES          # a dropout mask: 1 byte per value (Korthikanti et al. 2022 §4.1)
 from .arith import memo
 from .kernels import AUTOCAST_QKV_COPIES, AUTOCAST_RESIDUAL_BYTES
 from .lora import lora_matrices
@@ -45,8 +46,6 @@ ATTENTION_KERNELS = (1, 5)
 # the output; cunn_SoftMaxBackward: the sum of the gradient, then the write): a vocabulary row (128k fp32
 # values, 0.5 MB) is such a row, a sequence's attention scores row is not.
 SOFTMAX_FORWARD_READS, SOFTMAX_BACKWARD_READS = 3, 3
-# A dropout mask is 1 byte per value (activations.py MASK_BYTES, Korthikanti et al. 2022 §4.1).
-MASK_BYTES = 1
 
 
 @dataclass(frozen=True)
