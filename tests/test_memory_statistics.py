@@ -6,8 +6,10 @@ and nvidia-smi (the pool + the CUDA context). The plan JSON's `memory` gives the
 three (CONTRACT.md); the device figure is the one that must fit (per_gpu_bytes).
 
 The overhead constants, with their sources (proposalkit/estimate/breakdown.py):
-- allocator reserve 10% of the allocated bytes (GMLake, Guo et al. ASPLOS 2024:
-  15% average waste; vLLM gpu_memory_utilization = 0.9);
+- allocator reserve 10% of the allocated bytes on one GPU (this project's H100
+  runs: reserved 1.4-12.6% above allocated; vLLM gpu_memory_utilization = 0.9),
+  15% on more than one GPU (GMLake, Guo et al. ASPLOS 2024: 15% average waste;
+  NCCL's recordStream);
 - CUDA context and library workspaces 1 GiB = 1,073,741,824 bytes
   (pytorch/pytorch#107667: ~300 MB lazy-loaded, > 1000 MB before CUDA 11.7;
   Hugging Face "Model training anatomy": 1343 MiB).
