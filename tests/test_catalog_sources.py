@@ -44,7 +44,6 @@ SECONDHAND = {
     ("resources", "psc-bridges2-v100", "source"), ("resources", "psc-bridges2-v100", "walltime_source"),
     ("resources", "psc-bridges2-h100", "source"), ("resources", "psc-bridges2-h100", "size_source"),
     ("resources", "psc-bridges2-h100", "walltime_source"),
-    ("resources", "sdsc-expanse", "walltime_source"),
     ("resources", "nersc-perlmutter", "source"), ("resources", "nersc-perlmutter", "walltime_source"),
     ("resources", "startup", "source"), ("resources", "standard", "source"),     # the NAIRR Pilot's tracks
 } | {

@@ -78,8 +78,8 @@ def table_lines(markdown: str) -> list[str]:
     ("tacc-vista", "1 SU per node-hour, whole nodes of 1 GPU, 15-min minimum"),
     # TACC Lonestar6 'Table 5. Production Queues': gpu-a100, 3 A100s per node, 3 SUs per node-hour.
     ("tacc-lonestar6-a100", "3 SUs per node-hour, whole nodes of 3 GPUs, 15-min minimum"),
-    # SDSC Expanse (ACCESS resource page): allocated in GPU-hours.
-    ("sdsc-expanse", "GPU-hours as used"),
+    # SDSC Expanse (ACCESS resource page): allocated in GPU-hours; Expanse 101 'Job Charging': 1 SU minimum.
+    ("sdsc-expanse", "GPU-hours as used, 1 GPU-hour minimum"),
 ])
 def test_charging_rule_in_words(rid, words):
     assert R.describe_rule(rid) == words

@@ -27,8 +27,9 @@ SIZES = {
     # PSC Bridges-2: 24 V100-32GB nodes (PSC system configuration); H100 nodes w001-w010 (user notes)
     "psc-bridges2-v100": ("v100-32gb", 24, 8, None),
     "psc-bridges2-h100": ("h100-80gb", 10, 8, None),
-    # SDSC Expanse: 52 GPU nodes of 4 V100 (SDSC's overview; ACCESS says 54, the lower kept)
-    "sdsc-expanse": ("v100-32gb", 52, 4, None),
+    # SDSC Expanse: 52 GPU nodes of 4 V100 (Expanse 101's System Summary; ACCESS says 54, the lower kept);
+    # its Slurm Partitions table: gpu 4 nodes per job
+    "sdsc-expanse": ("v100-32gb", 52, 4, 4),
     # Purdue Anvil: sub-cluster G, 16 nodes of 4 A100; at most 12 GPUs per user (3 nodes)
     "purdue-anvil": ("a100-40gb", 16, 4, 3),
     # ALCF Polaris: 560 nodes, prod up to 496; Aurora: 10,624 nodes, prod up to 10,624
