@@ -35,7 +35,7 @@ from proposalkit.planning.intervals import HIGH, LOW, quantile  # noqa: E402
 
 # Issue 22, "Done when": no row planned faster than measured by more than 25%, no memory row under-estimated
 # by more than 10% (validation_memory.py's own target, TARGET_WORST_UNDER_PCT), except rows named out of scope.
-TOO_FAST = 1.25
+TOO_FAST = vs.TAIL
 TOO_LOW_PCT = vm.TARGET_WORST_UNDER_PCT
 COVERAGE_TARGET = (0.70, 0.90)
 # Regimes whose rows are not an estimate's error: a measured rate's steps, and whole runs (reported only).
@@ -129,7 +129,7 @@ def inference_tails() -> list[Tail]:
         if r.estimate is None:
             continue
         row = r.row
-        faster = row["value"] / r.estimate if row["metric"] == "ttft_ms" else r.estimate / row["value"]
+        faster = r.faster
         if faster > TOO_FAST:
             regime = errors.REGIMES[generator.INFERENCE_REGIME[row["metric"]]]
             role = "calibration row (in-sample)" if r.role == "calibrate" else "held-out row"

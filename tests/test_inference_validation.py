@@ -69,6 +69,20 @@ def test_every_row_beyond_35_percent_states_what_was_checked(results):
         assert " ".join(r.row["diagnosis"].split())[:80] in text, r.id
 
 
+def test_every_tail_is_named_out_of_scope_with_what_was_checked(results):
+    """Issue 22: no row is planned faster than measured by more than 25% (validation_speed.TAIL) unless its
+    diagnosis names it out of scope, shown in the section; a row that is no longer a tail drops the naming."""
+    text = validation.render(results)
+    tails = {r.id for r in validation.tails(results)}
+    for r in results:
+        named = r.row.get("diagnosis", "").startswith("out of scope")
+        if r.id in tails:
+            assert named and len(r.row["diagnosis"]) > 200, f"{r.id}: {r.faster:.3f} fast without out of scope"
+            assert " ".join(r.row["diagnosis"].split())[:80] in text, r.id
+        elif named:
+            pytest.fail(f"{r.id} is no longer a tail ({r.faster:.3f}): drop its out of scope")
+
+
 def test_added_rows_quote_their_source(results):
     for r in results:
         if r.row.get("added") and r.id.startswith("TRT05"):
