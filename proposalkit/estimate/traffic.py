@@ -129,7 +129,7 @@ def _eager_op(op: Op, size: dict[str, Fraction | int]) -> tuple[Fraction | int, 
     if kind == "layernorm":                      # native_layer_norm: one kernel each way (mean and rstd small)
         return read + out, out + x + x + (out if op.trainable else 0), 1, 2 if op.trainable else 1
     if kind == "dropout":                        # writes the output and a 1-byte mask; backward reads it
-        mask = Fraction(x) / _width_bytes(size, op.inputs[0]) * MASK_BYTES
+        mask = Fraction(x) / value_bytes(op.inputs[0]) * MASK_BYTES
         return read + out + mask, out + mask + x, 1, 1
     if kind == "softmax":                        # a row of attention scores: one read, one write
         return read + out, out + out + x, 1, 1
@@ -140,8 +140,8 @@ def _eager_op(op: Op, size: dict[str, Fraction | int]) -> tuple[Fraction | int, 
     raise ValueError(f"unknown op kind {kind!r}")
 
 
-def _width_bytes(size: dict, name: str) -> int:
-    """Bytes per value of a tensor named 'name@B' (the graph's convention for its dtype)."""
+def value_bytes(name: str) -> int:
+    """Bytes per value of a tensor named "stem@B" (the graph's convention for its dtype, _Builder.t)."""
     return int(name.rsplit("@", 1)[1])
 
 
@@ -232,7 +232,7 @@ class _Builder:
     def norm(self, x: str, width, norm: str, weight_bytes: int, trainable: bool, group: str, gemma: bool = False) -> str:
         """An eager norm of x; returns its output. RMSNorm as transformers' LlamaRMSNorm: fp32 copy, x², mean,
         rsqrt, x·rstd, back to x's dtype, weight ⊙; LayerNorm: the native kernel."""
-        xb = int(x.rsplit("@", 1)[1])
+        xb = value_bytes(x)
         if norm != "rmsnorm":
             y = self.t("ln", width, xb)
             self.op("layernorm", [x], [y], group, trainable)
@@ -265,7 +265,7 @@ class _Builder:
 
     def linear_input(self, x: str, width, e: int, group: str) -> str:
         """What a linear reads: under autocast an fp32 input is cast to 16 bits (one copy per linear)."""
-        if int(x.rsplit("@", 1)[1]) == e:
+        if value_bytes(x) == e:
             return x
         c = self.t("c", width, e)
         self.op("cast", [x], [c], group)
@@ -277,7 +277,7 @@ def _lora_linear(b: _Builder, x: str, d_in, d_out, e: int, adapter_bytes: int, a
     """PEFT's LoRA around one linear: x cast to the adapter's dtype (and back to 16 bits by autocast for the
     matmul), A then B, · scaling, added to the base output; returns the sum."""
     xa = x
-    if adapter_bytes != int(x.rsplit("@", 1)[1]):
+    if adapter_bytes != value_bytes(x):
         xa = b.t("xa", d_in, adapter_bytes)
         b.op("cast", [x], [xa], group)
     if autocast and adapter_bytes != e:
@@ -291,7 +291,7 @@ def _lora_linear(b: _Builder, x: str, d_in, d_out, e: int, adapter_bytes: int, a
     b.op("gemm", [a], [bo])
     sc = b.t("ls", d_out, out_dtype)
     b.op("scale", [bo], [sc], group)
-    s = b.t("lsum", d_out, max(out_dtype, int(base_out.rsplit("@", 1)[1])))
+    s = b.t("lsum", d_out, max(out_dtype, value_bytes(base_out)))
     b.op("add", [base_out, sc], [s], group)
     return s
 
@@ -379,9 +379,9 @@ def layer_graph(model: ModelSpec, ls: LayerSetup) -> Graph:
             s32 = b.t("s32_", scores_width, FP32_BYTES)
             b.op("cast", [ss], [s32], "softmax")
             ss = s32
-        pr = b.t("probs", scores_width, int(ss.rsplit("@", 1)[1]))
+        pr = b.t("probs", scores_width, value_bytes(ss))
         b.op("softmax", [ss], [pr], "softmax")
-        if int(pr.rsplit("@", 1)[1]) != e:
+        if value_bytes(pr) != e:
             pe = b.t("pe", scores_width, e)
             b.op("cast", [pr], [pe], "softmax")
             pr = pe
