@@ -17,7 +17,7 @@ to the measured one (proposalkit/catalog/errors.py says which way round for each
   rate ÷ the run's median (the pilot-steps regime);
 - two steady-state rows of one workload on different GPU types or counts (same model, method,
   sequence, micro-batch, checkpointing, parallelism): the second's measured rate ÷ the first's carried
-  there by the peak rates and counts, as a pilot is extrapolated (both directions);
+  there as the planner extrapolates a pilot (the step-time model's rates on both setups; both directions);
 - memory (benchmarks/validation_memory.py): the expressible rows compared with a whole-memory figure,
   by the statistic compared (allocated, reserved, device); component checks and left-out rows are not
   residuals of a whole estimate;
@@ -33,7 +33,10 @@ import argparse
 import json
 import statistics
 import sys
+import tempfile
 from pathlib import Path
+
+import yaml
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -46,9 +49,7 @@ import validation_inference as vi  # noqa: E402
 import validation_measured as vmeas  # noqa: E402
 import validation_memory as vm  # noqa: E402
 import validation_speed as vs  # noqa: E402
-from proposalkit.catalog import gpus  # noqa: E402
 from proposalkit.catalog.errors import MEMORY_REGIME, REGIMES, speed_regime  # noqa: E402
-from proposalkit.estimate.flops import scale_pilot  # noqa: E402
 from proposalkit.estimate.links import NODE_GPUS  # noqa: E402
 
 OUT = ROOT / "proposalkit" / "catalog" / "errors.yaml"
@@ -73,7 +74,7 @@ def speed_rows() -> tuple[list[tuple[str, str, float]], list[dict]]:
             out.append(("whole-run", r.id, residual))
             continue
         out.append((_regime_of(r.workload), r.id, residual))
-        steady.append({"id": r.id, "workload": r.workload, "residual": residual})
+        steady.append({"id": r.id, "workload": r.workload, "residual": residual, "file": vs.SPEED / r.row["file"]})
     return out, steady
 
 
@@ -103,15 +104,31 @@ def _pair_key(workload: dict) -> tuple:
             s["zero_stage"] is not None and s["zero_stage"] > 0, s.get("framework"))
 
 
+def carried_rate(file: Path, tokens_per_second: float, gpu: str, count: int) -> float:
+    """The rate `proposalkit plan` gives the workload file's one workload with `throughput: {tokens_per_second, gpu,
+    gpus}` measured on `count` GPUs of `gpu`: the pilot carried to the file's own GPUs as the planner carries it
+    (planning/speed.py carried_throughput)."""
+    data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    (workload,) = data["workloads"]
+    workload["throughput"] = {"tokens_per_second": tokens_per_second, "gpu": gpu, "gpus": count}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / file.name
+        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        (planned,) = vs.plan_file(path)["workloads"]
+    if planned["throughput_source"] != "pilot-extrapolated":
+        raise RuntimeError(f"{file.name}: a pilot on {count}× {gpu} was not extrapolated "
+                           f"({planned['throughput_source']})")
+    return planned["tokens_per_second"]
+
+
 def extrapolation_rows(steady: list[dict]) -> list[tuple[str, str, float]]:
-    """Pairs of steady-state rows of one workload on different GPU types or counts: the planner extrapolates a pilot
-    by the peak rates × counts (estimate/flops.py scale_pilot), so the extrapolation's residual is the second row's
-    measured rate ÷ the first's measured rate carried there (each measured rate is its residual × its planned rate;
-    the planned rates themselves cancel out: the pair says nothing of the step-time model)."""
+    """Pairs of steady-state rows of one workload on different GPU types or counts: the first's measured rate (its
+    residual × its planned rate) given to the second's workload file as a pilot, and carried by the planner to the
+    second's GPUs (the step-time model's rate there ÷ its rate on the first's, planning/speed.py
+    carried_throughput); the residual is the second's measured rate ÷ that."""
     groups: dict[tuple, list[dict]] = {}
     for row in steady:
         groups.setdefault(_pair_key(row["workload"]), []).append(row)
-    peaks = {gpu_id: spec.peak_16bit_flops for gpu_id, spec in gpus().items()}
     out = []
     for rows in groups.values():
         for a in rows:
@@ -120,9 +137,7 @@ def extrapolation_rows(steady: list[dict]) -> list[tuple[str, str, float]]:
                 if a is not b and (ga["type"], ga["count"]) != (gb["type"], gb["count"]):
                     measured_a = a["residual"] * a["workload"]["tokens_per_second"]
                     measured_b = b["residual"] * b["workload"]["tokens_per_second"]
-                    carried = scale_pilot(measured_a, from_gpu=ga["type"], from_count=ga["count"],
-                                          from_rate=peaks[ga["type"]], to_gpu=gb["type"], to_count=gb["count"],
-                                          to_rate=peaks[gb["type"]], rate_name="peak").tokens_per_second
+                    carried = carried_rate(b["file"], measured_a, ga["type"], ga["count"])
                     out.append(("pilot-extrapolated", f"{a['id']}>{b['id']}", measured_b / carried))
     return out
 

@@ -115,11 +115,15 @@ def speed_tails() -> tuple[list[Tail], list[Tail]]:
         if r.row.get("out_of_scope"):       # named so in the speed section's tails
             what += f"; out of scope: {r.row['out_of_scope'].split(':')[0]} (the speed section says why)"
         steady.append(Tail(r.id, errors.REGIMES[generator._regime_of(w)].short, f"{r.ratio:.2f}", what))
+    index = {row["id"]: row for row in vs.load()}
     for row in errors.table()["pilot-extrapolated"]:
         if 1 / row.residual > TOO_FAST:
             first, second = row.id.split(">")
-            steady.append(Tail(row.id, errors.REGIMES["pilot-extrapolated"].short, f"{1 / row.residual:.2f}",
-                               f"{first}'s measured rate carried to {second}'s GPUs"))
+            what = f"{first}'s measured rate carried to {second}'s GPUs"
+            why = index[second].get("carried_out_of_scope", {}).get(first)
+            if why:                 # named so in the speed index, with its whole reason here
+                what += f"; out of scope: {why}"
+            steady.append(Tail(row.id, errors.REGIMES["pilot-extrapolated"].short, f"{1 / row.residual:.2f}", what))
     return steady, whole
 
 

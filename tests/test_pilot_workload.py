@@ -102,14 +102,54 @@ def test_log_gpu_count_used_and_whole_job_rate(tmp_path, capsys):
     assert w["tokens_per_second"] == pytest.approx(256 * 4096 / 8.1, abs=1e-3)     # median iteration 8.1 s
 
 
-def test_extrapolation_to_another_gpu_says_so(tmp_path, capsys):
+def test_extrapolation_to_another_gpu_carries_the_step_time_models_ratio(tmp_path, capsys):
     shutil.copy(TORCHTUNE, tmp_path / "tt.txt")
     path = workload(tmp_path, "{log: tt.txt, gpu: a100-80gb, gpus: 1}", extra="    gpu: h100-80gb\n    gpus: 2\n")
     [w] = plan(capsys, path)["workloads"]
     assert w["throughput_source"] == "pilot-extrapolated"
-    # 3000 × (2/1 GPUs) × (989 ÷ 312 dense 16-bit TFLOP/s, the catalog's datasheets)
-    assert w["tokens_per_second"] == pytest.approx(3000 * 2 * 989 / 312, rel=1e-6)
+    # The step-time model's step of this LoRA fine-tune (micro-batch 1 × 2,048 tokens per GPU) on each setup, from
+    # the datasheets (the catalog: A100-80GB 312 TFLOP/s dense 16-bit and 2.039 TB/s; H100-80GB 989 TFLOP/s and
+    # 3.35 TB/s), the fractions (matmuls at 0.60 of the peak, memory-bound kernels at 0.68 of the bandwidth, 46 µs
+    # of host per kernel launched) and what the step counts (33.24 GFLOP per token, 184.5 GB moved by the
+    # memory-bound kernels per step, 5,090 kernels: the plans' step without the pilot):
+    #   1× a100-80gb: 33.24e9 × 2,048 ÷ (0.60 × 312e12) = 363.7 ms + 184.5e9 ÷ (0.68 × 2.039e12) = 133.1 ms
+    #                 = 496.7 ms, above the host's 5,090 × 46 µs = 234.1 ms: 2,048 ÷ 0.4967 s = 4,123 tokens/s
+    #   2× h100-80gb: 33.24e9 × 2,048 ÷ (0.60 × 989e12) = 114.7 ms + 184.5e9 ÷ (0.68 × 3.35e12) = 81.0 ms
+    #                 = 195.7 ms, under the host's 234.1 ms, which the step takes: 2 × 2,048 ÷ 0.2341 s = 17,494
+    #   ratio 17,494 ÷ 4,123 = 4.243, where the dense peaks × the count gave 989 ÷ 312 × 2 = 6.340
+    assert w["tokens_per_second"] == pytest.approx(3000 * 4.243, rel=1e-3)
+    assert ("3,000 tokens/s measured on 1× a100-80gb × (the step-time model's 17,494 tokens/s on 2× h100-80gb ÷ "
+            "its 4,123 on 1× a100-80gb = 4.243) = 12,729 tokens/s on 2× h100-80gb") in w["derivation"]["throughput"]
     assert any("extrapolated from the pilot" in x for x in w["warnings"])
+    # The two modelled rates are the plans of the same workload without the pilot on each setup.
+    modelled = {}
+    for gpu, gpus in (("a100-80gb", 1), ("h100-80gb", 2)):
+        bare = tmp_path / f"{gpu}.yaml"
+        bare.write_text(path.read_text(encoding="utf-8").replace(
+            "    gpu: h100-80gb\n    gpus: 2\n", f"    gpu: {gpu}\n    gpus: {gpus}\n").replace(
+            "    pilot: {log: tt.txt, gpu: a100-80gb, gpus: 1}\n", ""), encoding="utf-8")
+        [alone] = plan(capsys, bare)["workloads"]
+        assert alone["throughput_source"] == "flops"
+        modelled[gpu] = alone["tokens_per_second"]
+    assert w["tokens_per_second"] == pytest.approx(3000 * modelled["h100-80gb"] / modelled["a100-80gb"], rel=1e-5)
+    # The report writes both modelled steps out, so that a reviewer can redo the ratio.
+    out = tmp_path / "out"
+    assert main(["report", str(path), "-o", str(out), "--format", "md"]) == 0
+    md = (out / "report.md").read_text(encoding="utf-8") + (out / "supplement.md").read_text(encoding="utf-8")
+    assert "= 4.243) = 12,729 tokens/s on 2× h100-80gb" in md
+    for label in ("Step time, 2× h100-80gb (planned)", "Step time, 1× a100-80gb (the pilot's)"):
+        assert label in md
+    assert "2,048 tokens per step ÷ 496.7 ms = 4,123 tokens/s" in md and "4,096 tokens per step ÷ 234.1 ms" in md
+
+
+def test_a_pilot_on_fewer_gpus_than_one_model_copy_is_carried_by_the_peaks(tmp_path, capsys):
+    shutil.copy(TORCHTUNE, tmp_path / "tt.txt")
+    path = workload(tmp_path, "{log: tt.txt, gpu: a100-80gb, gpus: 1}",
+                    extra="    gpu: h100-80gb\n    gpus: 2\n    tensor_parallel: 2\n")
+    [w] = plan(capsys, path)["workloads"]
+    # The pilot's one GPU is no copy over two: 3000 × (2/1 GPUs) × (989 ÷ 312 dense 16-bit TFLOP/s)
+    assert w["tokens_per_second"] == pytest.approx(3000 * 2 * 989 / 312, rel=1e-6)
+    assert "no whole number of model copies of 2" in w["derivation"]["throughput"]
 
 
 def two_pilots(tmp_path: Path) -> str:
@@ -139,6 +179,20 @@ def test_two_pilots_give_the_scaling_efficiency(tmp_path, capsys, gpus, per_gpu)
     if not measured:
         assert "scaling efficiency 0.800" in w["derivation"]["throughput"]
         assert "not linear scaling" in w["derivation"]["throughput"]
+
+
+def test_two_pilots_carried_to_another_gpu_type_at_the_count_planned(tmp_path, capsys):
+    path = workload(tmp_path, two_pilots(tmp_path), extra="    gpu: h100-80gb\n    gpus: 4\n")
+    [w] = plan(capsys, path)["workloads"]
+    # On 4× a100-80gb by the scaling rule (2,683.3 per GPU, as above), then × the step-time model's rate on 4×
+    # h100-80gb ÷ its rate on 4× a100-80gb, as one pilot is carried.
+    text = w["derivation"]["throughput"]
+    assert w["throughput_source"] == "pilot-extrapolated"
+    assert "= 10,733 tokens/s on 4× a100-80gb" in text and "10,733 tokens/s measured on 4× a100-80gb × (the " \
+        "step-time model's " in text
+    ratio = float(text.split(" on 4× a100-80gb = ")[1].split(")")[0])
+    assert w["tokens_per_second"] == pytest.approx(3000 * 0.8 ** 0.5 * 4 * ratio, rel=1e-3)
+    assert 1 < ratio < 989 / 312
 
 
 def test_two_pilots_both_counts_tried_cheapest_wins(tmp_path, capsys):

@@ -64,8 +64,9 @@ REGIMES: dict[str, Regime] = {r.id: r for r in (
            "training speed without a pilot (the step-time model, or FLOPs at a given MFU), tensor parallel",
            "estimated speed, tensor parallel", _FLOPS),
     Regime("pilot-extrapolated", SPEED, "tokens_per_second",
-           "a measured rate carried to another GPU type or count by the peak rates (two runs of one workload "
-           "on different GPUs: the second's measured ÷ the first's extrapolated)", "pilots carried to other GPUs",
+           "a measured rate carried to another GPU type or count (training: by the step-time model's rates on "
+           "both setups; two runs of one workload on different GPUs: the second's measured ÷ the first's "
+           "carried)", "pilots carried to other GPUs",
            _FLOPS),
     Regime("pilot-steps", SPEED, "tokens_per_second",
            "a measured rate's step-to-step spread (each steady step's rate ÷ the run's median; this project's "

@@ -198,10 +198,12 @@ def scale_pilot(tokens_per_second: float, *, from_gpu: str, from_count: int, fro
     """Move a measured pilot to another GPU type or count.
 
     Rule: throughput scales linearly with the GPU count and with the ratio of
-    the GPUs' peak rates (dense 16-bit FLOP/s for training, which is compute
-    bound; memory bandwidth for inference decode, which is bandwidth bound).
-    Linear scaling in count is optimistic for communication-heavy jobs; the
-    plan flags every such estimate as an extrapolation.
+    the GPUs' peak rates (memory bandwidth for inference decode, which is
+    bandwidth bound; dense 16-bit FLOP/s for a training pilot only where the
+    step-time model cannot time its setup: planning/speed.py
+    carried_throughput). Linear scaling in count is optimistic for
+    communication-heavy jobs; the plan flags every such estimate as an
+    extrapolation.
     """
     scaled = tokens_per_second * (to_count / from_count) * (to_rate / from_rate)
     rule = (f"{tokens_per_second:,.0f} tokens/s measured on {from_count}× {from_gpu} "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..catalog import GPUSpec
 from ..catalog.shapes import ModelSpec
-from . import search
+from . import search, speed
 from .pilots import ESTIMATE_STATISTIC, Comparison, runs_of
 from .records import Settings
 
@@ -33,7 +33,7 @@ def compare(model: ModelSpec, w, s: Settings, gpus: dict[str, GPUSpec], mfu: tup
                 key = ESTIMATE_STATISTIC[run.peak_memory[0]]
                 memory = mem.statistics()[key]
             if w.kind != "inference":   # no estimate of an inference rate here: the pilot is the rate
-                rate = search.throughput(model, unmeasured, s, gpu, run.gpus, ckpt, gpus, mfu,
-                                         stage).tokens_per_second
+                rate = speed.throughput(model, unmeasured, s, gpu, run.gpus, ckpt, gpus, mfu,
+                                        stage).tokens_per_second
         out.append(Comparison(run, rate, memory, key))
     return tuple(out)

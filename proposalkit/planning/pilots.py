@@ -10,8 +10,8 @@ measured pilot: beyond the larger count an efficiency above 1 is taken as 1 (a
 superlinear step, e.g. from memory freed by sharding, is not extrapolated), and below
 the smaller count the per-GPU rate is held at the smaller pilot's when e < 1.
 An under-estimate of the runtime is the error to avoid, hence the cap. Another GPU
-type: the rate at n GPUs is then scaled by the GPUs' peak rates (estimate/flops.py
-scale_pilot), as a single pilot is.
+type: the rate at n GPUs is then carried there as a single pilot is (speed.carried_throughput for
+training, the memory bandwidths for inference).
 
 Comparison: each pilot's measured rate and peak memory beside the estimate for the
 pilot's own GPU type and count (the FLOPs rate at the default or given MFU; the memory
@@ -21,7 +21,7 @@ draws a warning from `check` and a note under the report's pilot table; an estim
 measured memory is the worse case and is also a caveat of the plan.
 
 This module holds the rules and the records the plan carries (Scaling, Comparison); the rate from
-two pilots is search.two_scale_throughput, and the estimates beside each pilot comparison.compare.
+two pilots is speed.two_scale_throughput, and the estimates beside each pilot comparison.compare.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from ..input.loading import LoadedFile, LoadedWorkload
 from ..input.price_rules import price_for
 from ..input.values import AUTO
 from ..catalog import resources
-from . import charges, comparison, infeasible, inference, pilots, ranges, search
+from . import charges, comparison, infeasible, inference, pilots, ranges, search, speed
 from .intervals import total
 from .citations import plan_references
 from ..notes import Note, note
@@ -215,7 +215,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
                                   f"does not divide the sequence length (got {s.context_parallel} for the default "
                                   f"seq_len {s.seq_len:,}; expected a divisor, or set seq_len)")])
     tokens, tokens_derivation = _tokens(w)
-    mfu = search.mfu(w, notes) if w.kind != "inference" else (None, None, ())
+    mfu = speed.mfu(w, notes) if w.kind != "inference" else (None, None, ())
     form, served, failed = inference.mode(w), None, {}
     if form is not None:
         s = inference.settings(w, s)
@@ -251,7 +251,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
         _, chosen, mem, tp, hours, charge = best
     gpu = gpus[chosen.gpu]
     if tp is None:
-        tp = search.throughput(model, w, s, gpu, chosen.count, chosen.activation_checkpointing, gpus, mfu,
+        tp = speed.throughput(model, w, s, gpu, chosen.count, chosen.activation_checkpointing, gpus, mfu,
                                chosen.zero_stage)
     s = replace(s, buffer=ranges.buffer_at(s, w.kind, tp, gpu.id, chosen.count, pilots.runs_of(w)))
     alternatives = inference.failure_reasons(search.alternatives(candidates, chosen), failed)
@@ -351,7 +351,7 @@ def _within_period(lw: LoadedWorkload, s: Settings, target: search.Target, candi
     for c in candidates:
         largest = search.largest_count(w, s, gpus[c.gpu], target)
         if c.fits and largest is not None and c.gpu not in (o[2] for o in options):
-            tp = search.throughput(model, w, s, gpus[c.gpu], largest, c.activation_checkpointing, gpus, mfu,
+            tp = speed.throughput(model, w, s, gpus[c.gpu], largest, c.activation_checkpointing, gpus, mfu,
                                    c.zero_stage)
             options.append((runtime_hours(tokens, tp.tokens_per_second), largest, c.gpu))
     if not options:     # a pinned count: the calendar warning says it

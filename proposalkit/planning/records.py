@@ -187,6 +187,9 @@ class Throughput:
     the utilization they imply."""
     summary: str = ""
     """With `step`: the rate in one line (planning/derivation.py step_summary); `derivation` writes the parts out."""
+    carried: tuple[tuple[str, str], ...] = ()
+    """A training pilot carried to other GPUs (source "pilot-extrapolated", planning/speed.py carried_throughput):
+    (label, the modelled step written out) on the planned GPUs and on the pilot's, whose rates' ratio carries it."""
 
 
 @dataclass(frozen=True)

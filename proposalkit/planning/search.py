@@ -7,39 +7,28 @@ configuration that fits; ``alternatives`` says why each losing type lost.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from dataclasses import dataclass
 
 from ..catalog import GPUSpec
-from ..estimate.flops import (
-    QLORA_SPEED_FACTOR, QLORA_SPEED_REFERENCES, QLORA_SPEED_SOURCE,
-    flops_throughput, recompute_mfu, runtime_hours, scale_pilot, training_flops_per_token,
-)
+from ..estimate.flops import runtime_hours
 from ..estimate.breakdown import gpus_overhead
-from ..estimate.model_states import model_states
-from ..estimate.step_time import (
-    COMPUTE_FRACTION, COMPUTE_FRACTION_REFERENCES, COMPUTE_FRACTION_SOURCE, training_step,
-)
 from ..estimate.inference import default_kv_precision
 from ..estimate.memory import (
-    DEFAULT_OVERHEAD, InferenceSetup, MemoryBreakdown, TrainingSetup, inference_memory, training_memory,
+    DEFAULT_OVERHEAD, InferenceSetup, MemoryBreakdown, inference_memory, training_memory,
 )
 from ..catalog.shapes import ModelSpec
-from ..knobs import KNOBS
 from ..units import GiB
 from ..catalog import resources
 from . import charges, pilots, ranges
-from .derivation import step_summary, step_text
+from .speed import throughput, training_setup
 from .records import Candidate, Settings, Throughput
 
-# The knobs a training estimate takes (proposalkit/knobs.py), passed from Settings by name.
-TRAINING_KNOBS = tuple(k.name for k in KNOBS.values() if "training" in k.setups)
 # GPU counts tried: 1, 2, 4, 8 (within a node), then whole 8-GPU nodes doubling.
 CANDIDATE_COUNTS = (1, 2, 4, 8) + tuple(8 * 2**k for k in range(1, 11))
 # How the runtime changes with the GPU count when no pilot measured that count: the FLOPs
 # estimate is GPUs × peak × MFU ÷ FLOPs per token with the same MFU at every count (data
-# parallel; communication not modelled), and a pilot is scaled by count the same way
+# parallel; communication not modelled), and an inference pilot is scaled by count the same way
 # (estimate/flops.py scale_pilot), flagged as an extrapolation.
 SCALING_RULE = ("the runtime is taken to scale linearly with the GPU count (data parallel at the same MFU; "
                 "communication not modelled)")
@@ -56,31 +45,6 @@ def memory_of(model: ModelSpec, w, s: Settings, count: int, zero_stage: int | No
                                tensor_parallel=count, attention=s.attention, engine=s.framework)
         return inference_memory(model, setup, DEFAULT_OVERHEAD)
     return training_memory(model, training_setup(w, s, count, zero_stage, checkpointing), gpus_overhead(count))
-
-
-def training_setup(w, s: Settings, count: int, zero_stage: int | None, checkpointing: bool | None) -> TrainingSetup:
-    """The training step's configuration on `count` GPUs at this ZeRO stage and checkpointing (the estimates'
-    record: memory and step time read the same one)."""
-    method = w.method or "full"
-    model_parallel = s.tensor_parallel * s.pipeline_parallel
-    precision = "bf16" if method == "qlora" else s.precision
-    lora = s.lora
-    if lora is not None and not s.mixed_precision and precision != "fp32":
-        # Pure 16-bit training keeps the adapters in the compute dtype (torchtune; artidoro/qlora
-        # qlora.py casts each LoraLayer to bf16), not PEFT's fp32 upcast.
-        lora = dataclasses.replace(lora, adapter_precision=precision)
-    # Every training knob as the planner settled it; the configuration tried here sets the rest.
-    knobs = {name: getattr(s, name) for name in TRAINING_KNOBS}
-    knobs.update(precision=precision, zero_stage=zero_stage, activation_checkpointing=checkpointing, lora=lora,
-                 optimizer_impl=_impl_at(s.optimizer_impl, zero_stage),
-                 autocast_fp32_params=s.autocast_fp32_params and method == "full" and s.mixed_precision)
-    return TrainingSetup(method=method, data_parallel=count // model_parallel, flag_sources=s.flag_sources,
-                         **knobs)
-
-
-def _impl_at(impl: str, zero_stage: int | None) -> str:
-    """DeepSpeed runs BF16_Optimizer without ZeRO only; at stages 1-3 its ZeRO optimizers (input/frameworks.py)."""
-    return "torch" if impl == "fp32-gradient-buffer" and zero_stage else impl
 
 
 def fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict, margin: float = 1.0):
@@ -122,102 +86,6 @@ def fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict,
             if smallest is None or mem.total < smallest[0].total:
                 smallest = (mem, stage, ckpt)
     return False, smallest[0], smallest[1], smallest[2]
-
-
-# ----------------------------------------------------------------- throughput
-
-def mfu(w, notes: list[str]) -> tuple[float | None, str, tuple[str, ...]]:
-    """(the workload's own MFU, what it is, its sources), or (None, the step-time model's compute fraction in
-    words, its sources) when the workload gives none: then the step is timed part by part (step_time.py)."""
-    if w.mfu is not None:
-        if w.activation_checkpointing is not None:
-            return w.mfu, (f"{w.mfu:.2f} given in the workload file, taken as measured with its activation "
-                           "checkpointing setting (a published MFU includes its recompute)"), ()
-        return w.mfu, f"{w.mfu:.2f} given in the workload file", ()
-    if w.method == "qlora":
-        fraction = COMPUTE_FRACTION * QLORA_SPEED_FACTOR
-        return (None, f"matmuls at {COMPUTE_FRACTION:.2f} × {QLORA_SPEED_FACTOR:.3f} for NF4 dequantization = "
-                f"{fraction:.3f} of the peak ({QLORA_SPEED_SOURCE}); {COMPUTE_FRACTION:.2f}: "
-                f"{COMPUTE_FRACTION_SOURCE}", QLORA_SPEED_REFERENCES + COMPUTE_FRACTION_REFERENCES)
-    return None, f"matmuls at {COMPUTE_FRACTION:.2f} of the peak: {COMPUTE_FRACTION_SOURCE}", \
-        COMPUTE_FRACTION_REFERENCES
-
-
-def throughput(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, checkpointing: bool | None,
-                gpus: dict[str, GPUSpec], mfu: tuple[float | None, str, tuple[str, ...]],
-                zero_stage: int | None = None) -> Throughput:
-    if w.kind == "inference" and w.tokens is None:
-        return Throughput(None, "service", f"{w.hours:,.0f} h × {count} GPU{'s' if count > 1 else ''}")
-    pilot = w.throughput
-    two = pilots.scaling(w)
-    if two is not None:     # two pilot logs on two GPU counts: their scaling efficiency, not linear scaling
-        return two_scale_throughput(w, two, gpu, count, gpus)
-    if pilot is not None:
-        if pilot.gpu == gpu.id and pilot.gpus == count:
-            tps = pilot.tokens_per_second
-            return Throughput(tps, "pilot", f"{tps:,.0f} tokens/s measured on {count}× {gpu.id} (pilot)")
-        source = gpus[pilot.gpu]
-        if w.kind == "inference":
-            scaled = scale_pilot(pilot.tokens_per_second, from_gpu=source.id, from_count=pilot.gpus,
-                                 from_rate=source.memory_bandwidth, to_gpu=gpu.id, to_count=count,
-                                 to_rate=gpu.memory_bandwidth, rate_name="memory bandwidth")
-        else:
-            scaled = scale_pilot(pilot.tokens_per_second, from_gpu=source.id, from_count=pilot.gpus,
-                                 from_rate=source.peak_16bit_flops, to_gpu=gpu.id, to_count=count,
-                                 to_rate=gpu.peak_16bit_flops, rate_name="dense 16-bit peak")
-        return Throughput(scaled.tokens_per_second, "pilot-extrapolated", scaled.rule)
-    fpt = training_flops_per_token(model, w.method or "full", s.seq_len, checkpointing, s.selective_policy)
-    base, source, cited = mfu
-    if base is None:
-        return stepped_throughput(model, w, s, gpu, count, checkpointing, zero_stage, fpt, source, cited)
-    # A workload's own MFU is taken as measured with its own checkpointing setting (published
-    # MFUs include their recompute), unless the planner turned checkpointing on to fit: then
-    # the recompute is charged on top of it.
-    charged = bool(fpt.recompute) and w.activation_checkpointing is None
-    effective = recompute_mfu(base, fpt) if charged else base
-    tps = flops_throughput(fpt, count, gpu.peak_16bit_flops, effective)
-    derivation = (f"{count} GPU{'s' if count > 1 else ''} × {gpu.peak_16bit_flops / 1e12:,.0f} TFLOP/s × "
-                  f"MFU {effective:.3f} ÷ "
-                  f"{fpt.model / 1e9:,.2f} GFLOP/token = {tps:,.0f} tokens/s")
-    return Throughput(tps, "flops", derivation, effective, source, fpt, mfu_base=base if charged else None,
-                      sources=cited + fpt.sources)
-
-
-def stepped_throughput(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, checkpointing: bool | None,
-                       zero_stage: int | None, fpt, source: str, cited: tuple[str, ...]) -> Throughput:
-    """The rate from the step's parts (estimate/step_time.py): matmuls, memory-bound kernels, tensor-parallel
-    collectives, and the host's launches as a floor. The MFU it implies is reported, not assumed."""
-    setup = training_setup(w, s, count, zero_stage or 0, checkpointing)
-    fraction = COMPUTE_FRACTION * (QLORA_SPEED_FACTOR if w.method == "qlora" else 1)
-    step = training_step(model, setup, fpt, gpu, count, model_states(model, setup), fraction,
-                         autocast=s.autocast_fp32_params and s.mixed_precision)
-    tps = step.tokens_per_second
-    implied = tps * fpt.model / (count * gpu.peak_16bit_flops)
-    return Throughput(tps, "flops", step_text(step, gpu, fpt, fraction, implied), implied, source, fpt,
-                      sources=cited + fpt.sources + step.references, step=step,
-                      summary=step_summary(step, implied))
-
-
-def two_scale_throughput(w, sc: pilots.Scaling, gpu: GPUSpec, count: int, gpus: dict[str, GPUSpec]) -> Throughput:
-    """The rate on `count` GPUs of `gpu` from two pilots (planning/pilots.py's rule)."""
-    for run in (sc.small, sc.large):
-        if run.gpu == gpu.id and run.gpus == count:
-            return Throughput(run.tokens_per_second, "pilot",
-                              f"{run.tokens_per_second:,.0f} tokens/s measured on {count}× {gpu.id} (pilot {run.log})")
-    per_gpu = sc.per_gpu(count)
-    rate = per_gpu * count
-    text = (f"{sc.text()}; on {count} GPUs {per_gpu:,.0f} per GPU × {count} = {rate:,.0f} tokens/s on {count}× "
-            f"{sc.small.gpu} ({pilots.SCALING_RULE}, not linear scaling)")
-    if gpu.id != sc.small.gpu:     # another GPU type: by the peak rates, as one pilot is (scale_pilot)
-        source = gpus[sc.small.gpu]
-        name, attr = ("memory bandwidth", "memory_bandwidth") if w.kind == "inference" else \
-            ("dense 16-bit peak", "peak_16bit_flops")
-        ratio = getattr(gpu, attr) / getattr(source, attr)
-        rate = scale_pilot(rate, from_gpu=source.id, from_count=count, from_rate=getattr(source, attr),
-                           to_gpu=gpu.id, to_count=count, to_rate=getattr(gpu, attr), rate_name=name).tokens_per_second
-        text += f"; × ({name} {gpu.id} ÷ {source.id} = {ratio:.3f}) = {rate:,.0f} tokens/s on {count}× {gpu.id}"
-    return Throughput(rate, "pilot-extrapolated", text)
-
 
 
 # ----------------------------------------------------------------- choice

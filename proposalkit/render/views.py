@@ -161,7 +161,10 @@ def _throughput_steps(w: WorkloadPlan, appendix: str) -> tuple[list[Step], list[
         return [Step("Throughput", f"{rate_clause(w)}{cited}")], []
     if tp.source == "pilot-extrapolated":
         stated = f"; {w.extrapolation}" if w.extrapolation else ""
-        return [Step("Throughput", f"extrapolated from a pilot: {tp.derivation}{cited}{stated}")], []
+        # The two modelled steps whose rates' ratio carried a training pilot, written out in the appendix.
+        where = f" ({appendix})" if tp.carried else ""
+        return ([Step("Throughput", f"extrapolated from a pilot: {tp.derivation}{where}{cited}{stated}")],
+                [Step(label, text) for label, text in tp.carried])
     steps, details = [], []
     fpt = tp.flops_per_token
     if fpt is not None:

@@ -135,7 +135,8 @@ def extrapolation_findings(lw, w) -> list[Finding]:
     at = "pilot" if lw.spec.pilot is not None else "throughput"
     return [Finding(lw.path, lw.field_line(at), f"workloads[{lw.index}].extrapolation",
                     f"{w.name} is measured on {measured.gpu} and planned on {w.gpu_count}× {w.gpu.id}: the rate is "
-                    f"moved by the GPUs' peak rates ({w.throughput.derivation}), with nothing saying how the "
+                    f"carried there by the estimate's model of the two setups ({w.throughput.derivation}), with nothing "
+                    "saying how the "
                     "measurement carries over",
                     f"state it in extrapolation: (e.g. a published {measured.gpu} to {w.gpu.id} speed ratio for "
                     f"this kind of job, with its source), run the pilot on {w.gpu.id}, or pin gpu: "
