@@ -158,6 +158,30 @@ def test_a_second_hand_rule_is_marked(tmp_path):
     md = report.render_supplement_markdown(ctx.report_context(plan))
     assert "† Second-hand source, not the provider's own page." in md and "re-check" not in md
     assert "<td>2 SUs per GPU-hour †</td>" in report.render_supplement_html(ctx.report_context(plan))
+    # Its size (nodes w001-w010, users' notes) too; and section B, which gives the rule, marks it and says why.
+    assert row.size_mark == "†" and "10 nodes (80 GPUs) † |" in md
+    section_b = report.render_markdown(ctx.report_context(plan))
+    assert ("Units: psc-bridges2-h100: 2 SUs per GPU-hour †. † Second-hand source, not the provider's own page."
+            in section_b)
+    assert "verified" not in section_b + md
+    # The rule is not in `plan --format markdown`'s request sentence, so neither is its note.
+    assert "†" not in report.plan_markdown_table(plan)
+
+
+def test_a_second_hand_cloud_price_is_marked_where_section_b_gives_it(tmp_path):
+    # AWS's on-demand prices are read in a dated third-party copy of the price list (catalog: secondhand).
+    plan = plan_from(tmp_path, "proposal: {title: P, resource: aws-p5}\nworkloads:\n"
+                     + service("on-p5", "h100-80gb", 8, 10))
+    section_b = report.render_markdown(ctx.report_context(plan))
+    assert "as of p5.48xlarge \\$55.04 per instance-hour (on-demand, Linux, us-east-1, read 2026-11-09) †." in section_b
+    assert "whole instances of 8 GPUs †. † Second-hand source, not the provider's own page." in section_b
+    # `plan --format markdown` gives the request sentence alone: its mark and what it means, no units line.
+    table = report.plan_markdown_table(plan)
+    assert "read 2026-11-09) †." in table and table.count("† Second-hand source") == 1 and "Units:" not in table
+    # A price the researcher gives (price_per_hour) is theirs, not the catalog's: no mark, no note.
+    plan = plan_from(tmp_path, "proposal: {title: P, resource: aws-p5, price_per_hour: 50}\nworkloads:\n"
+                     + service("on-p5", "h100-80gb", 8, 10))
+    assert "†" not in report.render_markdown(ctx.report_context(plan))
 
 
 def test_different_systems_are_not_added(tmp_path):
@@ -291,7 +315,12 @@ def test_access_credits_sentence_when_the_proposal_names_a_project_type(tmp_path
             "Explore ACCESS limit.") in md
     html = report.render_supplement_html(ctx.report_context(plan))
     assert "<strong>20,010 credits</strong>" in html
-    assert "In ACCESS Credits: 20,010 (Explore ACCESS, up to 400,000)." in report.render_html(ctx.report_context(plan))
+    # Section B gives the credits with the mark of their second-hand rate and says what it means, once; Delta's
+    # rule was read on NCSA's page, so the units line is not marked.
+    section_b = report.render_html(ctx.report_context(plan))
+    assert "In ACCESS Credits: 20,010 † (Explore ACCESS, up to 400,000)." in section_b
+    assert section_b.count("† Second-hand source, not the provider&#39;s own page.") == 1
+    assert "3 SUs per GPU-hour, 1 SU minimum." in section_b
 
 
 def test_no_access_sentence_in_a_nairr_report(example_plan):

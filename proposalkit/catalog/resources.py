@@ -101,6 +101,14 @@ class Resource:
         return self.charge.per in PRICED_BASES
 
     @property
+    def rule_confidence(self) -> str:
+        """How far what a job is charged can be trusted (CONFIDENCE_LEVELS): a cloud instance type's price
+        ("" where the researcher gave it, price_per_hour), else the charging rule's."""
+        if self.is_cloud:
+            return "" if self.price.set_by else self.price.confidence
+        return self.confidence
+
+    @property
     def node_word(self) -> str:
         """What one of its nodes is called: 'instance' for a cloud instance type, else 'node'."""
         return "instance" if self.is_cloud else "node"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from ..planning.records import Plan, StorageTotals
 from ..units import GiB
 from . import charts
-from .format import fmt_gib, fmt_hours, limit_hours, shown_amount, unpinned
+from .format import CONFIDENCE_MARKS, confidence_notes, fmt_gib, fmt_hours, limit_hours, shown_amount, unpinned
 from .notes import document_notes, note_text
 from .pilots import PilotsView, pilots_view
 from .references import Reference, references
@@ -57,14 +57,6 @@ class ResourceTotal:
     amount: float
 
 
-# Marks for a catalog fact that was not read on the provider's own page (catalog `confidence`).
-CONFIDENCE_MARKS = {"secondhand": "†", "inferred": "‡"}
-CONFIDENCE_NOTES = {
-    "secondhand": "Second-hand source, not the provider's own page",
-    "inferred": "Inferred from documented numbers, not stated by the provider (see the catalog notes)",
-}
-
-
 @dataclass(frozen=True)
 class ResourceRow:
     """One resource (partition) and GPU type the request runs on: requested GPU-hours → rule → its unit.
@@ -90,6 +82,11 @@ class ResourceRow:
     walltime_confidence: str
     workloads: tuple[str, ...]
     size: str = ""               # the partition's nodes and GPUs of this type, and its per-job node limit
+    size_confidence: str = ""
+
+    @property
+    def size_mark(self) -> str:
+        return CONFIDENCE_MARKS.get(self.size_confidence, "")
 
     @property
     def rule_mark(self) -> str:
@@ -193,7 +190,9 @@ def cloud_view(plan: Plan) -> CloudView | None:
     amounts: dict[str, float] = {}
     for c in charges:       # per provider: its instance types draw on one allocation (as section B's request)
         amounts[c.system] = amounts.get(c.system, 0.0) + c.amount
-    prices = tuple(dict.fromkeys((c.resource.partition, c.resource.price.text) for c in charges))
+    # A price not read on the provider's own page is marked as the units table marks it.
+    prices = tuple(dict.fromkeys((c.resource.partition, " ".join(filter(None, (
+        c.resource.price.text, CONFIDENCE_MARKS.get(c.resource.rule_confidence))))) for c in charges))
     return CloudView(sum(amounts.values()), tuple(CloudRequest(k, v) for k, v in amounts.items()), prices,
                      plan.period_months)
 
@@ -325,18 +324,15 @@ def resources_view(plan: Plan) -> ResourcesView | None:
         res = g.resource
         # A cloud instance type's rule is its price: the price's source and confidence (a given price_per_hour
         # is the researcher's figure, not the catalog's).
-        rule_source, rule_confidence = res.source, res.confidence
-        if res.is_cloud:
-            rule_source = res.price.source
-            rule_confidence = "" if res.price.set_by else res.price.confidence
+        rule_source = res.price.source if res.is_cloud else res.source
         rows.append(ResourceRow(
             resource_id=g.resource_id, system=g.system, partition=res.partition, name=res.name,
             gpu_type=g.gpu_type, gpus_per_node=res.gpus_per_node, rule=g.rule,
-            rule_source=" ".join(rule_source.split()), rule_confidence=rule_confidence,
+            rule_source=" ".join(rule_source.split()), rule_confidence=res.rule_confidence,
             gpu_hours_requested=g.gpu_hours, amount=g.amount, unit=g.unit,
             walltime=_walltime_text(g.walltimes),
             walltime_source=" ".join(res.walltime_source.split()), walltime_confidence=res.walltime_confidence,
-            workloads=g.workloads, size=res.size_short(g.gpu_type),
+            workloads=g.workloads, size=res.size_short(g.gpu_type), size_confidence=res.size_confidence,
         ))
     totals = []
     for total in plan.system_totals():
@@ -346,8 +342,8 @@ def resources_view(plan: Plan) -> ResourcesView | None:
         totals.append(UnitTotal(label=label, system=total.system, unit=total.unit,
                                 gpu_hours_requested=total.gpu_hours if one_type else None, amount=total.amount,
                                 rows=len(total.groups)))
-    used = {c for row in rows for c in (row.rule_confidence, row.walltime_confidence)}
-    notes = tuple((mark, CONFIDENCE_NOTES[level]) for level, mark in CONFIDENCE_MARKS.items() if level in used)
+    notes = confidence_notes({c for row in rows
+                              for c in (row.rule_confidence, row.walltime_confidence, row.size_confidence)})
     apart = any(shown_amount(t.amount) != shown_amount(sum(shown_amount(g.amount) for g in t.groups))
                 for t in plan.system_totals())
     return ResourcesView(rows=tuple(rows), totals=tuple(totals), notes=notes, rounded_apart=apart)

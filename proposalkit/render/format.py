@@ -16,6 +16,20 @@ import re
 from ..text import control_escape  # its one home is proposalkit/text.py; re-exported here
 from ..units import GB, GiB
 
+# Marks for a catalog fact that was not read on the provider's own page (catalog `confidence`), and what each
+# means: every document that shows a marked figure says so once.
+CONFIDENCE_MARKS = {"secondhand": "†", "inferred": "‡"}
+CONFIDENCE_NOTES = {
+    "secondhand": "Second-hand source, not the provider's own page",
+    "inferred": "Inferred from documented numbers, not stated by the provider (see the catalog notes)",
+}
+
+
+def confidence_notes(levels) -> tuple[tuple[str, str], ...]:
+    """(mark, meaning) for each marked confidence level among `levels`, in the marks' order."""
+    return tuple((mark, CONFIDENCE_NOTES[level]) for level, mark in CONFIDENCE_MARKS.items() if level in levels)
+
+
 class Safe(str):
     """Text that is already safe for the output format (formatted numbers, escaped text)."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..planning.records import Plan, WorkloadPlan
-from .format import Safe, fmt_count, fmt_in_unit, fmt_pct, fmt_si
+from .format import CONFIDENCE_MARKS, Safe, confidence_notes, fmt_count, fmt_in_unit, fmt_pct, fmt_si
 from .words import caveats, derivation_line, flops_rule, storage_sentence
 
 
@@ -24,6 +24,8 @@ class RequestPart:
     gpu_hours: float             # requested GPU-hours (buffer included)
     amount: float                # in the system's unit
     rule: str                    # the partition's charging rule in words
+    mark: str = ""               # † or ‡ where the rule (a cloud price) was not read on the provider's page
+    priced: bool = False         # a cloud instance type: the request sentence gives its price (and mark)
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,8 @@ class SectionB:
     lines: tuple[Line, ...]
     rate_rule: str | None        # how a rate without a pilot is estimated, once, its symbols defined
     units_rule: str | None       # how requested GPU-hours became each partition's units
+    marks_note: str | None       # what the marks (†, ‡) on its second-hand or inferred figures mean
+    request_marks_note: str | None   # the same for the request sentence alone (plan --format markdown)
     storage: str | None
     caveats: tuple[str, ...]
 
@@ -116,9 +120,33 @@ def _partition(group) -> str:
 def _requests(plan: Plan) -> tuple[SystemRequest, ...]:
     out = []
     for total in plan.system_totals():
-        parts = tuple(RequestPart(_partition(g), g.gpu_type, g.gpu_hours, g.amount, g.rule) for g in total.groups)
+        parts = tuple(RequestPart(_partition(g), g.gpu_type, g.gpu_hours, g.amount, g.rule,
+                                  CONFIDENCE_MARKS.get(g.resource.rule_confidence, "") if g.resource else "",
+                                  g.resource is not None and g.resource.is_cloud)
+                      for g in total.groups)
         out.append(SystemRequest(total.system, total.unit, total.amount, parts))
     return tuple(out)
+
+
+def _units_rule(parts: list[RequestPart]) -> str | None:
+    """How requested GPU-hours became each partition's units, a rule (a cloud price) not read on the
+    provider's own page marked as the supplement's units table marks it."""
+    if not parts:
+        return None
+    return "; ".join(dict.fromkeys(f"{p.partition}: {p.rule}" + (f" {p.mark}" if p.mark else "")
+                                   for p in parts)) + "."
+
+
+def _marks_note(plan: Plan, parts: list[RequestPart]) -> str | None:
+    """What each mark among `parts` and the request sentence means, once: the units' rules and cloud prices
+    (`_units_rule`, the request's prices) and ACCESS Credits from second-hand exchange rates."""
+    levels = {level for level, mark in CONFIDENCE_MARKS.items() if any(p.mark == mark for p in parts)}
+    # The request sentence gives the credits where the proposal names a project type (context._access_view).
+    access = plan.access if plan.access_tier is not None else None
+    if access is not None and access.credits is not None and access.secondhand:
+        levels.add("secondhand")
+    notes = confidence_notes(levels)
+    return " ".join(f"{mark} {meaning}." for mark, meaning in notes) if notes else None
 
 
 def _need(w: WorkloadPlan) -> tuple[float, float] | None:
@@ -169,7 +197,7 @@ def section_b(plan: Plan) -> SectionB:
     totals += [TotalRow(t.system, None, fmt_in_unit(t.amount, t.unit).removesuffix(f" {unit}" if unit else "|"))
                for t in plan.system_totals() if t.system and len({g.gpu_type for g in t.groups}) > 1]
     buffers = tuple(dict.fromkeys(fmt_pct(w.settings.buffer) for w in plan.workloads))
-    rules = [f"{p.partition}: {p.rule}" for r in _requests(plan) if r.system for p in r.parts]
+    parts = [p for r in _requests(plan) if r.system for p in r.parts]
     return SectionB(
         requests=_requests(plan), rows=tuple(rows), totals=tuple(totals), has_units=has_units,
         unit_heading=("US dollars" if unit == "USD" else unit) if unit else "units",
@@ -178,6 +206,7 @@ def section_b(plan: Plan) -> SectionB:
         buffer=buffers[0] if len(buffers) == 1 else None,
         buffers=tuple(fmt_pct(w.settings.buffer) for w in plan.workloads),
         lines=tuple(lines), rate_rule=flops_rule(plan.workloads),
-        units_rule=("; ".join(dict.fromkeys(rules)) + ".") if rules else None,
+        units_rule=_units_rule(parts), marks_note=_marks_note(plan, parts),
+        request_marks_note=_marks_note(plan, [p for p in parts if p.priced]),
         storage=storage_sentence(plan), caveats=caveats(plan))
 
