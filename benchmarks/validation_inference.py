@@ -116,8 +116,13 @@ def predict(row: dict, engine: engines.Engine | None = None) -> float:
     model = model_of(row)
     gpu = catalog_gpus()[row["gpu"]]
     tp = row["tensor_parallel"]
-    if engine is None:      # the row's engine as its release runs (engine_version: vLLM's V0 engine's cost per step)
+    # The row's engine as its release runs (engine_version: vLLM's V0 engine's cost per step, TensorRT-LLM v0.5's
+    # fp16 context FMHA). A TensorRT-LLM override (calibration's trial fractions) runs as the row's release too; a
+    # vLLM override carries the V0 cost per step being fitted itself (calibrate_inference.fit_decode_step).
+    if engine is None:
         engine = engines.engine_at_version(engines.engine(row["engine"]), row.get("engine_version"))[0]
+    elif engine.id == "trt-llm":
+        engine = engines.engine_at_version(engine, row.get("engine_version"))[0]
     rep = replica(model, gpu, tensor_parallel=tp, precision=row["precision"], engine=engine,
                   kv_precision=row.get("kv_precision"))
     if row["metric"] == "ttft_ms":
@@ -268,7 +273,9 @@ def render(rs: list[Result] | None = None) -> str:
         "(`engine_version`) runs vLLM's V0 engine, whose CPU work between decode steps is not overlapped with the "
         f"GPU: each decode step costs {engines.VLLM_V0_DECODE_STEP_SECONDS * 1e3:g} ms more, fitted (the fractions "
         "held) on vLLM's CI latency of Llama 3.1 8B at batch 8 on A100, H100 and H200; the 70B rows of the same "
-        "builds are held out.",
+        "builds are held out. TensorRT-LLM v0.5's first-token rows name their release (`engine_version: '0.5'`): its "
+        "fp8 builds run the context FMHA in fp16 (`--use_gpt_attention_plugin float16` beside `--enable_fp8`), so "
+        "their prefill's attention is planned at the 16-bit rate, its GEMMs at the fp8 one.",
         "",
         f"Median |error|: **{median_abs(done):.1%}** over all {len(done)} rows computed, {median_abs(held):.1%} "
         f"over the {len(held)} held-out rows, {median_abs(fit):.1%} over the {len(fit)} calibration rows "

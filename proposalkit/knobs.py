@@ -261,7 +261,9 @@ _ROWS = (
          "Inference: the engine's release, e.g. '0.6.3' (in quotes), or v0 / v1 for vLLM's engine generations. "
          "vLLM before 0.8.0 runs its V0 engine, whose CPU work between decode steps is not overlapped with the GPU: "
          "each decode step costs more, by a constant fitted on vLLM's CI latencies (catalog/engines.py "
-         "VLLM_V0_DECODE_STEP_SECONDS). Other engines' releases plan the same (no measured difference is modelled).",
+         "VLLM_V0_DECODE_STEP_SECONDS). TensorRT-LLM through 0.5 builds fp8 models with an fp16 context FMHA: a "
+         "prefill's attention runs at the 16-bit rate beside fp8 GEMMs (catalog/engines.py "
+         "TRT_FP16_CONTEXT_FMHA_THROUGH). Other releases plan the same (no measured difference is modelled).",
          INFERENCE, settings=False),
     Knob("ttft_percentile", "float", _TTFT_PERCENTILE,
          "the tail a user of the service waits at worst in 100 requests (vLLM's serving benchmark, "

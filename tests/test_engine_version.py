@@ -78,3 +78,35 @@ def test_engine_version_is_an_inference_setting(plan_error):
     err = plan_error("workloads:\n  - {name: t, kind: finetune, method: lora, model: llama-3.1-8b, tokens: 10M, "
                      "gpu: h100-80gb, engine_version: '0.6.3'}\n")
     assert "workloads[0].engine_version: only for inference" in err
+
+
+# TensorRT-LLM v0.5 builds fp8 models with fp8 GEMMs but its attention plugin, the context FMHA, in fp16
+# (catalog/engines.TRT_FP16_CONTEXT_FMHA_THROUGH). Llama-2 7B, one 2,048-token prompt on an H100: the attention is
+# 4 × 32 layers × 2048²/2 pairs × 4,096 (32 heads × 128) = 1.0995 TFLOP; at 0.70 × 989 TFLOP/s (16-bit) instead of
+# 0.65 × 1,979 (fp8) it takes 1.0995e12 × (1/6.923e14 − 1/1.28635e15) = 0.733 ms more; the GEMMs are unchanged.
+PROMPT = """\
+    - {{name: p, kind: inference, model: llama-2-7b, framework: trt-llm, precision: {precision}, gpu: h100-80gb,
+       gpus: 1, requests: 1, batch: 1, input_tokens: 2048, output_tokens: 1{extra}}}
+    """
+
+
+def prompt(tmp_path, capsys, precision: str = "fp8", extra: str = "") -> dict:
+    path = tmp_path / "p.yaml"
+    path.write_text("workloads:\n" + textwrap.dedent(PROMPT.format(precision=precision, extra=extra)))
+    return plan(str(path), capsys)["inference"]
+
+
+@pytest.mark.parametrize("version", ["'0.5'", "'0.5.0'"])
+def test_trt_llm_0_5_runs_a_prefills_attention_in_16_bits(tmp_path, capsys, version):
+    now = prompt(tmp_path, capsys)
+    v05 = prompt(tmp_path, capsys, extra=f", engine_version: {version}")
+    assert v05["ttft_ms"] - now["ttft_ms"] == pytest.approx(0.733, abs=2e-3)
+    line = next(d["text"] for d in v05["derivation"] if d["label"] == "Prefill")
+    assert "27.06 TFLOP of GEMMs" in line and "1.10 TFLOP of attention" in line and "context FMHA runs in fp16" in line
+
+
+def test_trt_llm_after_0_5_and_16_bit_weights_plan_as_today(tmp_path, capsys):
+    now = prompt(tmp_path, capsys)
+    assert prompt(tmp_path, capsys, extra=", engine_version: '0.6.1'")["ttft_ms"] == now["ttft_ms"]
+    bf16 = prompt(tmp_path, capsys, precision="bf16")
+    assert prompt(tmp_path, capsys, precision="bf16", extra=", engine_version: '0.5'")["ttft_ms"] == bf16["ttft_ms"]

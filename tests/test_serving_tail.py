@@ -113,7 +113,7 @@ def test_past_the_limit_of_terms_the_plan_says_it_uses_the_bound(tmp_path, capsy
     assert "(Lundberg's inequality, Asmussen & Albrecher 2010)" in ttft
     wait_ms = float(re.search(r"= ([\d,.]+) ms, θ", ttft).group(1).replace(",", ""))
     theta = float(re.search(r"θ = ([\d.]+)/s", ttft).group(1))
-    assert wait_ms == pytest.approx(math.log(100) / theta * 1e3, rel=1e-3)
+    assert wait_ms == pytest.approx(math.log(100) / theta * 1e3, rel=5e-3)   # θ is printed to 3 digits
 
     def root(S: float) -> float:
         x = 20.0                               # x = θS: f(x) = ρ(eˣ − 1) − x, convex, positive at 20

@@ -28,7 +28,7 @@ TRT_LINK_FRACTION = 0.46           # achieved / datasheet GPU-to-GPU bandwidth i
 # torch_compile_and_piecewise_cuda_graph.md), so a short prompt's pass costs its launches as well as its
 # FLOPs and weight reads. Fitted on TensorRT-LLM v0.5's first-token rows of GPT-J 6B and Falcon-180B (128
 # and 2,048 tokens; the Llama-2 rows of the same table are held out).
-TRT_PREFILL_LAYER_SECONDS = 144e-6
+TRT_PREFILL_LAYER_SECONDS = 143e-6
 
 TRT_FRACTIONS = dict(bandwidth_fraction=TRT_BANDWIDTH_FRACTION, compute_fraction_8bit=TRT_COMPUTE_FRACTION_8BIT,
                      compute_fraction_16bit=TRT_COMPUTE_FRACTION_16BIT, allreduce_latency=TRT_ALLREDUCE_LATENCY,
@@ -90,6 +90,9 @@ class Engine:
     # with the GPU's (engine_at_version: vLLM's V0 engine). 0: overlapped, or within the calibrated fractions.
     decode_step_seconds: float = 0.0
     release: str = ""                    # the release or generation the workload named (engine_version)
+    # A prefill's attention products (QKᵀ and AV) on 16-bit tensor cores beside fp8 GEMMs: the context FMHA of a
+    # release that runs it in fp16 (engine_at_version: TensorRT-LLM through TRT_FP16_CONTEXT_FMHA_THROUGH).
+    context_attention_16bit: bool = False
 
 
 # The engines' memory fractions and batch limits, each written once (the rows' source texts quote them).
@@ -228,8 +231,14 @@ _BY_ID = {e.id: e for e in (VLLM, SGLANG, TRT_LLM, HF)}
 # docs/validation.md). Seconds per decode step of V0 beside the
 # roofline, fitted on vLLM's CI latency of Llama 3.1 8B at batch 8 on A100, H100 and H200 (benchmarks/
 # calibrate_inference.py, rows fits: decode-step; the 70B rows of the same builds are held out).
-VLLM_V0_DECODE_STEP_SECONDS = 1.434e-3
+VLLM_V0_DECODE_STEP_SECONDS = 1.435e-3
 VLLM_V1_RELEASE = (0, 8, 0)
+# TensorRT-LLM v0.5 builds an fp8 model with fp8 GEMMs and an fp8 KV cache but its attention plugin, and with it the
+# context FMHA, in fp16: every fp8 build of its performance page (docs/source/performance.md @ 77d24b5f, the v0.5
+# first-token table's GPT-J 6B, Llama-2 7B/70B and Falcon-180B) passes --enable_fp8 --fp8_kv_cache beside
+# --use_gpt_attention_plugin float16 --enable_context_fmha. Releases through this one run a prefill's attention
+# at the 16-bit rate; later ones plan as today's (when an fp8 context FMHA became their default is not sourced here).
+TRT_FP16_CONTEXT_FMHA_THROUGH = (0, 5)
 ENGINE_GENERATIONS = ("v0", "v1")      # vLLM's engine generations, accepted as engine_version beside releases
 
 
@@ -242,14 +251,20 @@ def engine_at_version(e: Engine, version: str | None) -> tuple[Engine, str]:
     """The engine as a release (or, for vLLM, an engine generation) runs, and why, in words for the plan.
 
     vLLM before 0.8.0 (or v0) runs its V0 engine: each decode step pays VLLM_V0_DECODE_STEP_SECONDS; from 0.8.0
-    (v1, or no version: today's release) the V1 engine's overlapped scheduling, at the calibrated fractions. No
-    other engine's releases are modelled apart: measured differences between them were not found."""
+    (v1, or no version: today's release) the V1 engine's overlapped scheduling, at the calibrated fractions.
+    TensorRT-LLM through 0.5 (TRT_FP16_CONTEXT_FMHA_THROUGH) runs a prefill's attention in fp16 beside fp8 GEMMs.
+    No other release is modelled apart: measured differences between them were not found."""
     if version is None:
         return e, ""
     if e.id != "vllm":
         if version in ENGINE_GENERATIONS:
             raise ValueError(f"engine_version {version!r}: the engine generations v0 and v1 are vLLM's; give "
                              f"{e.name}'s release number")
+        if e.id == "trt-llm" and release_tuple(version)[:2] <= TRT_FP16_CONTEXT_FMHA_THROUGH:
+            return (replace(e, release=version, context_attention_16bit=True),
+                    f"{e.name} {version}: fp8 weights run fp8 GEMMs, but the context FMHA runs in fp16 (its fp8 "
+                    "builds set --use_gpt_attention_plugin float16): a prefill's attention at the 16-bit rate; "
+                    "otherwise its calibrated speed")
         return replace(e, release=version), (f"{e.name} {version}: no measured difference between {e.name}'s "
                                              "releases is modelled; its calibrated speed is used")
     release = release_tuple(version)

@@ -36,7 +36,8 @@ The model (DESIGN.md "Compute and runtime"; Kwon et al. 2023 for the KV cache; W
                    token at prompt position s averaged (QKᵀ and AV, 4·a·d per cached key, half
                    of the s² square computed: FlashAttention skips masked blocks), at the
                    engine's achieved fraction of the GPU's peak for the precision (fp8 where the
-                   catalog row gives fp8 FLOP/s and the weights are fp8, else 16-bit). A pass
+                   catalog row gives fp8 FLOP/s and the weights are fp8, else 16-bit; the attention at
+                   the 16-bit rate under a release whose context FMHA is fp16, Engine). A pass
                    still reads every weight once, so a lone short prompt takes at least the weights'
                    read time (the decode step's bound); a batch job packs prompts into long passes
                    and is charged the compute only.
@@ -324,9 +325,14 @@ def causal_key_pairs(model: ModelSpec, tokens: int) -> float:
 
 
 def prefill_flops_per_sequence(model: ModelSpec, tokens: int) -> float:
-    """Forward FLOPs of a prompt of `tokens`: 2·P_matmul·s + causal attention 4·a·d per query-key pair
-    (QKᵀ and AV), 2·L·s²·a·d over the lower triangle of the s × s scores (causal_key_pairs)."""
-    return 2 * matmul_params(model) * tokens + 4 * causal_key_pairs(model, tokens) * attention_width(model)
+    """Forward FLOPs of a prompt of `tokens`: 2·P_matmul·s + causal attention (prefill_attention_flops)."""
+    return 2 * matmul_params(model) * tokens + prefill_attention_flops(model, tokens)
+
+
+def prefill_attention_flops(model: ModelSpec, tokens: int) -> float:
+    """Causal attention of a prompt of `tokens`: 4·a·d per query-key pair (QKᵀ and AV), 2·L·s²·a·d over the lower
+    triangle of the s × s scores (causal_key_pairs)."""
+    return 4 * causal_key_pairs(model, tokens) * attention_width(model)
 
 
 def decode_flops_per_token(model: ModelSpec, context: int) -> float:
@@ -348,6 +354,11 @@ def prefill(rep: Replica, input_tokens: int, batch: int = 1) -> Prefill:
     _check_context(rep, input_tokens)
     flops = batch * prefill_flops_per_sequence(rep.model, input_tokens) / rep.tensor_parallel
     compute = flops / rep.achieved_flops
+    if rep.compute_precision == "fp8" and rep.engine.context_attention_16bit:
+        # The attention products on 16-bit tensor cores (an fp16 context FMHA beside fp8 GEMMs: Engine).
+        attention = batch * prefill_attention_flops(rep.model, input_tokens) / rep.tensor_parallel
+        compute += attention / (rep.engine.compute_fraction_16bit * rep.gpu.peak_16bit_flops) \
+            - attention / rep.achieved_flops
     # The pass reads every weight its tokens touch once, as a decode step does (weights_read).
     read = weights_read(rep, batch * input_tokens) / rep.achieved_bandwidth
     allreduce = rep.allreduce_seconds(batch * input_tokens)

@@ -5,7 +5,7 @@ a service's pool and tail TTFT). inference.py computes; this module only writes 
 
 from __future__ import annotations
 
-from ..estimate.inference import Replica, prefill, prefill_flops_per_sequence
+from ..estimate.inference import Replica, prefill, prefill_attention_flops, prefill_flops_per_sequence
 from ..estimate.queueing import EXACT_TERMS
 from ..estimate.step_time import LINK_FRACTION
 from ..units import GiB, SECONDS_PER_HOUR
@@ -67,9 +67,17 @@ def prefill_line(rep: Replica, input_tokens: int) -> tuple[str, str]:
               f"GPU{'s' if rep.node_gpus > 1 else ''} per node)" if rep.nodes > 1 else "")
     total = (f"{ms_text(compute)} + {ms_text(link)} all-reduce{across} = {ms_text(lone.compute_seconds)}" if t > 1
              else ms_text(lone.compute_seconds))
-    return ("Prefill", f"{flops / 1e12:,.2f} TFLOP per prompt of {input_tokens:,} tokens (2·P·s + 2·L·s²·a·d)"
-                       f"{split} ÷ ({rep.peak_flops / 1e12:,.0f} TFLOP/s {rep.compute_precision} × "
-                       f"{rep.compute_fraction:g}) = {total}{floor}: {input_tokens:,} ÷ {ms_text(lone.seconds)} = "
+    rate = f"({rep.peak_flops / 1e12:,.0f} TFLOP/s {rep.compute_precision} × {rep.compute_fraction:g})"
+    if rep.compute_precision == "fp8" and rep.engine.context_attention_16bit:     # an fp16 context FMHA (Engine)
+        attention = prefill_attention_flops(m, input_tokens)
+        e = rep.engine
+        work = (f"{(flops - attention) / 1e12:,.2f} TFLOP of GEMMs per prompt of {input_tokens:,} tokens (2·P·s){split} "
+                f"÷ {rate} + {attention / 1e12:,.2f} TFLOP of attention (2·L·s²·a·d){split} ÷ "
+                f"({rep.gpu.peak_16bit_flops / 1e12:,.0f} TFLOP/s 16-bit × {e.compute_fraction_16bit:g}: "
+                f"{e.name} {e.release}'s context FMHA runs in fp16)")
+    else:
+        work = f"{flops / 1e12:,.2f} TFLOP per prompt of {input_tokens:,} tokens (2·P·s + 2·L·s²·a·d){split} ÷ {rate}"
+    return ("Prefill", f"{work} = {total}{floor}: {input_tokens:,} ÷ {ms_text(lone.seconds)} = "
                        f"{lone.tokens_per_second:,.0f} prompt tokens/s alone")
 
 
