@@ -35,6 +35,12 @@ TYPED = CATALOGS
 UNADDRESSED = {("gpus", "b200", "usable_memory_source")}
 # Resource figures read only in a third party's restatement (kind secondary, confidence secondhand): the
 # provider's page was not found. The list may only shrink: a new entry needs the provider's page instead.
+# Last searched 2026-11-26 in the stored pages and public repositories: the Exchange Calculator's rates are
+# drawn in the browser (allocations.access-ci.org; access-ci-org/xras-ui reads them from an API); PSC's
+# Bridges-2 user guide is not stored (pscedu/psc-wpdocs has no partition or charging table); the stored copies
+# of docs.nersc.gov/jobs/policy and nairrpilot.org stop before their QOS and track tables, and NERSC's
+# documentation repository (GitLab) and NCSA's DeltaAI one are not stored; the cloud prices exist only in
+# third parties' captures of the price lists and APIs.
 SECONDHAND = {
     ("resources", row, "access_credits.source")
     for row in ("ncsa-delta-a100", "ncsa-delta-a100x8", "ncsa-delta-a40", "ncsa-delta-h200", "psc-bridges2-v100",
