@@ -90,6 +90,7 @@ REGIMES: dict[str, Regime] = {r.id: r for r in (
 
 # The plan JSON's memory statistic → its regime (an "active" figure is compared with allocated).
 MEMORY_REGIME = {"allocated": "memory-allocated", "active": "memory-allocated", "reserved": "memory-reserved",
+                 "reserved_ample": "memory-reserved",
                  "device": "memory-device"}
 
 

@@ -45,17 +45,34 @@ CUDA_CONTEXT_BYTES = 1 * GiB
 #   above its peak active (32.67 / 25.86, 27.36 / 20.20, 19.36 / 15.22 GB); torchtitan's
 #   FSDP2 rows, which avoid recordStream for their all-gathers, are closer at 10% (A-TITAN-2
 #   and -8: +7.0% and -0.1%, at 15% +11.9% and +4.5%). The workload does not say which FSDP.
-# Under FSDP1 CPU parameter offload the pool grows further (A-AAI-11: 73%), which one
-# uncapped row does not fix: not modelled (docs/validation.md says so).
+# - CPU offload (parameters or optimizer states in host memory; DeepSpeed ZeRO-Offload/-Infinity, FSDP1
+#   CPUOffload): 38% where the GPU has memory to spare. The host copies and the gathered parameters they feed
+#   come and go every layer in sizes the rest of the step does not use, so the pool caches blocks it cannot reuse:
+#   GMLake (Guo et al., ASPLOS 2024; GMLake/README.md and docs/figures/stra-*.png of
+#   intelligent-machine-learning/glake @ 0274a9c, read off the figures to ±0.01) measured PyTorch's utilization
+#   (peak active ÷ peak reserved) under ZeRO-3 with recomputation and offload at 0.64, 0.775 and 0.73 (OPT-1.3B,
+#   Vicuna-13B, GPT-NeoX-20B; 4 A100s) and with LoRA added at 0.64, 0.80 and 0.72: reserved 25-56% above
+#   active, median 38% (1/0.73 and 1/0.72). Fitted to those six; held out: A-AAI-12 (FSDP1 CPU offload, -1.8%)
+#   and A-AAI-11 (73% above its planned allocated; docs/validation.md says why it stays out). FSDP2's offload
+#   (torchtune, torchtitan: data_parallel_impl fsdp2) copies without recordStream and stays in the regime above
+#   (A-TT31-6 is over at 15%).
+#   Near capacity that further pool is not needed: the caching allocator frees its non-split cached blocks and
+#   retries before it raises an out-of-memory error (c10/cuda/CUDACachingAllocator.cpp malloc:
+#   release_available_cached_blocks, then release_cached_blocks, "Free all non-split cached blocks and retry
+#   alloc"), and A-AAI-13 to -15 ran on 24 GiB cards with their pool 17-18% above the planned allocated bytes where
+#   38% would be 26.3 GiB. What must fit keeps the reserve of the regime without offload (10% or 15%: the blocks
+#   split and partly in use, which cannot be freed); the offload pool is stated beside it (reserved_ample_bytes).
 ALLOCATOR_RESERVE = 0.10
 MULTI_GPU_ALLOCATOR_RESERVE = 0.15
+OFFLOAD_ALLOCATOR_RESERVE = 0.38
 
 
 @dataclass(frozen=True)
 class Overhead:
     cuda_context_bytes: int      # CUDA context + cuBLAS/cuDNN/NCCL workspaces, per GPU
-    allocator_reserve: float     # fraction of the allocated bytes the caching allocator holds on top
+    allocator_reserve: float     # fraction of the allocated bytes the caching allocator holds on top (what must fit)
     regime: str = "one GPU"      # which of the reserve's regimes (above) it is
+    ample_reserve: float = 0.0   # CPU offload: the fraction the pool grows to where memory is free (0: as above)
 
 
 DEFAULT_OVERHEAD = Overhead(cuda_context_bytes=CUDA_CONTEXT_BYTES, allocator_reserve=ALLOCATOR_RESERVE)
@@ -63,9 +80,19 @@ MULTI_GPU_OVERHEAD = Overhead(cuda_context_bytes=CUDA_CONTEXT_BYTES, allocator_r
                               regime="more than one GPU")
 
 
-def gpus_overhead(gpus: int) -> Overhead:
-    """The fixed costs of a job whose model copy and data-parallel group span `gpus` GPUs (the regimes above)."""
-    return MULTI_GPU_OVERHEAD if gpus > 1 else DEFAULT_OVERHEAD
+OFFLOAD_REGIME = "CPU offload"
+
+
+def gpus_overhead(gpus: int, offload: bool = False) -> Overhead:
+    """The fixed costs of a job whose model copy and data-parallel group span `gpus` GPUs (the regimes above);
+    `offload`: parameters or optimizer states in host memory, copied by FSDP1 or DeepSpeed (not FSDP2)."""
+    base = MULTI_GPU_OVERHEAD if gpus > 1 else DEFAULT_OVERHEAD
+    return _offload_overhead(base) if offload else base
+
+
+@memo
+def _offload_overhead(base: Overhead) -> Overhead:
+    return Overhead(base.cuda_context_bytes, base.allocator_reserve, OFFLOAD_REGIME, OFFLOAD_ALLOCATOR_RESERVE)
 
 
 @dataclass(frozen=True)
@@ -123,6 +150,9 @@ class MemoryBreakdown:
     pressure (bitsandbytes paged optimizers)."""
     host_bytes: int = 0
     """Outside `total`: bytes offloaded to host memory per GPU (ZeRO-Offload, FSDP CPUOffload)."""
+    cached_bytes: int = 0
+    """Outside `total`: CPU offload's further pool where the GPU has memory to spare (cached blocks the allocator
+    frees before an out-of-memory error: not needed to fit); reserved_bytes + cached_bytes is reserved_ample_bytes."""
     phases: PeakPhases | None = None
     """Training where gradients are freed between optimizer steps (phases.py): the components are those
     of the peak phase, and the gradients that exist only in the other phase are shown here, not dropped."""
@@ -172,6 +202,8 @@ class MemoryBreakdown:
             stats["paged_optimizer_bytes"] = self.paged_bytes
         if self.host_bytes:
             stats["host_bytes"] = self.host_bytes
+        if self.cached_bytes:
+            stats["reserved_ample_bytes"] = self.reserved_bytes + self.cached_bytes
         return stats
 
 
@@ -191,9 +223,21 @@ def overhead_bytes(allocated: int, overhead: Overhead) -> tuple[int, int]:
     """(allocator reserve, CUDA context): allocator_reserve × allocated bytes (rounded up once), the context as given."""
     if overhead.cuda_context_bytes < 0 or overhead.allocator_reserve < 0:
         raise ValueError("overhead: expected non-negative cuda_context_bytes and allocator_reserve")
-    reserve = fraction(overhead.allocator_reserve)
-    # ⌈allocated × n/d⌉ in integers: -(-a // b) is the ceiling of a / b.
-    return -(-allocated * reserve.numerator // reserve.denominator), overhead.cuda_context_bytes
+    return _share(allocated, overhead.allocator_reserve), overhead.cuda_context_bytes
+
+
+def _share(allocated: int, share: float) -> int:
+    """⌈allocated × share⌉ in integers (-(-a // b) is the ceiling of a / b)."""
+    f = fraction(share)
+    return -(-allocated * f.numerator // f.denominator)
+
+
+def cached_bytes(allocated: int, overhead: Overhead) -> int:
+    """CPU offload's pool beyond the reserve a fit needs, where memory is free: ⌈allocated × ample_reserve⌉ less
+    the reserve (0 in the other regimes)."""
+    if not overhead.ample_reserve:
+        return 0
+    return max(0, _share(allocated, overhead.ample_reserve) - _share(allocated, overhead.allocator_reserve))
 
 
 OVERHEAD = "overhead"    # the note stating Overhead's two figures (render/notes.py words it)
@@ -201,7 +245,8 @@ OVERHEAD = "overhead"    # the note stating Overhead's two figures (render/notes
 
 @memo
 def overhead_note(overhead: Overhead) -> Note:
-    # The regime of more than one GPU takes GMLake's average (above).
-    sources = ("guo-2024",) if overhead.regime == MULTI_GPU_OVERHEAD.regime else ()
+    # The regimes of more than one GPU and of CPU offload take GMLake's figures (above).
+    sources = ("guo-2024",) if overhead.regime != DEFAULT_OVERHEAD.regime else ()
+    extra = {"ample_reserve": overhead.ample_reserve} if overhead.ample_reserve else {}
     return note(OVERHEAD, sources, cuda_context_bytes=overhead.cuda_context_bytes,
-                allocator_reserve=overhead.allocator_reserve, regime=overhead.regime)
+                allocator_reserve=overhead.allocator_reserve, regime=overhead.regime, **extra)

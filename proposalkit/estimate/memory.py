@@ -42,8 +42,8 @@ from .workspace import DEFAULT_PREFILL_TOKENS, inference_activation_bytes
 from .prompt_logits import prompt_logits_note
 from .arith import ceil, check_positive, fmt_bytes_per_param, memo
 from .breakdown import (  # noqa: F401  (re-exported: the memory API)
-    ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES, DEFAULT_OVERHEAD, MemoryBreakdown, Overhead, PeakPhases, overhead_bytes,
-    OVERHEAD, overhead_note,
+    ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES, DEFAULT_OVERHEAD, MemoryBreakdown, Overhead, PeakPhases, cached_bytes,
+    overhead_bytes, OVERHEAD, overhead_note,
 )
 from .checkpointing import SELECTIVE_POLICIES
 from .phases import (
@@ -149,7 +149,8 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
     double quantization (4.127 bits), the rest at `precision`.
     Activations: training_activations(). Gradients freed between steps (phases.py):
     the larger of the loss phase and the backward phase. Overhead: allocator_reserve ×
-    the other components, plus the CUDA context (breakdown.py).
+    the other components, plus the CUDA context (breakdown.py); under CPU offload the pool's further
+    growth where memory is free is cached_bytes, outside the total.
     """
     _validate_training(model, setup)
     t, p, n, stage = setup.tensor_parallel, setup.pipeline_parallel, setup.data_parallel, setup.zero_stage
@@ -224,7 +225,8 @@ def training_memory(model: ModelSpec, setup: TrainingSetup, overhead: Overhead =
                                           gradients))
     notes.append(overhead_note(overhead))
     return MemoryBreakdown(*parts, *overhead_bytes(sum(parts), overhead), notes=tuple(notes),
-                           paged_bytes=ceil(states.paged), host_bytes=ceil(states.host), phases=phases)
+                           paged_bytes=ceil(states.paged), host_bytes=ceil(states.host),
+                           cached_bytes=cached_bytes(sum(parts), overhead), phases=phases)
 
 
 # --------------------------------------------------------------------------

@@ -44,7 +44,10 @@ def memory_of(model: ModelSpec, w, s: Settings, count: int, zero_stage: int | No
                                kv_precision=default_kv_precision(s.precision, s.framework),
                                tensor_parallel=count, attention=s.attention, engine=s.framework)
         return inference_memory(model, setup, DEFAULT_OVERHEAD)
-    return training_memory(model, training_setup(w, s, count, zero_stage, checkpointing), gpus_overhead(count))
+    setup = training_setup(w, s, count, zero_stage, checkpointing)
+    # CPU offload's allocator regime where FSDP1 or DeepSpeed copies (FSDP2 copies without recordStream: breakdown.py).
+    offload = (setup.offload_params or setup.offload_optimizer) and setup.data_parallel_impl != "fsdp2"
+    return training_memory(model, setup, gpus_overhead(count, offload))
 
 
 def fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict, margin: float = 1.0):

@@ -99,7 +99,11 @@ WORDS: dict[str, Callable[[Note], str]] = {
         f"overhead: CUDA context and library workspaces {n['cuda_context_bytes'] / GiB:.2f} GiB "
         f"+ {n['allocator_reserve']:.0%} caching-allocator reserve on the allocated bytes"
         + (" (more than one GPU: NCCL's collective buffers held by recordStream; GMLake's average over ZeRO, LoRA "
-           "and recomputation setups)" if n.get("regime") == "more than one GPU" else "")),
+           "and recomputation setups)" if n.get("regime") == "more than one GPU" else "")
+        + (f"; under CPU offload the pool grows to {n['ample_reserve']:.0%} above the allocated bytes where the GPU "
+           "has memory to spare (reserved_ample_bytes; GMLake's ZeRO-3 offload runs), but those cached blocks are "
+           "freed before an out-of-memory error (PyTorch's caching allocator releases them and retries), so what "
+           "must fit counts only the reserve above" if n.get("ample_reserve") else "")),
     "weights-int4-groups": lambda n: (
         f"int4 weights: {n['bits']} bits + fp16 scale and zero per group of {n['group_size']} = "
         f"{n['bits_per_param']:g} bits/param (GPTQ/AWQ default group size)"),

@@ -145,6 +145,10 @@ def _statistics_step(w: WorkloadPlan) -> Step:
                  "(evicted to host memory when the GPU runs short)")
     if m.host_bytes:
         text += f"; host memory for the offloaded states {fmt_gib(m.host_bytes, 2)} per GPU"
+    if m.cached_bytes:   # CPU offload's pool where memory is free, which the allocator gives back near capacity
+        text += (f"; under CPU offload the reserved pool reaches {fmt_gib(m.reserved_bytes + m.cached_bytes, 2)} "
+                 "where the GPU has memory to spare, but the allocator frees those cached blocks before an "
+                 "out-of-memory error, so the fit counts the device figure")
     return Step("Which memory", text)
 
 
