@@ -118,3 +118,31 @@ def test_a_lora_model_with_dropout_and_fractional_widths_plans(tmp_path, capsys)
     assert main(["plan", str(path), "--format", "json"]) == 0
     w = json.loads(capsys.readouterr().out)["workloads"][0]
     assert w["step"]["memory"]["layers"] > 0
+
+
+# Tensor parallelism without sequence parallelism (issue 22, item 5; Korthikanti et al. 2022 §4.2.2): the norms,
+# dropouts and residual adds around the attention and MLP blocks run whole on every GPU of the group. Llama 3.1 8B,
+# framework deepspeed (Megatron-DeepSpeed: no --sequence-parallel, input/frameworks.py) with compile: true (each
+# run of memory-bound ops one kernel), bf16, FlashAttention, tensor_parallel 8, 8,192 × 2 tokens, one micro-batch,
+# no checkpointing. Per token of one layer (tests/test_traffic.py counts them): inside the blocks 122,880 B forward
+# + 198,656 B backward, shared by the 8 GPUs; outside 73,728 + 139,264 B, whole on each:
+#     321,536 / 8 + 212,992 = 253,184 B per token and layer on one GPU (with sequence parallelism 534,528 / 8 = 66,816)
+#     × 16,384 tokens × 32 layers = 132,741,332,992 B ÷ (0.68 × 3.35e12 B/s) = 58.27 ms
+DEEPSPEED_TP8 = ("framework: deepspeed, compile: true, seq_len: 8192, micro_batch: 2, gradient_accumulation_steps: 1, "
+                 "tensor_parallel: 8, gpu: h100-80gb, gpus: 8, activation_checkpointing: false")
+
+
+def test_without_sequence_parallelism_the_norms_and_residual_adds_run_whole_on_each_gpu(tmp_path, capsys):
+    w = plan(tmp_path, capsys, DEEPSPEED_TP8)
+    assert any(r["kind"] == "framework-no-sequence-parallel" for r in w["assumption_records"])
+    assert w["step"]["memory"]["layers"] == pytest.approx(132_741_332_992 / (step_time.MEMORY_FRACTION * 3.35e12),
+                                                          abs=2e-6)
+    assert 253_184 * 16_384 * 32 == 132_741_332_992
+
+
+def test_with_sequence_parallelism_the_whole_layer_divides_by_t(tmp_path, capsys):
+    # The planner's default without a framework: sequence parallel, 66,816 B per token and layer on one GPU,
+    # × 16,384 × 32 = 35,030,827,008 B: 253,184 / 66,816 = 3.79 times less.
+    w = plan(tmp_path, capsys, DEEPSPEED_TP8.replace("framework: deepspeed, ", ""))
+    assert w["step"]["memory"]["layers"] == pytest.approx(35_030_827_008 / (step_time.MEMORY_FRACTION * 3.35e12),
+                                                          abs=2e-6)

@@ -51,6 +51,17 @@ ROUTER_PROBABILITY_BYTES = 4
 
 
 
+def tensor_parallel_shares(tensor_parallel: int, sequence_parallel: bool) -> tuple[Fraction | int, Fraction | int]:
+    """(inside, outside): one GPU's share of a layer's per-token work, on a t-way tensor-parallel group.
+    Inside the attention and MLP blocks (Q, K, V, the scores, the o_proj input, the MLP's inner width) each GPU
+    holds 1/t of the heads and of the width. Outside them (the norms, the blocks' inputs, the dropouts and the
+    residual adds) every GPU holds the whole sequence, unless sequence parallelism splits it along the sequence,
+    1/t (Korthikanti et al. 2022 §4.2.2: eq. 2 without, Table 2 with). Activation memory (here) and the
+    memory-bound kernels' time (step_time.py) both take these shares."""
+    split = exact(1, tensor_parallel)
+    return split, split if sequence_parallel else 1
+
+
 def activation_terms_per_layer(
     model: ModelSpec,
     seq_len: int,
@@ -139,8 +150,7 @@ def _terms(model: ModelSpec, s: int, b: int, flash_attention: bool, tensor_paral
     h, a = model.hidden, model.heads
     q_width, k_width, v_width, o_width = projection_widths(model)
     sb = s * b
-    split = exact(1, tensor_parallel)
-    replicated = split if sequence_parallel else 1
+    split, replicated = tensor_parallel_shares(tensor_parallel, sequence_parallel)
     moe = moe_layer and moe_layer_count(model) > 0
     routed = routed_experts(model) if moe else 1
     f = expert_ffn_hidden(model) if moe else model.ffn_hidden
@@ -274,8 +284,7 @@ def training_activations(model: ModelSpec, setup: TrainingSetup) -> TrainingActi
     s, b, h, v = exact(setup.seq_len, cp), setup.micro_batch, model.hidden, model.vocab
     t, p = setup.tensor_parallel, setup.pipeline_parallel
     sp = setup.sequence_parallel or t == 1
-    split = exact(1, t)
-    replicated = split if sp else 1
+    split, replicated = tensor_parallel_shares(t, sp)
     ckpt = setup.activation_checkpointing
     layer_input = residual * s * b * h * replicated
     lora = (lora_activation_bytes_per_layer(model, setup.lora or default_lora(model), s * b, e, t)

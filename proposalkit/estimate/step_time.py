@@ -5,9 +5,12 @@ Per GPU and optimizer step (ga micro-batches of s·b tokens per model copy of t�
 
   compute   hardware FLOPs (flops.py: 6·N or 4·N + attention + recompute) ÷ (t·p·cp) ÷ (peak × COMPUTE_FRACTION)
   memory    the bytes the non-matmul kernels move (traffic.py: each layer and the head, eager or fused; a full
-            checkpoint's rerun forward again) ÷ t·p·cp, the per-micro-batch weight traffic (autocast's 16-bit
-            weight casts and their gradients' casts; the gradients added under accumulation), the optimizer
-            step and the gradient clip (per parameter this GPU updates), all ÷ (bandwidth × MEMORY_FRACTION)
+            checkpoint's rerun forward again) ÷ p·cp, and ÷ t as tensor parallelism splits them: the work inside
+            the attention and MLP blocks and the vocabulary-parallel loss ÷ t, the norms, dropouts and residual
+            adds around them ÷ t only with sequence parallelism (Korthikanti et al. 2022 §4.2.2; the shares of
+            activations.tensor_parallel_shares); the per-micro-batch weight traffic (autocast's 16-bit weight
+            casts and their gradients' casts; the gradients added under accumulation), the optimizer step and
+            the gradient clip (per parameter this GPU updates), all ÷ (bandwidth × MEMORY_FRACTION)
   comm      tensor parallelism: per layer two collectives of s·b·h 16-bit values forward, two backward, two
             more in a rerun forward (Shoeybi et al. 2019 §3; with sequence parallelism a reduce-scatter and
             an all-gather of the same bytes, Korthikanti et al. 2022 §4.2.2), each a ring over the t GPUs'
@@ -36,12 +39,13 @@ from ..catalog.shapes import ModelSpec, embedding_params, lm_head_params, linear
 from ..notes import Note, note
 from ..precision import FP32_BYTES
 from ..units import bytes_per_element
+from .activations import tensor_parallel_shares
 from .flops import FlopsPerToken
 from .inference import ACTIVATION_BYTES as TP_VALUE_BYTES   # activations exchanged in 16 bits
 from .kernels import AUTOCAST_RESIDUAL_BYTES
 from .links import ring_allreduce_seconds, tensor_parallel_link
 from .setups import TrainingSetup
-from .traffic import LayerSetup, Traffic, head_traffic, layer_traffic
+from .traffic import LayerSetup, Regions, head_traffic, layer_traffic
 from .model_states import ModelStates
 
 # The fraction of the GPU's dense 16-bit peak that a training step's matrix multiplies and attention sustain,
@@ -166,6 +170,7 @@ def training_step(model: ModelSpec, setup: TrainingSetup, fpt: FlopsPerToken, gp
     ga = setup.gradient_accumulation_steps or 1
     tokens = setup.seq_len * setup.micro_batch      # per model copy and micro-batch
     split = Fraction(1, copy)                       # each GPU's share of a copy's work
+    inside, outside = tensor_parallel_shares(t, setup.sequence_parallel or t == 1)
     bandwidth = gpu.memory_bandwidth * MEMORY_FRACTION
 
     compute = fpt.hardware * tokens * split / (gpu.peak_16bit_flops * compute_fraction)
@@ -174,14 +179,20 @@ def training_step(model: ModelSpec, setup: TrainingSetup, fpt: FlopsPerToken, gp
     kernels_mode = setup.kernels
     layer = layer_traffic(model, ls, kernels_mode)
     rerun = {"full": 1, None: 0}.get(fpt.checkpointing, 0)       # a full checkpoint reruns the forward
-    layer_bytes = layer.bytes + rerun * layer.forward_bytes
-    layer_kernels = layer.kernels + rerun * layer.forward_kernels
+
+    def gpu_bytes(regions: Regions, reruns: int = 0) -> Fraction:
+        """Bytes per token on one GPU: the blocks' part ÷ t, the part around them ÷ t only with sequence
+        parallelism (activations.tensor_parallel_shares); a rerun forward's bytes again."""
+        return sum(share * (part.bytes + reruns * part.forward_bytes)
+                   for share, part in ((inside, regions.inside), (outside, regions.outside)))
+
+    whole = layer.total
+    layer_kernels = whole.kernels + rerun * whole.forward_kernels
     head = head_traffic(model, ls, kernels_mode, setup.loss)
-    per_layer_tokens = tokens * split * model.layers              # the copy's layers over its GPUs
-    layers = float(layer_bytes * per_layer_tokens) / bandwidth
-    head_time = float(head.bytes * tokens * split) / bandwidth
+    layers = float(gpu_bytes(layer, rerun) * tokens * Fraction(model.layers, p * cp)) / bandwidth
+    head_time = float(gpu_bytes(head) * tokens * Fraction(1, p * cp)) / bandwidth
     stage_layers = math.ceil(model.layers / p)
-    kernels_mb = stage_layers * layer_kernels + head.kernels       # the fullest stage launches these
+    kernels_mb = stage_layers * layer_kernels + head.total.kernels   # the fullest stage launches these
 
     # Weight-sized traffic per micro-batch: autocast casts each fp32 linear weight to 16 bits in the forward
     # (again in a rerun forward) and the 16-bit weight gradient to fp32 in the backward, 6 B per cast each
