@@ -15,9 +15,11 @@
   median; leave-one-out beside it. Again the profile's own step, not the speed section's figure.
 - COMPUTE_FRACTION, the share of the dense peak the matrix multiplies sustain: on the calibration rows of the
   speed index (published hardware-FLOPs utilization of Megatron-LM, Korthikanti et al. and BLOOM on A100s),
-  each planned from its workload file: the published HFU gives the step's time, F_hw × tokens ÷ (peak × HFU);
-  the model's memory-bound and collective seconds are taken out of it, and what is left is the matmuls' time,
-  so fraction = F_hw × tokens ÷ peak ÷ (published time − the rest). The median is kept.
+  each planned from its workload file: the published HFU gives the step's time, F_hw × tokens ÷ (GPUs × peak ×
+  HFU); the model's memory-bound and collective seconds are taken out of it, and what is left is the matmuls'
+  time on the stage that paces the step (a pipeline's last, with the LM head: step_time.py), so fraction = that
+  stage's FLOPs per GPU ÷ peak (the plan's compute seconds × its fraction) ÷ (published time − the rest). The
+  median is kept.
 
 The fits are rounded (0.01; 1 µs) and must equal the constants (tests/test_step_time.py runs --check).
 """
@@ -112,7 +114,7 @@ def compute_fits() -> list[Fit]:
         at_peak = w["flops_per_token"]["hardware"] * step["tokens"] / w["gpu"]["count"] / peak
         published = at_peak / float(row["value"])
         rest = step["memory_seconds"] + step["comm_seconds"]
-        fraction = at_peak / (published - rest)
+        fraction = step["compute_seconds"] * step["compute_fraction"] / (published - rest)
         out.append(Fit(row["id"], fraction, None,
                        f"HFU {float(row['value']):.3f}: step {published:,.2f} s, of which memory-bound "
                        f"{step['memory_seconds']:,.2f} s and collectives {step['comm_seconds']:,.2f} s"))

@@ -137,10 +137,10 @@ def test_report_content_follows_the_plan(golden_plan):
     for i, w in enumerate(golden_plan.workloads, 1):
         assert f"### S.2.{i} {w.name}:" in body
         assert f"- **{w.name}**: " in section_b
-    # GPU-hours per GPU type, never added across types (134.46 + 214.55 + 600.00 is no figure of either)
-    for gpu, hours in (("a100-80gb", "134.46"), ("h100-80gb", "214.55"), ("a100-40gb", "600.00")):
+    # GPU-hours per GPU type, never added across types (134.46 + 204.57 + 600.00 is no figure of either)
+    for gpu, hours in (("a100-80gb", "134.46"), ("h100-80gb", "204.57"), ("a100-40gb", "600.00")):
         assert f"| **total, {gpu}** | | | | | | | **{hours}** | |" in section_b
-    assert "949.01" not in section_b and "949.01" not in md
+    assert "939.03" not in section_b and "939.03" not in md
     # every number of the derivation substituted
     assert "204,800,000 tokens ÷ 5,500 tokens/s ÷ 3,600 s/h = 10.34 h per run" in body
     assert "10.34 h × 1 GPU × 10 runs = 103.43; × (1 + 30% buffer) = 134.46 requested" in body
@@ -290,7 +290,7 @@ def test_templates_may_not_print_a_bare_float(golden_plan):
     for kind in ("md", "html"):
         with pytest.raises(TypeError, match="format it with a filter"):
             report.environment(kind).from_string("{{ r.gpu_hours }}").render(r=context)
-        assert report.environment(kind).from_string("{{ r.gpu_hours|hours }}").render(r=context) == "768.48"
+        assert report.environment(kind).from_string("{{ r.gpu_hours|hours }}").render(r=context) == "760.79"
 
 
 @pytest.mark.parametrize("fn, value, expected", [

@@ -135,5 +135,5 @@ def test_the_report_writes_the_recompute_out(tmp_path, capsys):
     assert ("**Recomputed:** full activation checkpointing reruns 2·N + 4·L·H·Q·T = 17.16 GFLOP per token on "
             "the GPUs, not model FLOPs (Korthikanti et al. 2022 §5") in md
     assert "**Step time:** step on each of 8 GPUs: matmuls " in md
-    assert "68.63 GFLOP per token at 0.60 × 989 TFLOP/s" in md
+    assert "68.63 GFLOP per token at 0.66 × 989 TFLOP/s" in md
     assert "Narayanan et al. 2021" in md

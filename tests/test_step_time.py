@@ -146,3 +146,23 @@ def test_with_sequence_parallelism_the_whole_layer_divides_by_t(tmp_path, capsys
     w = plan(tmp_path, capsys, DEEPSPEED_TP8.replace("framework: deepspeed, ", ""))
     assert w["step"]["memory"]["layers"] == pytest.approx(35_030_827_008 / (step_time.MEMORY_FRACTION * 3.35e12),
                                                           abs=2e-6)
+
+
+# A pipeline's step goes at its slowest stage's pace, the last, which holds the LM head (Narayanan et al. 2021
+# §2.2). Llama 3.2 1B (config.json: 16 layers, hidden 2,048, 32 heads of 64, vocab 128,256, tied embeddings, so
+# N = all 1,235,814,400 parameters: the table is the head) at 4,096 tokens: hardware FLOPs per token 6·N +
+# 12·L·H·Q·T = 7,414,886,400 + 12 × 16 × 32 × 64 × 4,096 = 9,025,499,136, of which the head's 6 × 128,256 ×
+# 2,048 = 1,575,985,152. On 2 stages the last runs 8 of the 16 layers and the head: (9,025,499,136 −
+# 1,575,985,152) / 2 + 1,575,985,152 = 5,300,742,144 per token, not the average 4,512,749,568; its head's
+# memory-bound kernels are not divided over the stages.
+PP = "seq_len: 4096, micro_batch: 1, gradient_accumulation_steps: 8, gpu: h100-80gb, activation_checkpointing: false"
+
+
+def test_the_last_pipeline_stage_carries_the_head(tmp_path, capsys):
+    one = plan(tmp_path, capsys, PP + ", gpus: 1", model="llama-3.2-1b")
+    two = plan(tmp_path, capsys, PP + ", gpus: 2, pipeline_parallel: 2", model="llama-3.2-1b")
+    assert one["flops_per_token"]["hardware"] == 9_025_499_136
+    stage_flops = two["step"]["compute_seconds"] * 989e12 * step_time.COMPUTE_FRACTION / (4096 * 8)
+    assert stage_flops == pytest.approx(5_300_742_144, rel=1e-5)
+    assert two["step"]["memory"]["head"] == pytest.approx(one["step"]["memory"]["head"], abs=2e-6)
+    assert two["step"]["memory"]["layers"] == pytest.approx(one["step"]["memory"]["layers"] / 2, abs=2e-6)

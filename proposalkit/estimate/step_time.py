@@ -1,11 +1,15 @@
 """A training step's time: matrix multiplies at a compute rate, memory-bound kernels at HBM bandwidth, the
 tensor-parallel collectives over the GPUs' links, and the host's kernel launches as a floor.
 
-Per GPU and optimizer step (ga micro-batches of s·b tokens per model copy of t·p·cp GPUs):
+Per GPU and optimizer step (ga micro-batches of s·b tokens per model copy of t·p·cp GPUs), on the pipeline
+stage that paces the step, the last: ⌈L/p⌉ layers and the LM head and loss (Narayanan et al. 2021 §2.2: the
+stages run the same micro-batches one after another, so the slowest sets the pace; the first stage's embedding
+is a lookup):
 
-  compute   hardware FLOPs (flops.py: 6·N or 4·N + attention + recompute) ÷ (t·p·cp) ÷ (peak × COMPUTE_FRACTION)
+  compute   the stage's hardware FLOPs (flops.py: 6·N or 4·N + attention + recompute; the head's share of N on
+            the last stage) ÷ (t·cp) ÷ (peak × COMPUTE_FRACTION)
   memory    the bytes the non-matmul kernels move (traffic.py: each layer and the head, eager or fused; a full
-            checkpoint's rerun forward again) ÷ p·cp, and ÷ t as tensor parallelism splits them: the work inside
+            checkpoint's rerun forward again) ÷ cp, and ÷ t as tensor parallelism splits them: the work inside
             the attention and MLP blocks and the vocabulary-parallel loss ÷ t, the norms, dropouts and residual
             adds around them ÷ t only with sequence parallelism (Korthikanti et al. 2022 §4.2.2; the shares of
             activations.tensor_parallel_shares); the per-micro-batch weight traffic (autocast's 16-bit weight
@@ -21,9 +25,10 @@ Per GPU and optimizer step (ga micro-batches of s·b tokens per model copy of t�
 
   step = max(compute + memory + comm, host); tokens/s = copies × s·b·ga ÷ step.
 
-Data-parallel gradient reduction, ZeRO/FSDP gathers and pipeline bubbles are not modelled: the frameworks
-overlap the first two with the backward, and COMPUTE_FRACTION, fitted on published runs, carries what they
-leave (benchmarks/calibrate_step_time.py). Pure: no I/O.
+Data-parallel gradient reduction, ZeRO/FSDP gathers and the pipeline's bubble ((p − 1) stage-steps of fill and
+drain, Narayanan et al. 2021 §2.2.1) are not modelled: the frameworks overlap the first two with the backward,
+and COMPUTE_FRACTION, fitted on published runs, carries what they leave (benchmarks/calibrate_step_time.py).
+Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -51,10 +56,11 @@ from .model_states import ModelStates
 # The fraction of the GPU's dense 16-bit peak that a training step's matrix multiplies and attention sustain,
 # once the memory-bound kernels and the tensor-parallel collectives are timed apart: the median over the
 # published hardware-FLOPs utilizations of docs/validation.md's calibration rows (Megatron-LM, Korthikanti et
-# al., BLOOM on A100s), each with its own memory-bound and collective time taken out
-# (benchmarks/calibrate_step_time.py; it replaces the former DEFAULT_MFU 0.51, their median HFU, which had
-# that time inside it).
-COMPUTE_FRACTION = 0.60
+# al., BLOOM on A100s), each with its own memory-bound and collective time taken out and its matmuls timed on
+# the stage that paces the step (a pipeline's last, which holds the LM head: six of the eight rows are
+# pipelined; 0.60 while the head was spread over the stages) (benchmarks/calibrate_step_time.py; it replaces the
+# former DEFAULT_MFU 0.51, their median HFU, which had that time inside it).
+COMPUTE_FRACTION = 0.66
 COMPUTE_FRACTION_REFERENCES = ("narayanan-2021", "korthikanti-2022", "bigscience-2022")
 # What the step's other parts stand on: this project's H100 runs (the memory and host constants); the tensor-
 # parallel layers' collectives, where there are any.
@@ -169,11 +175,21 @@ def training_step(model: ModelSpec, setup: TrainingSetup, fpt: FlopsPerToken, gp
     copies = gpus // copy
     ga = setup.gradient_accumulation_steps or 1
     tokens = setup.seq_len * setup.micro_batch      # per model copy and micro-batch
-    split = Fraction(1, copy)                       # each GPU's share of a copy's work
+    split = Fraction(1, t * cp)                     # each GPU's share of its stage's work
     inside, outside = tensor_parallel_shares(t, setup.sequence_parallel or t == 1)
     bandwidth = gpu.memory_bandwidth * MEMORY_FRACTION
 
-    compute = fpt.hardware * tokens * split / (gpu.peak_16bit_flops * compute_fraction)
+    # A pipeline's stages run the same micro-batches one after another, so the step goes at its slowest stage's
+    # pace (Narayanan et al. 2021 §2.2, 1F1B): the last, with ⌈L/p⌉ layers and the LM head and loss (the first
+    # holds the embedding, a lookup). Its share of the copy's FLOPs: the layers' part of them, and the head's
+    # dense_factor·v·h (the output projection, a matmul of N).
+    stage_layers = math.ceil(model.layers / p)
+    stage_flops = fpt.hardware
+    if p > 1:
+        head_flops = fpt.dense_factor * model.vocab * model.hidden if model.vocab and model.hidden else 0
+        stage_flops = float((Fraction(fpt.hardware) - head_flops) * Fraction(stage_layers, model.layers)
+                            + head_flops)
+    compute = stage_flops * tokens * split / (gpu.peak_16bit_flops * compute_fraction)
 
     ls = layer_setup(model, setup, autocast)
     kernels_mode = setup.kernels
@@ -189,23 +205,24 @@ def training_step(model: ModelSpec, setup: TrainingSetup, fpt: FlopsPerToken, gp
     whole = layer.total
     layer_kernels = whole.kernels + rerun * whole.forward_kernels
     head = head_traffic(model, ls, kernels_mode, setup.loss)
-    layers = float(gpu_bytes(layer, rerun) * tokens * Fraction(model.layers, p * cp)) / bandwidth
-    head_time = float(gpu_bytes(head) * tokens * Fraction(1, p * cp)) / bandwidth
-    stage_layers = math.ceil(model.layers / p)
-    kernels_mb = stage_layers * layer_kernels + head.total.kernels   # the fullest stage launches these
+    layers = float(gpu_bytes(layer, rerun) * tokens * Fraction(stage_layers, cp)) / bandwidth
+    head_time = float(gpu_bytes(head) * tokens * Fraction(1, cp)) / bandwidth
+    kernels_mb = stage_layers * layer_kernels + head.total.kernels   # the last stage launches these
 
     # Weight-sized traffic per micro-batch: autocast casts each fp32 linear weight to 16 bits in the forward
     # (again in a rerun forward) and the 16-bit weight gradient to fp32 in the backward, 6 B per cast each
     # way; gradients accumulated over micro-batches add the new to the held (3 × the gradient's bytes).
     cast_params = 0
     if ls.autocast and setup.method == "full":
-        cast_params = (linear_weight_params(model) + model.vocab * model.hidden) * split
+        cast_params = (linear_weight_params(model) * Fraction(stage_layers, model.layers)
+                       + model.vocab * model.hidden) * split          # the last stage's layers and head
     cast_bytes = cast_params * (ls.e + FP32_BYTES) * (2 + rerun)
     # Megatron-LM adds each micro-batch's weight gradient into its fp32 main gradient inside the wgrad GEMM
     # (megatron/training/arguments.py: gradient accumulation fusion is on unless --no-gradient-accumulation-fusion).
     fused_accumulation = setup.optimizer_impl == "fp32-main-gradients"
     held = float(states.stepped) * float(states.gradient_width) if setup.zero_stage >= 2 else \
-        float(states.gradient_width) * (model.params * split if setup.method == "full" else float(states.stepped))
+        float(states.gradient_width) * (model.params * Fraction(1, copy) if setup.method == "full"
+                                        else float(states.stepped))
     accumulate = 0 if fused_accumulation else (ga - 1) * 3 * held
     weights = (float(cast_bytes) * ga + accumulate) / bandwidth
     weight_tensors = 9 * stage_layers + 2                          # the layers' weights and the embeddings
