@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from proposalkit.catalog import gpus
+from proposalkit.catalog import gpus, models
 from proposalkit.cli import main
 from proposalkit.estimate import links, step_time
 
@@ -166,3 +166,34 @@ def test_the_last_pipeline_stage_carries_the_head(tmp_path, capsys):
     assert stage_flops == pytest.approx(5_300_742_144, rel=1e-5)
     assert two["step"]["memory"]["head"] == pytest.approx(one["step"]["memory"]["head"], abs=2e-6)
     assert two["step"]["memory"]["layers"] == pytest.approx(one["step"]["memory"]["layers"] / 2, abs=2e-6)
+
+
+# Kernels per weight tensor (catalog/modules.weight_tensors), from the modeling files' module lists. Under gradient
+# accumulation each trainable tensor's gradient gets an add per extra micro-batch: Llama 3.2 1B (modeling_llama.py
+# LlamaDecoderLayer: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, input_layernorm,
+# post_attention_layernorm: 9 per layer; embed_tokens and norm, lm_head tied to embed_tokens: 2) has 9 × 16 + 2 =
+# 146. A step of ga micro-batches launches ga × (per micro-batch) + (ga − 1) × 146 + the optimizer's, so
+# k(2) − k(1) = k(3) − k(2) = per micro-batch + 146, and k(1) = per micro-batch + the optimizer's.
+def test_accumulation_adds_one_kernel_per_trainable_tensor(tmp_path, capsys):
+    base = "seq_len: 512, micro_batch: 1, gpu: h100-80gb, gpus: 1, activation_checkpointing: false"
+    k = {ga: plan(tmp_path, capsys, base + f", gradient_accumulation_steps: {ga}", model="llama-3.2-1b")["step"]["kernels"]
+         for ga in (1, 2, 3)}
+    assert k[3] - k[2] == k[2] - k[1]
+    optimizer = k[1] - (k[2] - k[1] - 146)
+    # torch's fused AdamW: 3 kernels per 320 × 65,536 values, ⌈1,235,814,400 / 20,971,520⌉ = 59 launches each.
+    assert optimizer == 3 * 59
+
+
+def test_weight_tensors_follow_the_modeling_files():
+    from proposalkit.catalog.modules import weight_tensors
+
+    m = models()
+    # modeling_llama.py: 7 linear weights, 2 RMSNorm weights per layer; embed_tokens, norm; lm_head (untied).
+    assert weight_tensors(m["llama-3.1-8b"]) == (7, 2, 1, 3)
+    # modeling_qwen2.py: q_proj, k_proj, v_proj carry biases (attention_bias): 7 + 3; lm_head tied to embed_tokens.
+    assert weight_tensors(m["qwen2.5-0.5b"]) == (10, 2, 1, 2)
+    # modeling_gpt2.py GPT2Block: ln_1, attn.c_attn (q, k, v fused), attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj, each
+    # a weight and a bias: 4 + 4 linear, 2 + 2 norm; wte, wpe, ln_f (weight, bias); the head is wte.
+    assert weight_tensors(m["gpt2"]) == (8, 4, 1, 4)
+    # modeling_mixtral.py: q, k, v, o; block_sparse_moe.gate and 8 experts × w1, w2, w3: 4 + 1 + 24.
+    assert weight_tensors(m["mixtral-8x7b"]) == (29, 2, 1, 3)

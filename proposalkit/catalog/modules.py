@@ -7,8 +7,10 @@ workload format accepts (input/) and of what the estimate counts (estimate/lora.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
+from fractions import Fraction
 
-from .shapes import ModelSpec, attention_modules, linears
+from .shapes import ModelSpec, attention_modules, is_moe, linears, moe_layer_count
 
 # The block linears in Hugging Face's names, in PEFT's order for "all-linear".
 HF_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -99,3 +101,54 @@ def default_lora(model: ModelSpec) -> LoraSpec:
     default_targets(model), the attention projections in the model's own module names, as the planner
     chooses (LoraSpec's own default targets are Llama's names, which GPT-2, Falcon or MLA lack)."""
     return LoraSpec(targets=default_targets(model))
+
+
+# Biases by module, where the config's flags put them (shapes.attention_params, mla_attention_params, mlp_params).
+_QKV_MODULES = frozenset(_QKV) | {"q_a_proj", "kv_a_proj_with_mqa"}
+_MLP_MODULES = frozenset({"gate_proj", "up_proj", "down_proj"})
+
+
+class WeightTensors(NamedTuple):
+    """The model's parameter tensors, counted as its family's modeling code declares them: one tensor per
+    module's weight and one per bias (transformers' models/<family>/modeling_<family>.py; Llama's
+    LlamaDecoderLayer: self_attn.q_proj, k_proj, v_proj, o_proj, mlp.gate_proj, up_proj, down_proj,
+    input_layernorm, post_attention_layernorm: 7 linear weights and 2 norm weights). A fused module (GPT-2's
+    c_attn, Phi-3's qkv_proj and gate_up_proj, FAMILY_MODULES) is one tensor for its parts; a mixture of
+    experts holds one per expert and module (Mixtral's experts.N.w1, w2, w3), and its router's gate.
+
+    linear: per layer (the whole model's ÷ its layers), what F.linear reads: the block linears' weights and
+            biases, the routers and Qwen2-MoE's shared_expert_gate (what autocast casts to 16 bits).
+    norms:  per layer, the norms' weights and biases (q/k norms and MLA's latent norms too).
+    head:   the output projection's weight (the tied embedding's where tied) and bias: F.linear too.
+    ends:   the trainable tensors outside the layers besides an untied head: the input embedding, learned
+            positions, the final norm, and an untied head's own weight and bias."""
+
+    linear: Fraction
+    norms: Fraction
+    head: int
+    ends: int
+
+
+def weight_tensors(model: ModelSpec) -> WeightTensors:
+    """WeightTensors of a model with a shape (shapes.linears(), the config's bias and norm flags)."""
+    counts: dict[str, int] = {}
+    for x in linears(model):
+        counts[x.module] = counts.get(x.module, 0) + x.count
+    table = FAMILY_MODULES.get(model.family)
+    parts = [p for name_parts in table.values() for p in name_parts] if table else [(m,) for m in counts]
+    mla = model.kv_lora_rank is not None
+    biased = (_QKV_MODULES if model.attention_bias else frozenset()) \
+        | ({"o_proj"} if model.attention_out_bias or (mla and model.attention_bias) else frozenset()) \
+        | (_MLP_MODULES if model.mlp_bias else frozenset())
+    linear = 0
+    for part in parts:
+        if set(part) <= counts.keys():
+            linear += counts[part[0]] * (1 + (part[0] in biased))
+    moe_layers = moe_layer_count(model)
+    linear += moe_layers * (1 + model.router_bias + model.shared_expert_gate) if is_moe(model) else 0
+    norm = 2 if model.norm == "layernorm" and model.norm_bias else 1
+    norms = model.norms_per_layer * norm + (2 if model.qk_norm != "none" else 0) \
+        + ((model.q_lora_rank is not None) + 1 if mla else 0)
+    head = 1 + model.lm_head_bias
+    ends = 1 + (model.learned_positions > 0) + norm + (0 if model.tied_embeddings else head)
+    return WeightTensors(Fraction(linear, model.layers), Fraction(norms), head, ends)

@@ -39,7 +39,7 @@ from fractions import Fraction
 
 from ..catalog import GPUSpec
 from ..catalog.engines import TRT_ALLREDUCE_LATENCY, TRT_LINK_FRACTION
-from ..catalog.modules import default_lora
+from ..catalog.modules import default_lora, weight_tensors
 from ..catalog.shapes import ModelSpec, embedding_params, lm_head_params, linear_weight_params
 from ..notes import Note, note
 from ..precision import FP32_BYTES
@@ -225,10 +225,14 @@ def training_step(model: ModelSpec, setup: TrainingSetup, fpt: FlopsPerToken, gp
                                         else float(states.stepped))
     accumulate = 0 if fused_accumulation else (ga - 1) * 3 * held
     weights = (float(cast_bytes) * ga + accumulate) / bandwidth
-    weight_tensors = 9 * stage_layers + 2                          # the layers' weights and the embeddings
-    cast_kernels = (2 + rerun) * weight_tensors if cast_params else 0
-    kernels = ga * (kernels_mb + cast_kernels) + (ga - 1) * weight_tensors * (setup.method == "full"
-                                                                          and not fused_accumulation)
+    # Kernels per weight tensor (the model's own, catalog/modules.weight_tensors): a cast each way per pass of
+    # what F.linear reads; an accumulating add per trainable tensor. The stage's layers, and all the ends.
+    tensors = weight_tensors(model)
+    cast_tensors = math.ceil(tensors.linear * stage_layers) + tensors.head
+    trainable_tensors = math.ceil((tensors.linear + tensors.norms) * stage_layers) + tensors.ends
+    cast_kernels = (2 + rerun) * cast_tensors if cast_params else 0
+    kernels = ga * (kernels_mb + cast_kernels) + (ga - 1) * trainable_tensors * (setup.method == "full"
+                                                                             and not fused_accumulation)
 
     # The optimizer step, on the parameters this GPU steps (its ZeRO shard; model_states.py), reads their
     # gradients, weights and states and writes weights and states: the states twice, the gradient-wide values
