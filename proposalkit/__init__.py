@@ -19,13 +19,15 @@ Jinja2 or WeasyPrint): the records are imported on first use.
     import proposalkit
     plan = proposalkit.plan("workloads/code-models.yaml")   # or text=YAML, or data=mapping
     print(proposalkit.plan_text(plan))
+    used = proposalkit.usage("workloads/code-models.yaml", jobs="workloads/accounting/2026-10.sacct")
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .api import diff, plan, plan_dict, plan_json, plan_markdown, plan_text, write_reports
+from .api import (diff, plan, plan_dict, plan_json, plan_markdown, plan_text, usage, usage_dict, usage_json,
+                  usage_text, write_reports)
 from .errors import InfeasibleError, InputError, Problem, ProposalkitError
 
 if TYPE_CHECKING:
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from .notes import Note, Reference
     from .planning.charge_records import AccessCredits, CapFinding, Charge, ChargeGroup, SystemTotal
     from .planning.records import Candidate, InferencePlan, Plan, Settings, Throughput, WorkloadPlan
+    from .planning.usage_records import Burn, LostHours, MeasuredRate, UnattributedJob, Usage, WorkloadUsage
     from .render.report import WrittenReports
 
 # Record → the module that defines it, imported when the name is first asked for (PEP 562).
@@ -47,10 +50,14 @@ _RECORDS = {
     "WorkloadStorage": "estimate.storage", "StorageTotals": "estimate.storage",
     "Note": "notes", "Reference": "notes",
     "WrittenReports": "render.report",
+    "Usage": "planning.usage_records", "WorkloadUsage": "planning.usage_records", "Burn": "planning.usage_records",
+    "LostHours": "planning.usage_records", "MeasuredRate": "planning.usage_records",
+    "UnattributedJob": "planning.usage_records",
 }
 
 __all__ = [
     "plan", "plan_dict", "plan_json", "plan_text", "plan_markdown", "write_reports", "diff",
+    "usage", "usage_dict", "usage_json", "usage_text",
     *_RECORDS,
     "ProposalkitError", "InputError", "InfeasibleError", "Problem",
 ]

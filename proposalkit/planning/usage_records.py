@@ -19,12 +19,19 @@ class LostHours:
     """GPU-hours of jobs that ended without completing, by why (input/sacct.py STATES)."""
 
     failed: float = 0.0
+    """FAILED, LAUNCH_FAILED, RECONFIG_FAIL."""
     timeout: float = 0.0
+    """TIMEOUT, DEADLINE: a walltime segment that ended on its limit counts here."""
     out_of_memory: float = 0.0
+    """OUT_OF_MEMORY."""
     preempted: float = 0.0
+    """PREEMPTED."""
     cancelled: float = 0.0
+    """CANCELLED (also `CANCELLED by UID`)."""
     node_fail: float = 0.0
+    """NODE_FAIL, BOOT_FAIL."""
     requeued: float = 0.0
+    """REQUEUED, REQUEUE_HOLD, REQUEUE_FED, SPECIAL_EXIT."""
 
     @property
     def total(self) -> float:
@@ -103,6 +110,7 @@ class WorkloadUsage:
     """One workload of the plan beside the jobs attributed to it."""
 
     name: str
+    """The workload's `name`."""
     pattern: str
     """The glob its jobs' names matched (`jobs:`, else the workload's name)."""
     gpu_hours_estimated: float
@@ -118,17 +126,23 @@ class WorkloadUsage:
     jobs_planned: int
     """variants × walltime segments: the jobs the plan's runs take."""
     jobs_completed: int
+    """Jobs that ended COMPLETED."""
     runs_planned: int
     """The plan's variants."""
     walltime_segments: int
     """Jobs one run takes under the resource's walltime limit."""
     jobs_running: int = 0
+    """Jobs still holding their allocation (running, suspended, completing, …): their time so far counts."""
     jobs_pending: int = 0
     """Never started (pending, held, revoked)."""
     jobs_unknown_state: int = 0
+    """Jobs whose state sacct does not document: counted as used, neither completed nor lost (a note says so)."""
     jobs_without_gpus: int = 0
+    """Jobs with elapsed time whose accounting names no GPU: their hours are not GPU-hours (a note says so)."""
     lost: LostHours = LostHours()
+    """Its jobs' GPU-hours lost, by why they ended."""
     rate: MeasuredRate | None = None
+    """Tokens per second measured in its jobs that give tokens (None: none gave any)."""
 
     @property
     def runs_completed(self) -> int:
@@ -145,9 +159,13 @@ class UnattributedJob:
     """A job no workload's pattern matched: listed, never dropped."""
 
     job: str
+    """The job id as written."""
     name: str
+    """The job name the `jobs:` globs were matched against."""
     gpu_hours: float
+    """GPUs × elapsed hours."""
     state: str
+    """The state's long name as sacct writes it."""
     where: str
     """FILE:LINE of its accounting line."""
     reason: str
@@ -159,6 +177,7 @@ class Usage:
     """What `proposalkit usage` reports: per workload, per resource, in total."""
 
     workloads: tuple[WorkloadUsage, ...]
+    """One per workload of the plan, in the plan's order (those without jobs too)."""
     unattributed: tuple[UnattributedJob, ...]
     """Jobs attributed to no workload, up to MAX_LISTED; the rest are counted in `unlisted`."""
     unlisted: tuple[int, float]
@@ -172,6 +191,7 @@ class Usage:
     lost: LostHours
     """Every job's lost GPU-hours, by why."""
     unattributed_gpu_hours: float
+    """GPU-hours of the jobs attributed to no workload (listed or not): in `gpu_hours`, in no workload's."""
     as_of: date | None
     """Usage and the burn window end with this day (None: no job started and none given)."""
     as_of_source: str
@@ -181,12 +201,15 @@ class Usage:
     allocation_end: date | None
     """allocation_start + the track's period (the planned line of the burn-down reaches 0 there)."""
     track: str
+    """The NAIRR Pilot track whose period the allocation runs for (the plan's)."""
     zone: str
     """The accounting's time zone as written (input/accounting.py ZONE_NONE: none written)."""
     files: tuple[str, ...]
+    """The accounting files read, as named."""
     jobs: int
     """Job allocations read (each once)."""
     steps_skipped: int
+    """Job-step lines (`123.batch`, `123.0`) skipped: the allocation's line holds the GPUs and the time."""
     duplicates: int
     """Jobs found in more than one file, counted once."""
     jobs_after_as_of: int
