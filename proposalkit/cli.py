@@ -378,9 +378,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = _command(sub, "usage", "the plan beside job accounting: used, lost, burn rate, run-out date")
     p.add_argument("files", nargs="+", metavar="PLAN_FILE", help="workload files (YAML), planned together")
     p.add_argument("--jobs", nargs="+", required=True, metavar="ACCOUNTING",
-                   help="job accounting: sacct --parsable2 output (with or without its header), or CSV "
-                        "(job,gpus,start,end|hours[,workload,name,gpu,nodes,state,tokens,log]); a job in two files "
-                        "is counted once, from the file named last")
+                   help="job accounting: sacct --parsable2 output (with or without its header; a job's tokens "
+                        "from its Comment as tokens=N), or CSV (job,gpus,start,end|hours[,workload,name,gpu,nodes,"
+                        "state,tokens,log]); a job in two files is counted once, from the file named last")
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text",
                    help="text: tables; json: the figures as data; markdown: the tables to paste")
     p.add_argument("-o", "--output", default=None, metavar="DIR",

@@ -151,7 +151,7 @@ class AccountingReader:
             return
         elapsed = "ElapsedRaw" if "elapsedraw" in column else "Elapsed"
         at = (column["jobid"], column["jobname"], column["alloctres"], column["state"], column["start"],
-              column[elapsed.lower()], column.get("partition"), elapsed)
+              column[elapsed.lower()], column.get("partition"), elapsed, column.get("comment"))
         width, header_line = len(fields), first[1].rstrip("\r\n") if header else None
         for lineno, text in _chain(first, lines, header):
             text = text.rstrip("\r\n")
@@ -174,7 +174,7 @@ class AccountingReader:
                 yield job
 
     def _sacct_job(self, path: str, lineno: int, values: list[str], at) -> Job | None:
-        i_id, i_name, i_tres, i_state, i_start, i_elapsed, i_partition, elapsed = at
+        i_id, i_name, i_tres, i_state, i_start, i_elapsed, i_partition, elapsed, i_comment = at
         job_id = values[i_id].strip()
         parts = sacct.job_id_parts(job_id)
         if parts is None:
@@ -186,8 +186,11 @@ class AccountingReader:
         start = sacct.time_of(values[i_start], "Start")
         seconds = sacct.elapsed_seconds(values[i_elapsed], elapsed)
         gpus, gpu_type, nodes = sacct.gpus_of(values[i_tres])
+        tokens = sacct.tokens_of(values[i_comment]) if i_comment is not None else None
+        if tokens is not None:
+            sacct.job_tokens(tokens, gpus, seconds, "Comment", values[i_comment].strip())
         job = Job(job_id, values[i_name], state, category or sacct.UNKNOWN, gpus, seconds, start, path, lineno,
-                  gpu_type, nodes, partition=values[i_partition] if i_partition is not None else None)
+                  gpu_type, nodes, tokens=tokens, partition=values[i_partition] if i_partition is not None else None)
         self.check(job, values[i_state].strip(), values[i_tres].strip())
         return job
 

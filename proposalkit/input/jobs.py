@@ -34,7 +34,8 @@ class Job:
     workload: str | None = None
     """The workload a CSV row names (None: attributed by name)."""
     tokens: float | None = None
-    """Tokens the job processed (a CSV's `tokens`, or its `log`'s rate × the elapsed time)."""
+    """Tokens the job processed (sacct's Comment `tokens=N`, a CSV's `tokens`, or its `log`'s rate × the elapsed
+    time)."""
     partition: str | None = None
 
     @property

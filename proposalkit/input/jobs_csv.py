@@ -10,8 +10,9 @@ A header line names the columns, in any order:
   `hours` so far (or `end` empty and `hours`).
 - optional: `workload` (attributes the job to that workload), `name` (the job name the `jobs:`
   patterns match), `gpu` (GPU type, catalog id), `nodes`, `partition`, `state` (sacct's names or
-  codes; default COMPLETED), `tokens` (tokens the job processed), `log` (a pilot log of the job,
-  `proposalkit pilot` formats, relative to the CSV: its steady rate × the elapsed time gives the tokens).
+  codes; default COMPLETED), `tokens` (tokens the job processed, bounded as sacct.job_tokens says),
+  `log` (a pilot log of the job, `proposalkit pilot` formats, relative to the CSV: its steady rate × the
+  elapsed time gives the tokens).
 """
 
 from __future__ import annotations
@@ -120,6 +121,8 @@ def _job(path: str, lineno: int, v: dict[str, str], reader: Reading, logs) -> Jo
     if gpus:
         sacct.bounded(gpus, "gpus", "gpus", v["gpus"])
     tokens = _number(v.get("tokens", ""), "tokens")
+    if tokens is not None:
+        sacct.job_tokens(sacct.bounded(tokens, "tokens", "tokens", v["tokens"]), gpus, seconds, "tokens", v["tokens"])
     if v.get("log"):
         if tokens is not None:
             raise FieldError("log", "both tokens and a log: give one of them")

@@ -18,6 +18,12 @@ and the TRES page (https://slurm.schedmd.com/tres.html):
   also recommended to include its generic type"), so the generic count is the job's GPUs and the
   typed counts are summed only when it is missing. Blank for a pending job.
 - State: the long names of "JOB STATE CODES"; a cancelled job prints `CANCELLED by UID`.
+- Comment: "The job's comment string when the AccountingStoreFlags parameter in the slurm.conf file contains
+  'job_comment'"; set at submission (sbatch --comment) or after the job ended (sacctmgr(1), SPECIFICATIONS
+  FOR JOB: "The user can only modify the comment string of their own job"; Comment is one of the few fields
+  "that can be modified after job completion"). Slurm counts no tokens, so the Comment is where a job's
+  tokens are recorded, as `tokens=N` (tokens_of); AdminComment is for administrators only, WCKey a
+  workload key, neither a user's count.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import re
 from datetime import datetime
 
 from ..bounds import BOUNDS
+from ..units import parse_count
 
 # What a job's state says about its GPU-hours. Used hours include every state (the hours are
 # charged); the categories say which were lost, and why.
@@ -106,8 +113,8 @@ def job_id_parts(text: str) -> tuple[bool, bool] | None:
 
 
 def bounded(value: float, bound: str, field: str, text: str) -> float:
-    """A job's elapsed seconds (bound "hours") or GPUs (bound "gpus") within BOUNDS: beyond them it is a typo (and
-    a start + elapsed past the calendar's end)."""
+    """A job's elapsed seconds (bound "hours"), GPUs (bound "gpus") or tokens (bound "tokens") within BOUNDS: beyond
+    them it is a typo (and a start + elapsed past the calendar's end)."""
     high = BOUNDS[bound].high * (3600 if bound == "hours" else 1)
     if value > high:
         raise FieldError(field, f"implausibly large: {text!r} ({BOUNDS[bound].expected})")
@@ -168,3 +175,39 @@ def gpus_of(tres: str) -> tuple[int | None, str | None, int | None]:
             total = _count(value, "gres/gpu")
     gpus = total if total is not None else (typed if types else None)
     return (gpus or None), (next(iter(types)) if len(types) == 1 else None), nodes
+
+
+# `tokens=N` in a Comment: the key on its own (not `max_tokens=`), any case; `tokens:` too, so that it is
+# reported with the form to write rather than ignored. The value runs to the next space, comma or semicolon.
+_TOKENS = re.compile(r"(?<![\w.-])tokens\s*([=:])\s*([^\s,;]*)", re.IGNORECASE)
+TOKENS_FORM = "tokens=N, e.g. tokens=195000000 or tokens=195M (suffixes k, M, B, T)"
+
+
+def tokens_of(comment: str, field: str = "Comment") -> float | None:
+    """The tokens a Comment records as `tokens=N` (None: it records none; the rest is free text)."""
+    found = _TOKENS.findall(comment)
+    if not found:
+        return None
+    if len(found) > 1:
+        raise FieldError(field, f"tokens given {len(found)} times in {comment.strip()!r}: write one {TOKENS_FORM}")
+    separator, text = found[0]
+    if separator != "=" or not text:
+        raise FieldError(field, f"expected {TOKENS_FORM}, got {comment.strip()!r}")
+    try:
+        value = parse_count(text)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise FieldError(field, f"tokens: expected a non-negative count, {TOKENS_FORM}; got {text!r}")
+    return bounded(value, "tokens", field, f"tokens={text}")
+
+
+def job_tokens(tokens: float, gpus: int | None, seconds: float, field: str, text: str) -> float:
+    """A job's tokens (`text` as written) checked against its GPU-seconds: more than BOUNDS' tokens per second per
+    GPU is a slip of the count (a suffix, or another job's total)."""
+    bound = BOUNDS["tokens_per_second_per_gpu"]
+    if gpus and seconds > 0 and tokens / (gpus * seconds) > bound.high:
+        raise FieldError(field, f"{text!r}: {tokens / (gpus * seconds):,.0f} tokens per second per GPU ({tokens:,.0f} "
+                                f"tokens in {gpus} GPU{'s' if gpus > 1 else ''} × {seconds:,.0f} s); expected "
+                                f"{bound.expected}")
+    return tokens
