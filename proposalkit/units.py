@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
 KB, MB, GB, TB = 10**3, 10**6, 10**9, 10**12
@@ -104,3 +105,45 @@ def parse_memory(value: object) -> int:
     if not math.isfinite(number):
         raise ValueError("not a finite number")
     return round(number)
+
+
+# Hours and allocation units are shown with this many decimals everywhere (section B, the supplement, `plan`'s
+# table, `check`): one figure, one rounding, so a reviewer finds the same number in each (issue 23).
+HOURS_DECIMALS = 2
+_HOURS_STEP = Decimal(1).scaleb(-HOURS_DECIMALS)
+
+
+def shown(x: float) -> float:
+    """Hours or an amount as every document prints it: rounded half up to HOURS_DECIMALS, read from the
+    float's shortest decimal form (47.995 rounds to 48.00 as a reader rounds it, not to the binary 47.99)."""
+    return float(Decimal(repr(x)).quantize(_HOURS_STEP, rounding=ROUND_HALF_UP))
+
+
+def product(*factors: float) -> float:
+    """The exact decimal product of printed factors (2 GPUs × 9.23 h × 1.3 × 2 runs is 47.996), so that `shown`
+    of it is what a reader gets multiplying the same figures by hand."""
+    out = Decimal(1)
+    for f in factors:
+        out *= Decimal(repr(f))
+    return float(out)
+
+
+def hours_per_run(hours: float) -> float:
+    """A run's hours as the plan carries and the documents print them: rounded up to 0.01 h (36 s), never
+    down (an under-estimate is the worse error, and a short run rounded down would look cheaper on more
+    GPUs). The request's products start from this figure, so a reviewer who multiplies the printed numbers
+    gets the printed result."""
+    if hours <= 0:
+        return hours
+    return float(Decimal(repr(hours)).quantize(_HOURS_STEP, rounding=ROUND_CEILING))
+
+
+def requested_per_run(hours: float, buffer: float) -> float:
+    """Hours requested per run: the printed hours per run × (1 + buffer), worked in decimal and not rounded
+    again (9.23 × 1.3 is 11.999, not the binary 11.998999…)."""
+    return product(hours_per_run(hours), float(1 + Decimal(repr(buffer))))
+
+
+def requested_gpu_hours(hours: float, buffer: float, gpus: int, runs: int) -> float:
+    """GPU-hours requested: hours per run × (1 + buffer) × GPUs × runs, as printed (`shown`)."""
+    return shown(product(requested_per_run(hours, buffer), gpus, runs))

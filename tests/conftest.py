@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 from hypothesis import settings
@@ -58,3 +60,20 @@ def weasyprint_available() -> bool:
     except (ImportError, OSError):
         return False
     return True
+
+
+def per_run(hours: float) -> float:
+    """A run's hours as the plan carries and prints them: rounded up to the next 0.01 h (36 s), worked here on
+    the count of hundredths (9.2288 h → 9.23; 18.3513 → 18.36; 9.23 stays 9.23)."""
+    return math.ceil(round(hours * 100, 9)) / 100
+
+
+def printed(x: float) -> float:
+    """Hours or an amount as printed: rounded half up to 0.01, as a reader rounds (0.625 → 0.63)."""
+    return float(Decimal(str(x)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+
+
+def requested(hours: float, gpus: int = 1, runs: int = 1, buffer: float = 0.3) -> float:
+    """Requested GPU-hours by hand: hours per run as carried × GPUs × runs × (1 + buffer), as printed."""
+    return printed(per_run(hours) * gpus * runs * (1 + buffer))
+

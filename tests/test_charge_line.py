@@ -1,6 +1,7 @@
-"""The supplement's charge line ties its hours per run to the runtime line (issue 23, "one number, one value"):
-the runtime reads 18.35 h per run and the charge multiplies 23.86 h per run, the same hours with the 30% buffer
-(NAIRR community guide); the line says so, so a reviewer can redo it."""
+"""The supplement's charge line starts from the runtime line's hours and the buffer, and every product it
+prints is the one a reader gets multiplying the figures before it (issue 23, "one number, one value"): a run
+of 9.23 h × (1 + 30%) × 2 GPUs × 2 runs is 47.996, printed 48.00 GPU-hours, × 3 SUs = 144.00 SUs, where the
+request had been worked from unrounded hours (143.97 beside 2 × 12.00 × 3 × 2)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import printed
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "workloads" / "code-models.yaml"
 
+LINE = re.compile(r"\*\* ncsa-delta-[a-z0-9]+: (\d+) GPUs? × ([\d,.]+) h × \(1 \+ (\d+)% buffer\) per run"
+                  r"(?: × (\d+) runs)? = ([\d,.]+) GPU-hours × ([\d.]+) SUs? per GPU-hour = ([\d,.]+) SUs$")
 
-def test_each_charge_line_starts_from_the_runtime_and_the_buffer(tmp_path):
+
+def number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def test_each_charge_line_multiplies_the_printed_figures(tmp_path):
     cli = [sys.executable, "-m", "proposalkit"]
     plan = json.loads(subprocess.run(cli + ["plan", str(EXAMPLE), "--format", "json"], capture_output=True,
                                      text=True, check=True).stdout)
@@ -24,11 +34,24 @@ def test_each_charge_line_starts_from_the_runtime_and_the_buffer(tmp_path):
     lines = [line for line in text.splitlines() if line.startswith("- **SUs:**")]
     assert len(lines) == len(plan["workloads"]) == 4
     for w, line in zip(plan["workloads"], lines):
-        runtime, buffer = w["runtime_hours"], w["buffer"]
-        requested = runtime * (1 + buffer)              # hours per run with the buffer, computed here
-        m = re.search(r"\*\* ([\d,.]+) h per run × \(1 \+ (\d+)% buffer\) = ([\d,.]+) h requested per run; "
-                      r"ncsa-delta-[a-z0-9]+: \d+ GPUs? × ([\d,.]+) h per run", line)
+        m = LINE.search(line)
         assert m, line
-        assert float(m[1].replace(",", "")) == round(runtime, 2)
-        assert int(m[2]) == round(100 * buffer)
-        assert float(m[3].replace(",", "")) == float(m[4].replace(",", "")) == round(requested, 2)
+        gpus, hours, pct, runs = int(m[1]), number(m[2]), int(m[3]), int(m[4] or 1)
+        gpu_hours, rate, amount = number(m[5]), float(m[6]), number(m[7])
+        # the runtime line's hours, the plan's buffer, GPUs and runs
+        assert (gpus, hours, pct, runs) == (w["gpu"]["count"], w["runtime_hours"], round(100 * w["buffer"]),
+                                            w["variants"])
+        # each product, by hand from the printed factors
+        assert gpu_hours == printed(gpus * hours * (1 + pct / 100) * runs) == w["gpu_hours_requested"]
+        assert amount == printed(gpu_hours * rate) == w["resource"]["amount"]
+
+
+def test_the_pinned_example_reads_as_worked_by_hand(tmp_path):
+    # full-finetune: 614.4M tokens ÷ 18,492.753 tokens/s ÷ 3,600 = 9.2288 h, carried 9.23 h; × 2 GPUs × 1.3 ×
+    # 2 runs = 47.996 → 48.00 GPU-hours; × 3 SUs per GPU-hour (NCSA Delta H200) = 144.00 SUs.
+    cli = [sys.executable, "-m", "proposalkit"]
+    subprocess.run(cli + ["report", str(EXAMPLE), "-o", str(tmp_path), "--format", "md"], check=True,
+                   capture_output=True)
+    text = (tmp_path / "supplement.md").read_text()
+    assert ("ncsa-delta-h200: 2 GPUs × 9.23 h × (1 + 30% buffer) per run × 2 runs = 48.00 GPU-hours × "
+            "3 SUs per GPU-hour = 144.00 SUs") in text

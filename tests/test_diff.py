@@ -2,9 +2,9 @@
 
 Every workload pins `gpu`/`gpus` and gives a pilot measured on that same GPU
 and count, so the planner uses the pilot as is and the hours are computable by
-hand: runtime = tokens ÷ tokens/s ÷ 3600, GPU-hours = runtime × GPUs × variants,
-requested = GPU-hours × (1 + buffer). E.g. 200M tokens at 55,000 tokens/s =
-1.0101 h per run.
+hand: runtime = tokens ÷ tokens/s ÷ 3600, rounded up to 0.01 h, GPU-hours = that × GPUs × variants,
+requested = GPU-hours × (1 + buffer), rounded half up to 0.01 as printed. E.g. 200M tokens at 55,000
+tokens/s = 1.0101 h, carried as 1.02 h per run.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import conftest as hand
 from proposalkit.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,20 +46,21 @@ def document(*workloads):
 
 
 def requested(tokens, tps, variants=1, gpus=1, buffer=0.3):
-    """Hand arithmetic: requested GPU-hours of a pinned workload with a pilot on the same GPU and count."""
-    return tokens / tps / 3600 * gpus * variants * (1 + buffer)
+    """Hand arithmetic: requested GPU-hours of a pinned workload with a pilot on the same GPU and count, from
+    the hours per run as carried (rounded up to 0.01 h)."""
+    return hand.requested(tokens / tps / 3600, gpus, variants, buffer)
 
 
 OLD = document(
-    workload("sweep", "200M", 55000, model="llama-3.1-8b", variants=10),   # 1.0101 h × 10 × 1.3 = 13.131
-    workload("old-name", "100M", 20000),                                    # 1.3889 h × 1.3 = 1.806
-    workload("gone", "45M", 20000),                                         # 0.625 h × 1.3 = 0.8125
-    workload("same", "18M", 20000),                                         # 0.25 h × 1.3 = 0.325
+    workload("sweep", "200M", 55000, model="llama-3.1-8b", variants=10),   # 1.02 h × 10 × 1.3 = 13.26
+    workload("old-name", "100M", 20000),                                    # 1.39 h × 1.3 = 1.807 → 1.81
+    workload("gone", "45M", 20000),                                         # 0.63 h × 1.3 = 0.819 → 0.82
+    workload("same", "18M", 20000),                                         # 0.25 h × 1.3 = 0.325 → 0.33
 )
 NEW = document(
-    workload("sweep", "400M", 55000, model="llama-3.1-8b", variants=20),   # 2.0202 h × 20 × 1.3 = 52.525
+    workload("sweep", "400M", 55000, model="llama-3.1-8b", variants=20),   # 2.03 h × 20 × 1.3 = 52.78
     workload("new-name", "100M", 20000),                                    # renamed: same settings
-    workload("fresh", "72M", 20000),                                        # 1.0 h × 1.3 = 1.3
+    workload("fresh", "72M", 20000),                                        # 1.00 h × 1.3 = 1.3
     workload("same", "18M", 20000),
 )
 BEFORE = {"sweep": requested(200e6, 55000, 10), "old-name": requested(100e6, 20000),
@@ -110,7 +112,7 @@ def test_summary_line(files, capsys):
     code, out, err = run(capsys, "diff", *files)
     assert code == 0, err
     old, new = (plan_json(capsys, p) for p in files)
-    before, after = sum(BEFORE.values()), sum(AFTER.values())   # 15.93 → 55.98
+    before, after = sum(BEFORE.values()), sum(AFTER.values())   # 16.22 → 56.22
     # Every workload gives a measured rate: one regime, one coverage on both sides, named once.
     assert old["totals"]["request_coverage"] == new["totals"]["request_coverage"]
     ranges = (f"needed p10–p90 {needed(old)} → {needed(new)} GPU-h, the request covering "
@@ -118,7 +120,7 @@ def test_summary_line(files, capsys):
     assert out.splitlines()[0] == (
         f"Requested GPU-hours: {before:,.1f} → {after:,.1f} (+{after - before:,.1f}, "
         f"+{100 * (after - before) / before:.1f}%); {ranges}; 1 added, 1 removed, 1 renamed, 1 changed.")
-    assert out.splitlines()[0].startswith("Requested GPU-hours: 16.1 → 56.0 (+39.9, +248.1%); needed p10–p90 ")
+    assert out.splitlines()[0].startswith("Requested GPU-hours: 16.2 → 56.2 (+40.0, +246.6%); needed p10–p90 ")
 
 
 def test_table_rows(files, capsys):
@@ -133,7 +135,7 @@ def test_table_rows(files, capsys):
         "| `fresh` | added | — | 1.3 | +1.3 | 1× a100-80gb, 72M tokens |",
         "| `gone` | removed | 0.8 | — | -0.8 | was 1× a100-80gb, 45M tokens |",
         "| `old-name` → `new-name` | renamed | 1.8 | 1.8 | +0.0 | name only |",
-        "| `sweep` | changed | 13.1 | 52.5 | +39.4 (+300.0%) | tokens 200M → 400M; h/run 1.01 → 2.02; variants 10 → 20; "
+        "| `sweep` | changed | 13.3 | 52.8 | +39.5 (+298.0%) | tokens 200M → 400M; h/run 1.02 → 2.03; variants 10 → 20; "
         f"needed p10–p90 {spans[0]} → {spans[1]} |",
     ]
     assert "1 workload unchanged (0.3 requested GPU-hours)." in lines
@@ -143,11 +145,11 @@ def test_table_rows(files, capsys):
 def test_totals_table(files, capsys):
     _, out, _ = run(capsys, "diff", *files)
     before, after = sum(BEFORE.values()), sum(AFTER.values())
-    assert f"| **requested GPU-hours** | {before:,.1f} | {after:,.1f} | +{after - before:,.1f} (+248.1%) |" in out
+    assert f"| **requested GPU-hours** | {before:,.1f} | {after:,.1f} | +{after - before:,.1f} (+246.6%) |" in out
     assert out.count("| GPU-hours on ") == 1   # every workload runs on a100-80gb
-    assert f"| GPU-hours on a100-80gb | {before:,.1f} | {after:,.1f} | +{after - before:,.1f} (+248.1%) |" in out
-    assert (f"| GPU-hours before the buffer | {before / 1.3:,.1f} | {after / 1.3:,.1f} | "
-            f"+{(after - before) / 1.3:,.1f} (+248.1%) |") in out
+    assert f"| GPU-hours on a100-80gb | {before:,.1f} | {after:,.1f} | +{after - before:,.1f} (+246.6%) |" in out
+    # 1.02 × 10 + 1.39 + 0.63 + 0.25 = 12.47 h → 2.03 × 20 + 1.39 + 1.00 + 0.25 = 43.24 h: +30.77, +246.8%
+    assert "| GPU-hours before the buffer | 12.5 | 43.2 | +30.8 (+246.8%) |" in out
     old, new = (plan_json(capsys, p)["totals"] for p in files)
     for p in ("p10", "p90"):
         a, b = old["ranges"]["gpu_hours"][p], new["ranges"]["gpu_hours"][p]
@@ -196,9 +198,9 @@ def test_what_changed_lists_gpu_throughput_buffer_and_lora(tmp_path, capsys):
     _, out, _ = run(capsys, "diff", old, new)
     row = next(line for line in out.splitlines() if line.startswith("| `a` |"))
     for piece in ("GPUs 1× a100-80gb → 1× h100-80gb", "throughput 55,000 tokens/s → 110,000 tokens/s",
-                  "h/run 1.01 → 0.505", "buffer 30% → 20%", "LoRA rank 16 → 32", "memory/GPU "):
+                  "h/run 1.02 → 0.51", "buffer 30% → 20%", "LoRA rank 16 → 32", "memory/GPU "):
         assert piece in row
-    # 1.0101 h × 1.3 → 0.50505 h × 1.2
+    # 1.0101 h, carried 1.02 h, × 1.3 → 0.50505 h, carried 0.51 h, × 1.2
     assert f"| {requested(200e6, 55000):,.1f} | {requested(200e6, 110000, buffer=0.2):,.1f} |" in row
 
 
@@ -240,7 +242,9 @@ def test_totals_by_resource(tmp_path, capsys):
     (rid, charge), = after.items()
     a, b = before[rid]["amount"], charge["amount"]
     _, out, _ = run(capsys, "diff", old, new)
-    assert f"| {rid}, {charge['unit']} | {a:,.1f} | {b:,.1f} | +{b - a:,.1f} (+200.0%) |" in out
+    # 1.02 h × 1.3 = 1.326 → 1.33 SUs; × 3 runs 3.978 → 3.98: +199.2%, each side rounded as printed
+    assert (a, b) == (1.33, 3.98)
+    assert f"| {rid}, {charge['unit']} | {a:,.1f} | {b:,.1f} | +{b - a:,.1f} (+199.2%) |" in out
     d = json.loads(run(capsys, "diff", old, new, "--format", "json")[1])
     assert d["totals"]["delta"]["by_resource"] == {rid: {"unit": charge["unit"], "amount": pytest.approx(b - a)}}
 
@@ -249,12 +253,12 @@ def test_dev_null_is_an_added_or_deleted_file(files, capsys):
     """Nothing is needed without workloads (0.0), and there is no request whose coverage to name."""
     old, new = (plan_json(capsys, p) for p in files)
     _, out, _ = run(capsys, "diff", "/dev/null", files[1])
-    assert out.splitlines()[0] == (f"Requested GPU-hours: 0.0 → {sum(AFTER.values()):,.1f} (+56.0); needed p10–p90 "
+    assert out.splitlines()[0] == (f"Requested GPU-hours: 0.0 → {sum(AFTER.values()):,.1f} (+56.2); needed p10–p90 "
                                    f"0.0 → {needed(new)} GPU-h, the request covering "
                                    f"{covers(new['totals']['request_coverage'])} of validated cases; 4 added.")
     assert f"| request covers (validated cases) | — | {covers(new['totals']['request_coverage'])} | — |" in out
     _, out, _ = run(capsys, "diff", files[0], "/dev/null")
-    assert out.splitlines()[0] == (f"Requested GPU-hours: 16.1 → 0.0 (-16.1, -100.0%); needed p10–p90 {needed(old)} "
+    assert out.splitlines()[0] == (f"Requested GPU-hours: 16.2 → 0.0 (-16.2, -100.0%); needed p10–p90 {needed(old)} "
                                    f"→ 0.0 GPU-h, the request covering {covers(old['totals']['request_coverage'])} "
                                    "of validated cases; 4 removed.")
 
@@ -347,7 +351,7 @@ def test_git_path_from_a_subfolder(repo, capsys, monkeypatch):
     # git reads REV:PATH from the repository root, or from here when PATH starts with ./ or ../
     code, out, err = run(capsys, "diff", "HEAD:w.yaml", "HEAD:../w.yaml")
     assert code == 0, err
-    assert out.splitlines()[0] == "Requested GPU-hours: 16.1 → 16.1 (+0.0); no workload changed."
+    assert out.splitlines()[0] == "Requested GPU-hours: 16.2 → 16.2 (+0.0); no workload changed."
 
 
 def test_git_config_path_resolves_in_the_working_tree(tmp_path, capsys, monkeypatch):
@@ -497,7 +501,7 @@ def test_workflow_commands_on_a_pull_request(tmp_path):
     firsts = [s.splitlines()[2] for s in sections]
     assert firsts[0].startswith("Requested GPU-hours: 0.0 → 1.3 (+1.3); needed p10–p90 0.0 → ")
     assert firsts[0].endswith("; 1 added.")
-    assert firsts[1].startswith("Requested GPU-hours: 16.1 → 56.0 (+39.9, +248.1%); needed p10–p90 ")
+    assert firsts[1].startswith("Requested GPU-hours: 16.2 → 56.2 (+40.0, +246.6%); needed p10–p90 ")
     assert firsts[1].endswith("; 1 added, 1 removed, 1 renamed, 1 changed.")
     assert firsts[2].startswith("Requested GPU-hours: 0.8 → 0.0 (-0.8, -100.0%); needed p10–p90 ")
     assert firsts[2].endswith(" → 0.0 GPU-h, the request covering 99.3% of validated cases; 1 removed.")

@@ -21,6 +21,7 @@ import textwrap
 
 import pytest
 
+from conftest import per_run, requested
 from proposalkit.cli import main
 from proposalkit.catalog.engines import TRT_BANDWIDTH_FRACTION as BW_FRACTION
 from proposalkit.catalog.engines import TRT_COMPUTE_FRACTION_16BIT as FLOP_FRACTION
@@ -116,12 +117,12 @@ def test_a_batch_job_by_hand(tmp_path, capsys):
                                                            rel=1e-4)
     # runtime = prefill of every prompt + requests × output ÷ batch × step
     runtime = batch_prefill_seconds(10_000, 1000) + 10_000 * 256 / batch * tpot
-    assert w["runtime_hours"] == pytest.approx(runtime / 3600, rel=1e-4)
+    assert w["runtime_hours"] == per_run(runtime / 3600)       # carried rounded up to 0.01 h
     assert w["tokens"] == 10_000 * 256
     assert w["tokens_per_second"] == pytest.approx(10_000 * 256 / runtime, rel=1e-4)
     assert i["output_tokens_per_second"] == pytest.approx(w["tokens_per_second"], rel=1e-4)
-    assert w["gpu_hours"] == pytest.approx(runtime / 3600 * 1, rel=1e-4)
-    assert w["gpu_hours_requested"] == pytest.approx(runtime / 3600 * 1.3, rel=1e-4)
+    assert w["gpu_hours"] == per_run(runtime / 3600) * 1
+    assert w["gpu_hours_requested"] == requested(runtime / 3600, 1, 1, 0.3)
     assert w["throughput_source"] == "estimate"
     labels = [d["label"] for d in i["derivation"]]
     assert labels == ["KV cache", "Prefill", "Decode step", "Batch job"]
@@ -135,7 +136,7 @@ def test_a_batch_cap_and_the_engine(tmp_path, capsys):
     i = w["inference"]
     assert (i["batch"], i["engine"]) == (64, "trt-llm")
     runtime = batch_prefill_seconds(10_000, 1000) + 10_000 * 256 / 64 * step_seconds(64, 1128)
-    assert w["runtime_hours"] == pytest.approx(runtime / 3600, rel=1e-4)
+    assert w["runtime_hours"] == per_run(runtime / 3600)
 
 
 def test_the_planner_chooses_the_fewest_gpu_hours(tmp_path, capsys):
@@ -296,6 +297,7 @@ def test_the_example_requests_plan(capsys):
     assert main(["plan", "workloads/inference/evaluation.yaml", "--format", "json"]) == 0
     batch, service = json.loads(capsys.readouterr().out)["workloads"]
     assert (batch["gpu"]["type"], batch["gpu"]["count"]) == ("h200", 2)
-    assert round(batch["runtime_hours"], 1) == 12.2 and round(batch["gpu_hours_requested"], 1) == 31.7
+    # 12.21 h (rounded up to 0.01 h) × 2 GPUs × 1.3 = 31.746 → 31.75
+    assert batch["runtime_hours"] == 12.21 and batch["gpu_hours_requested"] == 31.75
     assert (service["inference"]["replicas"], service["inference"]["tensor_parallel"]) == (3, 2)
     assert service["inference"]["ttft_ms"] < 1000 and service["inference"]["tpot_ms"] < 50

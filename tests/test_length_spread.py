@@ -64,7 +64,9 @@ def test_a_spread_costs_throughput_against_the_means(tmp_path, capsys):
     spread = plan(tmp_path, capsys, "{mean: 220, p50: 120}", "{mean: 200, p50: 120, p99: 1500}")
     a, b = means["inference"]["output_tokens_per_second"], spread["inference"]["output_tokens_per_second"]
     assert 0.6 < b / a < 0.95
-    assert spread["gpu_hours"] > means["gpu_hours"]
+    # the run takes longer: more hours, carried to 0.01 h (a run this small rounds the two to one figure)
+    assert spread["gpu_hours"] >= means["gpu_hours"]
+    assert spread["tokens_per_second"] < means["tokens_per_second"]
     line = next(d["text"] for d in spread["inference"]["derivation"] if d["label"] == "Lengths that vary")
     assert "E[o²] ÷ E[o] = 506 tokens" in line and "drains for" in line
     # A distribution with no spread is its mean.

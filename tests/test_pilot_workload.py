@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import per_run
 from proposalkit.cli import main
 
 DATA = Path(__file__).parent / "data" / "pilot"
@@ -60,7 +61,7 @@ def test_one_pilot_replaces_the_estimate_and_is_recorded(tmp_path, capsys):
     assert (w["gpu"]["type"], w["gpu"]["count"]) == ("a100-80gb", 1)
     assert w["throughput_source"] == "pilot"
     assert w["tokens_per_second"] == 3000.0
-    assert w["runtime_hours"] == pytest.approx(100e6 / 3000 / 3600)     # 9.259 h
+    assert w["runtime_hours"] == per_run(100e6 / 3000 / 3600) == 9.26     # 9.259 h, rounded up to 0.01 h
     p = w["pilot"]
     assert p["log"] == "pilots/tt.txt"                                   # as written, relative to the file
     assert p["sha256"] == hashlib.sha256(TORCHTUNE.read_bytes()).hexdigest()
@@ -200,7 +201,7 @@ def test_two_pilots_both_counts_tried_cheapest_wins(tmp_path, capsys):
     [w] = plan(capsys, path)["workloads"]
     # 3,000 per GPU on 2 GPUs beats 2,400 on 8: fewer GPU-hours for the same tokens
     assert (w["gpu"]["type"], w["gpu"]["count"], w["throughput_source"]) == ("a100-80gb", 2, "pilot")
-    assert w["gpu_hours"] == pytest.approx(100e6 / 6000 / 3600 * 2)
+    assert w["gpu_hours"] == pytest.approx(per_run(100e6 / 6000 / 3600) * 2)     # 4.63 h × 2 GPUs
 
 
 def test_report_has_the_pilot_table(tmp_path, capsys):
@@ -322,7 +323,7 @@ def test_inference_log_on_batch_inference(tmp_path, capsys):
                     "    context: 4096\n    pilot: {log: v.json, gpu: a100-80gb, gpus: 1}\n", encoding="utf-8")
     [w] = plan(capsys, path)["workloads"]
     assert (w["throughput_source"], w["tokens_per_second"]) == ("pilot", 640.0)
-    assert w["runtime_hours"] == pytest.approx(10e6 / 640 / 3600)
+    assert w["runtime_hours"] == per_run(10e6 / 640 / 3600)
     assert w["pilot"]["peak_memory"] is None and w["pilot"]["estimate"]["tokens_per_second"] is None
     path.write_text(path.read_text().replace("tokens: 10M", "hours: 100"), encoding="utf-8")
     assert any("workloads[0].pilot: an inference service is costed by hours" in x for x in errors(capsys, path))
@@ -335,7 +336,7 @@ def test_two_scales_fixture(capsys):
     [w] = plan(capsys, DATA / "two-scales" / "workload.yaml")["workloads"]
     assert w["pilot_scaling"]["efficiency"] == pytest.approx(0.88)
     assert w["tokens_per_second"] == pytest.approx(2900 * math.sqrt(2552 / 2900) * 4, abs=1e-3)
-    assert w["runtime_hours"] == pytest.approx(500e6 / (2900 * math.sqrt(0.88) * 4) / 3600, rel=1e-6)
+    assert w["runtime_hours"] == per_run(500e6 / (2900 * math.sqrt(0.88) * 4) / 3600)
     assert [p["tokens_per_second"] for p in w["pilot"]] == [5800.0, 20416.0]
 
 

@@ -40,18 +40,21 @@ def plan_json(tmp_path, capsys, resource, extra=""):
 def test_a_lora_run_on_polaris_fills_the_node(tmp_path, capsys):
     w = plan_json(tmp_path, capsys, "alcf-polaris")
     assert w["gpu"]["count"] == 4
-    assert w["resource"]["amount"] == pytest.approx(3.7719, abs=1e-4)       # g=4 above
-    assert w["resource"]["arithmetic"] == "⌈4 GPUs ÷ 4 per node⌉ = 1 node × 3.77 h per run = 3.77 node-hours"
+    # g=4 above: 2.9015 h, carried rounded up to 2.91 h, × 1.3 = 3.783 → 3.78 node-hours
+    assert w["resource"]["amount"] == 3.78
+    assert w["resource"]["arithmetic"] == ("⌈4 GPUs ÷ 4 per node⌉ = 1 node × 2.91 h × (1 + 30% buffer) per run = "
+                                           "3.78 node-hours")
     # Each count that lost to the idle GPUs of a whole node says so, with both amounts.
     assert [(a["count"], a["reason"]) for a in w["alternatives"]] == [
-        (1, "fits on 1× a100-40gb but costs 15.09 node-hours vs 3.77: a node is charged whole, "
+        (1, "fits on 1× a100-40gb but costs 15.09 node-hours vs 3.78: a node is charged whole, "
             "so 3 GPUs would sit idle"),
-        (2, "fits on 2× a100-40gb but costs 7.54 node-hours vs 3.77: a node is charged whole, "
+        (2, "fits on 2× a100-40gb but costs 7.55 node-hours vs 3.78: a node is charged whole, "
             "so 2 GPUs would sit idle"),
-        (3, "fits on 3× a100-40gb but costs 5.03 node-hours vs 3.77: a node is charged whole, "
+        (3, "fits on 3× a100-40gb but costs 5.03 node-hours vs 3.78: a node is charged whole, "
             "so 1 GPU would sit idle"),
     ]
-    assert [a["cost"] for a in w["alternatives"]] == pytest.approx([15.0876, 7.5438, 5.0292], abs=1e-4)
+    # 11.6058 → 11.61 h, 5.8029 → 5.81 h, 3.8686 → 3.87 h per run (rounded up), each × 1.3 on one whole node
+    assert [a["cost"] for a in w["alternatives"]] == [15.09, 7.55, 5.03]
     # The scaling assumption behind the choice is stated.
     (nodes,) = records(w, "whole-nodes")
     assert {k: nodes["values"][k] for k in ("gpus", "fewer", "resource")} == {"gpus": 4, "fewer": 1,
@@ -59,11 +62,11 @@ def test_a_lora_run_on_polaris_fills_the_node(tmp_path, capsys):
 
 
 def test_a_gpu_hour_resource_keeps_the_smallest_count(tmp_path, capsys):
-    # NCSA Delta gpuA100x4 charges GPU-hours (SUs, factor 1): 1 GPU × 11.6058 h × 1.3 = 15.0876 SUs,
-    # the same as 4 GPUs × 2.9015 h × 1.3; ties go to fewer GPUs, and the search stops there.
+    # NCSA Delta gpuA100x4 charges GPU-hours (SUs, factor 1): 1 GPU × 11.61 h (11.6058 rounded up) × 1.3 =
+    # 15.093 → 15.09 SUs, less than 4 GPUs × 2.91 h × 1.3 = 15.13; the search stops there.
     w = plan_json(tmp_path, capsys, "ncsa-delta-a100")
     assert w["gpu"]["count"] == 1
-    assert w["resource"]["amount"] == pytest.approx(15.0876, abs=1e-4)
+    assert w["resource"]["amount"] == 15.09
     assert w["alternatives"] == []
     assert not records(w, "whole-nodes")
 
@@ -71,15 +74,17 @@ def test_a_gpu_hour_resource_keeps_the_smallest_count(tmp_path, capsys):
 def test_a_pinned_count_is_kept_and_charged_whole(tmp_path, capsys):
     w = plan_json(tmp_path, capsys, "alcf-polaris", ", gpus: 1")
     assert w["gpu"]["count"] == 1
-    assert w["resource"]["arithmetic"] == "⌈1 GPU ÷ 4 per node⌉ = 1 node × 15.09 h per run = 15.09 node-hours"
+    assert w["resource"]["arithmetic"] == ("⌈1 GPU ÷ 4 per node⌉ = 1 node × 11.61 h × (1 + 30% buffer) per run = "
+                                           "15.09 node-hours")
 
 
 def test_a_measured_pilot_on_one_gpu_is_kept_and_the_full_node_is_named(tmp_path, capsys):
-    # Pilot 4,000 tokens/s on 1× a100-40gb: 200e6 ÷ 4,000 ÷ 3,600 = 13.8889 h × 1.3 = 18.0556 node-hours.
+    # Pilot 4,000 tokens/s on 1× a100-40gb: 200e6 ÷ 4,000 ÷ 3,600 = 13.8889 h, carried 13.89 h, × 1.3 = 18.057
+    # → 18.06 node-hours.
     # 4 GPUs extrapolated linearly: 16,000 tokens/s → 3.4722 h × 1.3 = 4.5139 node-hours.
     w = plan_json(tmp_path, capsys, "alcf-polaris", ", throughput: {tokens_per_second: 4000, gpu: a100-40gb, gpus: 1}")
     assert w["gpu"]["count"] == 1
-    assert w["resource"]["amount"] == pytest.approx(18.0556, abs=1e-4)
+    assert w["resource"]["amount"] == 18.06
     assert [(a["count"], a["reason"]) for a in w["alternatives"]] == [
         (4, "fits on 4× a100-40gb and would cost 75% fewer node-hours, but its "
             "throughput would be extrapolated from the pilot; the measured configuration is preferred (it leaves 3 "

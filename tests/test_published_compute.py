@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import per_run
 from proposalkit import catalog
 from proposalkit.estimate.flops import matmul_params, training_flops_per_token
 from proposalkit.input.loading import LoadedWorkload
@@ -85,8 +86,9 @@ def test_common_training_time_example_recomputed():
              gpu="a100-80gb", gpus=8, mfu=0.8, buffer=0)
     six_nd = 300e9 * 6 * 7e9 / (312e12 * 8 * 0.8) / 3600
     assert six_nd == pytest.approx(1752.8, abs=0.05)
-    assert p.runtime_hours == pytest.approx(300e9 * (6 * 7e9 + 12 * 32 * 4096 * 4096) / (312e12 * 8 * 0.8) / 3600)
-    assert p.runtime_hours == pytest.approx(2021.7, abs=0.05)
+    # 2,021.670 h, carried rounded up to 0.01 h
+    assert p.runtime_hours == per_run(300e9 * (6 * 7e9 + 12 * 32 * 4096 * 4096) / (312e12 * 8 * 0.8) / 3600)
+    assert p.runtime_hours == 2021.68
     assert p.gpu_hours == pytest.approx(p.runtime_hours * 8)
 
 
@@ -94,16 +96,17 @@ def test_nairr_guide_lora_pilot_recomputed():
     """NAIRR community guide, GPU Estimate example: pilot 55k tokens/s on 1× A100-40GB; 50k samples × 2k tokens × 2 epochs = 200M tokens;
     30% buffer; 10 variants. Runtime = 200e6 ÷ 55e3 ÷ 3600 = 1.0101 h for BOTH epochs (the guide
     says ~1 h per epoch, ~2 h total: the epochs counted twice); requested per variant
-    1.0101 × 1.3 = 1.3131 GPU-h; 10 variants = 13.13 GPU-h (not the guide's ~26)."""
+    1.0101 × 1.3 = 1.3131 GPU-h; 10 variants = 13.13 GPU-h (not the guide's ~26). The plan carries the hours
+    per run rounded up to 0.01 h: 1.02 × 1.3 × 10 = 13.26."""
     p = plan(name="lora-pilot", kind="finetune", method="lora", model="stable-code-3b",
              data={"samples": 50_000, "seq_len": 2_000, "epochs": 2},
              throughput={"tokens_per_second": "55k", "gpu": "a100-40gb", "gpus": 1}, variants=10)
     assert p.tokens == 200_000_000
     assert (p.gpu.id, p.gpu_count) == ("a100-40gb", 1)
     assert p.throughput.source == "pilot"
-    assert p.runtime_hours == pytest.approx(200e6 / 55e3 / 3600)
-    assert p.gpu_hours == pytest.approx(10 * 200e6 / 55e3 / 3600)
-    assert p.gpu_hours_requested == pytest.approx(13.131, abs=1e-3)
+    assert p.runtime_hours == per_run(200e6 / 55e3 / 3600) == 1.02
+    assert p.gpu_hours == pytest.approx(10 * 1.02)
+    assert p.gpu_hours_requested == 13.26
 
 
 def test_pilot_moved_to_another_gpu_is_scaled_and_flagged():

@@ -28,6 +28,7 @@ from ..catalog.resources import (
     Resource, ResourceError, access_tier, as_resource, credit_tier, describe_rule, dollars, fits, gpus_text, plain,
     resolve, resource, suggest, system_of, track, usd,
 )
+from ..units import hours_per_run, product, requested_per_run, shown
 
 HOURS_PER_DAY = 24
 
@@ -72,7 +73,7 @@ def rate_text(res: Resource) -> str:
 
 
 def charge(res: Resource | str, gpu_type: str, gpus_per_job: int, hours_per_job: float,
-           jobs: int = 1) -> Charge:
+           jobs: int = 1, buffer: float | None = None) -> Charge:
     """Convert ``jobs`` identical jobs into the resource's unit, with the arithmetic.
 
     ``hours_per_job`` is the wall-clock time one job is expected to hold its GPUs
@@ -80,6 +81,10 @@ def charge(res: Resource | str, gpu_type: str, gpus_per_job: int, hours_per_job:
     rounding and the minimum charge apply to each job, then the total is
     multiplied by ``jobs``. Example (ALCF Polaris, 4 GPUs per node, node-hours):
     ``⌈6 GPUs ÷ 4 per node⌉ = 2 nodes × 10.0 h × 1 = 20.0 node-hours``.
+
+    With ``buffer``, ``hours_per_job`` is a run's hours before it: the job holds its GPUs for the printed
+    hours × (1 + buffer) (units.requested_per_run), and the arithmetic says so, ``1 GPU × 9.23 h × (1 + 30%
+    buffer) per run × 3 SUs per GPU-hour``, so each factor is one a reader finds on the runtime line.
     """
     res = as_resource(res)
     if gpu_type not in res.gpus:
@@ -98,12 +103,17 @@ def charge(res: Resource | str, gpu_type: str, gpus_per_job: int, hours_per_job:
         raise ResourceError(f"{res.id} has no price per instance-hour in the catalog: {res.price.source}")
 
     rule = res.charge
+    if buffer is None:
+        run_text = f"{fmt_amount(hours_per_job)} h"
+    else:
+        run_text = f"{fmt_amount(hours_per_run(hours_per_job))} h × (1 + {buffer * 100:g}% buffer)"
+        hours_per_job = requested_per_run(hours_per_job, buffer)
     per_job, billed, hours_charged, raised = job_amount(res, gpus_per_job, hours_per_job)
     if hours_charged > hours_per_job:
         hours_text = (f"{fmt_amount(hours_charged)} h (the {plain(rule.minimum_hours * 60)}-minute minimum; "
                       f"the job runs {fmt_amount(hours_per_job)} h)")
     else:
-        hours_text = f"{fmt_amount(hours_per_job)} h"
+        hours_text = run_text
 
     idle = 0      # GPUs of charged whole nodes the job leaves unused
     word = res.node_word
@@ -121,34 +131,47 @@ def charge(res: Resource | str, gpu_type: str, gpus_per_job: int, hours_per_job:
     rate = rate_text(res)
     # A factor of 1 in the unit charged (node-hours per node-hour) says nothing: the product is in the unit.
     same = rule.factor == 1 and rate == f"1 {res.unit.removesuffix('s')} per {res.unit.removesuffix('s')}"
-    text = f"{head} × {hours_text} per run" + ("" if same else f" × {rate}")
+    runs = f" × {jobs:,} runs" if jobs > 1 else ""
+    gpu_hours = shown(product(gpus_per_job, hours_per_job, jobs))
     if raised:
+        text = f"{head} × {hours_text} per run" + ("" if same else f" × {rate}")
         text += (f" = {fmt_amount(billed * hours_charged * rule.factor)}, raised to the per-job minimum of "
-                 f"{plain(rule.minimum_amount)} {res.unit}")
-    amount = per_job * jobs
-    if jobs > 1:
-        text += f"; × {jobs:,} runs" if raised else f" × {jobs:,} runs"
+                 f"{plain(rule.minimum_amount)} {res.unit}") + (f";{runs}" if runs else "")
+        amount = per_job * jobs
+    elif rule.per == "gpu-hour":
+        # The GPU-hours first, the figure section B's table gives, then the rate: each product printed is the
+        # one a reader gets from the figures before it (units.shown of the exact product).
+        billed_hours = shown(product(billed, hours_charged, jobs))
+        text = f"{head} × {hours_text} per run{runs} = {fmt_amount(billed_hours)} GPU-hours"
+        if same:
+            text, amount = text.removesuffix(" GPU-hours"), billed_hours
+        else:
+            amount = shown(product(billed_hours, rule.factor))
+            text += f" × {rate}"
+    else:
+        text = f"{head} × {hours_text} per run" + ("" if same else f" × {rate}") + runs
+        amount = shown(product(billed, hours_charged, rule.factor, jobs))
     text += f" = {in_unit(amount, res.unit)}"
     return Charge(
         resource_id=res.id, resource=res, system=system_of(res.id), rule=describe_rule(res), unit=res.unit, amount=amount, arithmetic=text, gpu_type=gpu_type,
         gpus_per_job=gpus_per_job, hours_per_job=float(hours_per_job),
         hours_charged_per_job=hours_charged, nodes_per_job=nodes, jobs=jobs,
-        gpu_hours=gpus_per_job * hours_per_job * jobs,
+        gpu_hours=gpu_hours,
         idle_gpus=idle,
     )
 
 
 def charge_groups(res: Resource | str, gpu_type: str, tensor_parallel: int, replicas: int, hours_per_job: float,
-                  jobs: int = 1) -> Charge:
+                  jobs: int = 1, buffer: float | None = None) -> Charge:
     """A service whose replicas one job cannot hold: each job holds as many whole replicas as the partition's
     largest job takes, k = ⌊largest job's GPUs ÷ tensor_parallel⌋, so ⌊replicas ÷ k⌋ full jobs and one job of
     the rest, each charged by ``charge`` (its own whole nodes and minimums), `jobs` times over (variants)."""
     res = as_resource(res)
     per_job = res.largest_job_gpus(gpu_type) // tensor_parallel
     full, rest = divmod(replicas, per_job)
-    parts = [charge(res, gpu_type, per_job * tensor_parallel, hours_per_job, full * jobs)] if full else []
+    parts = [charge(res, gpu_type, per_job * tensor_parallel, hours_per_job, full * jobs, buffer)] if full else []
     if rest:
-        parts.append(charge(res, gpu_type, rest * tensor_parallel, hours_per_job, jobs))
+        parts.append(charge(res, gpu_type, rest * tensor_parallel, hours_per_job, jobs, buffer))
     if len(parts) == 1:
         return parts[0]
     first, last = parts

@@ -35,7 +35,7 @@ from ..estimate.serving import DEFAULT_TTFT_PERCENTILE, replicas_needed, service
 from ..estimate.memory import InferenceSetup, inference_memory
 from ..estimate.reservation import engine_memory
 from ..estimate.breakdown import DEFAULT_OVERHEAD
-from ..units import SECONDS_PER_HOUR
+from ..units import SECONDS_PER_HOUR, requested_gpu_hours
 from ..catalog import resources
 from . import charges, search
 from .derivation import (
@@ -354,11 +354,11 @@ def choose(lw, s: Settings, target, gpus: dict, e: Engine, notes: list[Note] | N
                     continue
                 mem = _memory(model, s, rep, option.batch, s.context)
                 count, hours = option.gpus, option.hours
-                requested = hours * count * s.variants * (1 + s.buffer)
+                requested = requested_gpu_hours(hours, s.buffer, count, s.variants)
                 charge = None
                 if where is not None and gpu.id in where.gpus:
                     # Each replica, or each group of replicas one job holds, is a job of its own.
-                    charge = where.charge_replicas(gpu.id, t, count // t, hours * (1 + s.buffer), s.variants)
+                    charge = where.charge_replicas(gpu.id, t, count // t, hours, s.variants, s.buffer)
                     if charge is None:
                         if (gpu.id, t) not in failed:
                             candidates.append(Candidate(gpu.id, t, False, mem.total, gpu.usable_memory_bytes, None,
@@ -405,12 +405,12 @@ def _dearer(w, s: Settings, gpu: str, t: int, target, costs: dict[int, float]) -
     least = []
     for _, where in placements(target, gpu, t):
         if where is None or gpu not in where.gpus:
-            least.append(w.hours * t * s.variants * (1 + s.buffer))
+            least.append(requested_gpu_hours(w.hours, s.buffer, t, s.variants))
             continue
         rows = [r for r in resources.resolve(where.id) if gpu in r.gpus]
         if any(r.charge.per != "gpu-hour" and r.charge.whole_nodes and t % r.gpus_per_node for r in rows):
             return False
-        least += [charges.charge(r, gpu, t, w.hours * (1 + s.buffer), s.variants).amount for r in rows]
+        least += [charges.charge(r, gpu, t, w.hours, s.variants, s.buffer).amount for r in rows]
     return bool(least) and min(least) > second * (1 + 1e-9) + 1e-5
 
 

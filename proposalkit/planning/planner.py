@@ -32,7 +32,7 @@ from . import charges, comparison, infeasible, inference, pilots, ranges, search
 from .intervals import total
 from .citations import plan_references
 from ..notes import Note, note
-from ..units import GiB
+from ..units import GiB, hours_per_run, product, requested_gpu_hours, shown
 from .records import Candidate, DataSize, Plan, Settings, WorkloadPlan
 
 # A workload's own `mfu` above this draws a warning: the highest model-FLOPs utilization
@@ -249,6 +249,9 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
         s = replace(s, batch=served.batch, tensor_parallel=served.tensor_parallel)
     else:
         _, chosen, mem, tp, hours, charge = best
+    # The hours per run as printed, rounded up to 0.01 h (units.hours_per_run): every product the documents
+    # show starts from it, so it is the reviewer's.
+    hours = hours_per_run(hours)
     gpu = gpus[chosen.gpu]
     if tp is None:
         tp = speed.throughput(model, w, s, gpu, chosen.count, chosen.activation_checkpointing, gpus, mfu,
@@ -312,13 +315,14 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
             w.name, s.tensor_parallel, charge)):
         warnings += crossing
         cited += ("narayanan-2021",)
-    gpu_hours = hours * chosen.count * s.variants
+    gpu_hours = shown(product(hours, chosen.count, s.variants))
     return _with_ranges(WorkloadPlan(
         name=w.name, kind=w.kind, method=(w.method or "full") if w.kind != "inference" else None,
         description=w.description, model=model, gpu=gpu, gpu_count=chosen.count, memory=mem,
         zero_stage=chosen.zero_stage, activation_checkpointing=chosen.activation_checkpointing,
         settings=s, tokens=tokens, tokens_derivation=tokens_derivation, throughput=tp,
-        runtime_hours=hours, gpu_hours=gpu_hours, gpu_hours_requested=gpu_hours * (1 + s.buffer),
+        runtime_hours=hours, gpu_hours=gpu_hours,
+        gpu_hours_requested=requested_gpu_hours(hours, s.buffer, chosen.count, s.variants),
         trainable_params=trainable, alternatives=alternatives,
         cross_checks=tuple(cross_checks(model, kind=w.kind, method=w.method or "full", precision=s.precision,
                                         context=s.context if w.kind == "inference" else None)),

@@ -18,7 +18,7 @@ from ..estimate.memory import (
     DEFAULT_OVERHEAD, InferenceSetup, MemoryBreakdown, inference_memory, training_memory,
 )
 from ..catalog.shapes import ModelSpec
-from ..units import GiB
+from ..units import GiB, requested_gpu_hours, requested_per_run
 from ..catalog import resources
 from . import charges, pilots, ranges
 from .speed import throughput, training_setup
@@ -124,19 +124,22 @@ class Target:
     def takes(self, gpu: str, count: int) -> bool:
         return any(gpu in r.gpus and resources.fits(r, count, gpu) for r in self.partitions)
 
-    def charge(self, gpu: str, count: int, hours_per_job: float, jobs: int) -> charges.Charge:
-        partition = charges.choose_partition(self.id, gpu, count, hours_per_job, self.partitions)
-        return charges.charge(partition, gpu, count, hours_per_job, jobs)
+    def charge(self, gpu: str, count: int, hours_per_job: float, jobs: int,
+               buffer: float | None = None) -> charges.Charge:
+        """`jobs` jobs of `count` GPUs; with `buffer`, `hours_per_job` is a run's hours before it (charges.charge)."""
+        held = hours_per_job if buffer is None else requested_per_run(hours_per_job, buffer)
+        partition = charges.choose_partition(self.id, gpu, count, held, self.partitions)
+        return charges.charge(partition, gpu, count, hours_per_job, jobs, buffer)
 
     def charge_replicas(self, gpu: str, tensor_parallel: int, replicas: int, hours_per_job: float,
-                        jobs: int) -> charges.Charge | None:
+                        jobs: int, buffer: float | None = None) -> charges.Charge | None:
         """A service of `replicas` replicas of `tensor_parallel` GPUs: one job where one job takes them all (as
         charge), else each group of replicas that fits a job its own job, on the partition where they cost
         least (charges.charge_groups); None where no partition of this GPU holds them all."""
         count = replicas * tensor_parallel
         if self.takes(gpu, count):
-            return self.charge(gpu, count, hours_per_job, jobs)
-        options = [charges.charge_groups(r, gpu, tensor_parallel, replicas, hours_per_job, jobs)
+            return self.charge(gpu, count, hours_per_job, jobs, buffer)
+        options = [charges.charge_groups(r, gpu, tensor_parallel, replicas, hours_per_job, jobs, buffer)
                    for r in self.partitions if gpu in r.gpus and resources.fits(r, tensor_parallel, gpu)
                    and r.gpu_count(gpu) >= count]
         return min(options, key=lambda c: c.amount) if options else None
@@ -258,11 +261,11 @@ def choose(model: ModelSpec, w, s: Settings, target: Target | None, gpus: dict[s
             tp = None if service else throughput(model, w, s, gpu, count, ckpt, gpus, mfu, stage)
             hours = w.hours if service else runtime_hours(tokens, tp.tokens_per_second)
             buffer = ranges.buffer_at(s, w.kind, tp, gpu.id, count, pilots.runs_of(w))
-            requested = hours * count * s.variants * (1 + buffer)
+            requested = requested_gpu_hours(hours, buffer, count, s.variants)
             extrapolated = tp is not None and tp.source == "pilot-extrapolated"
             charge = None
             if target is not None and gpu.id in target.gpus:
-                charge = target.charge(gpu.id, count, hours * (1 + buffer), s.variants)
+                charge = target.charge(gpu.id, count, hours, s.variants, buffer)
             # With a target resource the allocation is charged in its unit, so that is the cost.
             cost = charge.amount if charge is not None else requested
             idle = charge.idle_gpus if charge is not None else 0

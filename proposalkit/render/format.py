@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from ..text import control_escape  # its one home is proposalkit/text.py; re-exported here
-from ..units import GB, GiB
+from ..units import GB, HOURS_DECIMALS, GiB
 
 # Marks for a catalog fact that was not read on the provider's own page (catalog `confidence`), and what each
 # means: every document that shows a marked figure says so once.
@@ -56,11 +56,6 @@ def fmt_size(n_bytes: float) -> Safe:
 def fmt_days(days: float) -> Safe:
     """Calendar days with one decimal."""
     return Safe(f"{days:,.1f}")
-
-
-# Hours and allocation units are shown with this many decimals everywhere (section B, the supplement, `plan`'s
-# table, `check`): one figure, one rounding, so a reviewer finds the same number in each (issue 23).
-HOURS_DECIMALS = 2
 
 
 def shown_amount(x: float) -> float:

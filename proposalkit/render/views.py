@@ -218,7 +218,7 @@ def _runtime_step(w: WorkloadPlan) -> Step:
     if tp.source == "service":
         return Step("Runtime", f"{fmt_hours(w.runtime_hours)} h kept up (given in the workload file)")
     return Step("Runtime", f"{fmt_count(w.tokens)} tokens ÷ {fmt_rate(tp.tokens_per_second)} tokens/s ÷ "
-                           f"{SECONDS_PER_HOUR:,} s/h = {fmt_hours(w.runtime_hours)} h per run")
+                           f"{SECONDS_PER_HOUR:,} s/h = {fmt_hours(w.runtime_hours)} h per run (rounded up to a hundredth of an hour)")
 
 
 def _gpu_hours_step(w: WorkloadPlan) -> Step:
@@ -228,16 +228,6 @@ def _gpu_hours_step(w: WorkloadPlan) -> Step:
     return Step("GPU-hours", f"{fmt_hours(w.runtime_hours)} h × {_gpus(w.gpu_count)} × {runs} = "
                              f"{fmt_hours(w.gpu_hours)}; × (1 + {fmt_pct(s.buffer)} buffer) = "
                              f"{fmt_hours(w.gpu_hours_requested)} requested{reason}")
-
-
-def _requested_per_run(w: WorkloadPlan, hours_per_job: float) -> str:
-    """Where the charge's hours per run are the buffered ones, where they come from: the runtime line reads
-    18.35 h per run and the charge 23.86, which a reader must be able to tie together."""
-    if w.settings.buffer and fmt_hours(hours_per_job) == fmt_hours(w.runtime_hours * (1 + w.settings.buffer)) \
-            and fmt_hours(hours_per_job) != fmt_hours(w.runtime_hours):
-        return (f"{fmt_hours(w.runtime_hours)} h per run × (1 + {fmt_pct(w.settings.buffer)} buffer) = "
-                f"{fmt_hours(hours_per_job)} h requested per run; ")
-    return ""
 
 
 def _range_step(w: WorkloadPlan) -> Step | None:
@@ -384,7 +374,7 @@ def workload_view(w: WorkloadPlan, appendix: str = "Appendix A", shared=frozense
     charge = w.charge
     if charge is not None:
         steps.append(Step("US dollars" if charge.unit == "USD" else charge.unit,
-                          f"{_requested_per_run(w, charge.hours_per_job)}{charge.resource_id}: {charge.arithmetic}"))
+                          f"{charge.resource_id}: {charge.arithmetic}"))
     details.append(_calendar_step(w))
     walltime = _walltime_step(w)
     if walltime is not None:
