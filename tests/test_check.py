@@ -1,8 +1,8 @@
 """`proposalkit check`: exit 0 feasible and under the caps, 1 with every reason on stderr, 2 for invalid input.
 
 Workloads pin `gpu`/`gpus` and give a pilot on that GPU and count, so requested
-GPU-hours = tokens ÷ tokens/s ÷ 3600 × GPUs × variants × 1.3 by hand:
-200M tokens at 55,000 tokens/s = 1.0101 h; × 10 variants × 1.3 = 13.13.
+GPU-hours = tokens ÷ tokens/s ÷ 3600 (rounded up to 0.01 h) × GPUs × variants × 1.3 by hand, rounded half
+up to 0.01 as printed: 200M tokens at 55,000 tokens/s = 1.0101 h, carried 1.02 h; × 10 variants × 1.3 = 13.26.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import textwrap
 
 import pytest
 
+import conftest as hand
 from proposalkit.cli import main
 
 
@@ -29,11 +30,11 @@ def workload(name, tokens="200M", tps=55000, variants=1, model="llama-3.1-8b", m
 
 
 def requested(tokens, tps, variants=1):
-    return tokens / tps / 3600 * variants * 1.3
+    return hand.requested(tokens / tps / 3600, 1, variants, 0.3)
 
 
-SWEEP = workload("sweep", variants=10)                                  # 13.13 requested GPU-hours
-SMALL = workload("small", "18M", 20000, model="stable-code-3b")         # 0.25 h × 1.3 = 0.325
+SWEEP = workload("sweep", variants=10)                                  # 13.26 requested GPU-hours
+SMALL = workload("small", "18M", 20000, model="stable-code-3b")         # 0.25 h × 1.3 = 0.325 → 0.33
 TOO_BIG = workload("too-big", method="full", model="llama-3.1-70b")     # 70B full fine-tune on one 80 GB GPU
 
 
@@ -53,21 +54,21 @@ def test_ok(tmp_path, capsys):
     path = write(tmp_path, "w.yaml", SWEEP, SMALL)
     total = requested(200e6, 55000, 10) + requested(18e6, 20000)
     assert run(capsys, path) == (0, f"OK: 2 workloads in 1 file feasible; {total:,.2f} requested GPU-hours.\n", "")
-    assert f"{total:,.2f}" == "13.46"
+    assert f"{total:,.2f}" == "13.59"
 
 
 def test_ok_under_the_cap(tmp_path, capsys):
     a, b = write(tmp_path, "a.yaml", SWEEP), write(tmp_path, "b.yaml", SMALL)
     assert run(capsys, a, b, "--max-gpu-hours", "14") == (
-        0, "OK: 2 workloads in 2 files feasible; 13.46 requested GPU-hours (cap 14).\n", "")
+        0, "OK: 2 workloads in 2 files feasible; 13.59 requested GPU-hours (cap 14).\n", "")
 
 
 def test_over_the_cap(tmp_path, capsys):
     path = write(tmp_path, "w.yaml", SWEEP, SMALL)
     code, out, err = run(capsys, path, "--max-gpu-hours", "10")
     assert (code, out) == (1, "")
-    assert err == (f"{path}: total requested GPU-hours 13.46 exceed --max-gpu-hours 10 by 3.46 "
-                   "(largest: sweep 13.13, small 0.33)\n")
+    assert err == (f"{path}: total requested GPU-hours 13.59 exceed --max-gpu-hours 10 by 3.59 "
+                   "(largest: sweep 13.26, small 0.33)\n")
 
 
 def test_every_reason_at_once(tmp_path, capsys):
@@ -80,8 +81,8 @@ def test_every_reason_at_once(tmp_path, capsys):
     assert len(lines) == 3, err
     assert lines[0].startswith(f"{a}:11: workloads[1]: too-big does not fit: it needs ")
     assert lines[1].startswith(f"{b}:2: workloads[0]: also-too-big does not fit: it needs ")
-    assert lines[2] == (f"{a}, {b}: total requested GPU-hours 13.46 exceed --max-gpu-hours 5 by 8.46 "
-                        "(largest: sweep 13.13, small 0.33; 2 infeasible workload(s) not counted)")
+    assert lines[2] == (f"{a}, {b}: total requested GPU-hours 13.59 exceed --max-gpu-hours 5 by 8.59 "
+                        "(largest: sweep 13.26, small 0.33; 2 infeasible workload(s) not counted)")
 
 
 def test_infeasible_without_a_cap(tmp_path, capsys):
@@ -93,12 +94,12 @@ def test_infeasible_without_a_cap(tmp_path, capsys):
 
 
 def test_startup_track_cap(tmp_path, capsys):
-    """Start-Up is capped near 2,000 GPU-hours (resources catalog): 1,600 variants × 1.0101 h × 1.3 = 2,101."""
+    """Start-Up is capped near 2,000 GPU-hours (resources catalog): 1,600 variants × 1.02 h (1.0101 rounded up) × 1.3 = 2,121.6."""
     head = "proposal:\n  track: startup\n"
     path = write(tmp_path, "w.yaml", workload("sweep", variants=1600), head=head)
     code, out, err = run(capsys, path)
     assert (code, out) == (1, "")
-    assert err.startswith(f"{path}:2: proposal.track: The plan requests 2,101 GPU-hours; ")
+    assert err.startswith(f"{path}:2: proposal.track: The plan requests 2,122 GPU-hours; ")
     assert "capped near 2,000 GPU-hours" in err and err.count("\n") == 1
     # Under the cap, and the standard track has none.
     assert run(capsys, write(tmp_path, "ok.yaml", workload("sweep", variants=1500), head=head))[0] == 0
@@ -110,8 +111,8 @@ def test_track_cap_and_given_cap_both_reported(tmp_path, capsys):
     path = write(tmp_path, "w.yaml", workload("sweep", variants=1600), head="proposal:\n  track: startup\n")
     code, _, err = run(capsys, path, "--max-gpu-hours", "1000")
     assert code == 1
-    assert [line.split(": ", 2)[1] for line in err.splitlines()] == ["total requested GPU-hours 2,101.01 exceed "
-                                                                     "--max-gpu-hours 1,000 by 1,101.01 (largest",
+    assert [line.split(": ", 2)[1] for line in err.splitlines()] == ["total requested GPU-hours 2,121.60 exceed "
+                                                                     "--max-gpu-hours 1,000 by 1,121.60 (largest",
                                                                      "proposal.track"]
 
 

@@ -40,8 +40,8 @@ def test_the_example_plan_checked_by_hand(capsys):
     assert r["amount"] == pytest.approx(48 * P5) == pytest.approx(2641.92)
     assert r["price"]["per_instance_hour"] == P5 and r["price"]["set_by"] == "catalog"
     assert (r["price"]["region"], r["price"]["read"]) == ("us-east-1", "2026-11-09")
-    assert r["arithmetic"] == ("⌈3 GPUs ÷ 8 per instance⌉ = 1 instance × 12.00 h per run × $55.04 per instance-hour "
-                               "× 4 runs = $2,641.92")
+    assert r["arithmetic"] == ("⌈3 GPUs ÷ 8 per instance⌉ = 1 instance × 10.00 h × (1 + 20% buffer) per run × "
+                               "$55.04 per instance-hour × 4 runs = $2,641.92")
     # lora-gcp: 3.6B ÷ 100,000 tokens/s = 10 h; × 1.30 = 13 h. 12 GPUs on 8-GPU a3-highgpu-8g machines:
     # ⌈12 ÷ 8⌉ = 2. 2 × 13 h = 26 instance-hours × $88.49 = $2,300.74.
     r = w["lora-gcp"]["resource"]
@@ -165,8 +165,8 @@ def test_the_report_gives_the_dollars_with_the_dates_and_the_note_once(tmp_path,
     assert "p5.48xlarge \\$55.04 per instance-hour (on-demand, Linux, us-east-1, read 2026-11-09)" in md
     assert "a3-highgpu-8g \\$88.49 per instance-hour (on-demand, us-central1, read 2025-03-06)" in md
     assert "p5e.48xlarge \\$70.00 per instance-hour (price\\_per\\_hour in the workload file)" in md
-    assert ("10.00 h per run × (1 + 20% buffer) = 12.00 h requested per run; aws-p5: ⌈3 GPUs ÷ 8 per instance⌉ = 1 instance × 12.00 h per run × \\$55.04 per instance-hour × 4 "
-            "runs = \\$2,641.92") in md
+    assert ("aws-p5: ⌈3 GPUs ÷ 8 per instance⌉ = 1 instance × 10.00 h × (1 + 20% buffer) per run × \\$55.04 per "
+            "instance-hour × 4 runs = \\$2,641.92") in md
     assert "<strong>$3,516.92 on aws</strong>" in html and "<strong>$2,300.74 on gcp</strong>" in html
     assert "<strong>$5,817.66</strong>" in (out / "supplement.html").read_text(encoding="utf-8")
     # Appendix B cites the providers' pricing pages through the reference catalog.

@@ -137,13 +137,13 @@ def test_report_content_follows_the_plan(golden_plan):
     for i, w in enumerate(golden_plan.workloads, 1):
         assert f"### S.2.{i} {w.name}:" in body
         assert f"- **{w.name}**: " in section_b
-    # GPU-hours per GPU type, never added across types (134.46 + 204.57 + 600.00 is no figure of either)
-    for gpu, hours in (("a100-80gb", "134.46"), ("h100-80gb", "204.57"), ("a100-40gb", "600.00")):
+    # GPU-hours per GPU type, never added across types (134.55 + 214.66 + 600.00 is no figure of either)
+    for gpu, hours in (("a100-80gb", "134.55"), ("h100-80gb", "214.66"), ("a100-40gb", "600.00")):
         assert f"| **total, {gpu}** | | | | | | | **{hours}** | |" in section_b
     assert "939.03" not in section_b and "939.03" not in md
     # every number of the derivation substituted
-    assert "204,800,000 tokens ÷ 5,500 tokens/s ÷ 3,600 s/h = 10.34 h per run" in body
-    assert "10.34 h × 1 GPU × 10 runs = 103.43; × (1 + 30% buffer) = 134.46 requested" in body
+    assert "204,800,000 tokens ÷ 5,500 tokens/s ÷ 3,600 s/h = 10.35 h per run (rounded up to a hundredth of an hour)" in body
+    assert "10.35 h × 1 GPU × 10 runs = 103.50; × (1 + 30% buffer) = 134.55 requested" in body
     assert "× (1 + 20% buffer) = 600.00 requested" in body
     assert "2025-01-15" in section_b and "2025-01-15" in md        # the date given in the file
     assert "Rules of thumb beside this estimate" in body
@@ -205,7 +205,7 @@ def test_pdf_holds_each_workload_and_the_totals(pdf_build, golden_plan):
     text = "\n".join(page.extract_text() for page in PdfReader(str(path)).pages)
     for w in golden_plan.workloads:
         assert w.name in text
-    for hours in golden_plan.by_gpu_type().values():                 # 134.46, 129.23, 600.00
+    for hours in golden_plan.by_gpu_type().values():                 # 134.55, 129.30, 600.00
         assert fmt.fmt_hours(hours) in text
     assert "page 1 of" in text
 
@@ -290,7 +290,7 @@ def test_templates_may_not_print_a_bare_float(golden_plan):
     for kind in ("md", "html"):
         with pytest.raises(TypeError, match="format it with a filter"):
             report.environment(kind).from_string("{{ r.gpu_hours }}").render(r=context)
-        assert report.environment(kind).from_string("{{ r.gpu_hours|hours }}").render(r=context) == "760.79"
+        assert report.environment(kind).from_string("{{ r.gpu_hours|hours }}").render(r=context) == "768.62"
 
 
 @pytest.mark.parametrize("fn, value, expected", [

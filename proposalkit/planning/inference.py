@@ -35,7 +35,7 @@ from ..estimate.serving import DEFAULT_TTFT_PERCENTILE, replicas_needed, service
 from ..estimate.memory import InferenceSetup, inference_memory
 from ..estimate.reservation import engine_memory
 from ..estimate.breakdown import DEFAULT_OVERHEAD
-from ..units import SECONDS_PER_HOUR, requested_gpu_hours
+from ..units import SECONDS_PER_HOUR, hours_per_run, requested_gpu_hours
 from ..catalog import resources
 from . import charges, search
 from .derivation import (
@@ -140,6 +140,15 @@ def _batch(model, w, s: Settings, rep: Replica, variants: int, spread: Spread | 
                    job.output_tokens_per_second)
 
 
+
+def _per_run_text(seconds: float) -> str:
+    """A batch job's hours per run: the sum, and where it differs the hours the plan carries (rounded up to
+    a hundredth of an hour, units.hours_per_run), so the line ends on the runtime line's figure."""
+    text, carried = duration_text(seconds), hours_per_run(seconds / SECONDS_PER_HOUR)
+    if seconds < 360 or text == f"{carried:,.2f} h":
+        return text
+    return f"{text}, {carried:,.2f} h rounded up,"
+
 def _batch_plan(model, w, s: Settings, rep: Replica, variants: int, spread: Spread | None = None) -> _Option:
     I, O = w.input_tokens, w.output_tokens
     job = batch_job(rep, w.requests, I, O, batch=w.batch, spread=spread)
@@ -155,7 +164,7 @@ def _batch_plan(model, w, s: Settings, rep: Replica, variants: int, spread: Spre
             f"batch drains for {n['drain_steps']:,} steps at {n['drain_batch']:,} sequences, "
             f"{n['drain_share']:.0%} of the runtime (estimate/lengths.py)")))
     steps.append(("Batch job", f"{batch_prefill_text(rep, job)}; decode {job.requests:,} × {O:,} ÷ {job.batch:,} × "
-                               f"{ms_text(job.step.seconds)} = {duration_text(job.decode_seconds)}; {duration_text(job.runtime_seconds)} "
+                               f"{ms_text(job.step.seconds)} = {duration_text(job.decode_seconds)}; {_per_run_text(job.runtime_seconds)} "
                                f"per run ({job.output_tokens_per_second:,.0f} output tokens/s)"))
     plan = InferencePlan(
         mode="batch", engine=rep.engine.id, engine_source=_source(rep.engine), tensor_parallel=t, replicas=1,
