@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
+from decimal import ROUND_CEILING, Decimal
 from fractions import Fraction
 
 KB, MB, GB, TB = 10**3, 10**6, 10**9, 10**12
@@ -114,9 +114,11 @@ _HOURS_STEP = Decimal(1).scaleb(-HOURS_DECIMALS)
 
 
 def shown(x: float) -> float:
-    """Hours or an amount as every document prints it: rounded half up to HOURS_DECIMALS, read from the
-    float's shortest decimal form (47.995 rounds to 48.00 as a reader rounds it, not to the binary 47.99)."""
-    return float(Decimal(repr(x)).quantize(_HOURS_STEP, rounding=ROUND_HALF_UP))
+    """Hours or an amount as the request prints it: rounded up to HOURS_DECIMALS, read from the float's
+    shortest decimal form (47.996 → 48.00, 15.093 → 15.10; 48.00 stays 48.00), so a request is never below the
+    product of its printed factors (an under-request is the worse error) and a reader who multiplies them and
+    rounds up gets the printed figure."""
+    return float(Decimal(repr(x)).quantize(_HOURS_STEP, rounding=ROUND_CEILING))
 
 
 def product(*factors: float) -> float:
@@ -135,7 +137,7 @@ def hours_per_run(hours: float) -> float:
     gets the printed result."""
     if hours <= 0:
         return hours
-    return float(Decimal(repr(hours)).quantize(_HOURS_STEP, rounding=ROUND_CEILING))
+    return shown(hours)
 
 
 def requested_per_run(hours: float, buffer: float) -> float:
@@ -145,5 +147,5 @@ def requested_per_run(hours: float, buffer: float) -> float:
 
 
 def requested_gpu_hours(hours: float, buffer: float, gpus: int, runs: int) -> float:
-    """GPU-hours requested: hours per run × (1 + buffer) × GPUs × runs, as printed (`shown`)."""
+    """GPU-hours requested: hours per run × (1 + buffer) × GPUs × runs, rounded up as printed (`shown`)."""
     return shown(product(requested_per_run(hours, buffer), gpus, runs))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 from hypothesis import settings
@@ -62,18 +61,15 @@ def weasyprint_available() -> bool:
     return True
 
 
-def per_run(hours: float) -> float:
-    """A run's hours as the plan carries and prints them: rounded up to the next 0.01 h (36 s), worked here on
-    the count of hundredths (9.2288 h → 9.23; 18.3513 → 18.36; 9.23 stays 9.23)."""
-    return math.ceil(round(hours * 100, 9)) / 100
-
-
 def printed(x: float) -> float:
-    """Hours or an amount as printed: rounded half up to 0.01, as a reader rounds (0.625 → 0.63)."""
-    return float(Decimal(str(x)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+    """Hours per run, a request or an amount as the plan carries and prints them: rounded up to the next 0.01,
+    worked here on the count of hundredths (9.2288 h → 9.23; 47.996 → 48.00; 0.325 → 0.33; 9.23 stays 9.23)."""
+    return math.ceil(round(x * 100, 9)) / 100
+
+
+per_run = printed      # a run's hours are carried the same way
 
 
 def requested(hours: float, gpus: int = 1, runs: int = 1, buffer: float = 0.3) -> float:
     """Requested GPU-hours by hand: hours per run as carried × GPUs × runs × (1 + buffer), as printed."""
     return printed(per_run(hours) * gpus * runs * (1 + buffer))
-

@@ -1,7 +1,7 @@
 """The supplement's charge line starts from the runtime line's hours and the buffer, and every product it
-prints is the one a reader gets multiplying the figures before it (issue 23, "one number, one value"): a run
-of 9.23 h × (1 + 30%) × 2 GPUs × 2 runs is 47.996, printed 48.00 GPU-hours, × 3 SUs = 144.00 SUs, where the
-request had been worked from unrounded hours (143.97 beside 2 × 12.00 × 3 × 2)."""
+prints is the one a reader gets multiplying the figures before it and rounding up to a hundredth (issue 23,
+"one number, one value"): a run of 9.23 h × (1 + 30%) × 2 GPUs × 2 runs is 47.996, printed 48.00 GPU-hours,
+× 3 SUs = 144.00 SUs, where the request had been worked from unrounded hours (143.97 beside 2 × 12.00 × 3 × 2)."""
 
 from __future__ import annotations
 
@@ -46,12 +46,13 @@ def test_each_charge_line_multiplies_the_printed_figures(tmp_path):
         assert amount == printed(gpu_hours * rate) == w["resource"]["amount"]
 
 
-def test_the_pinned_example_reads_as_worked_by_hand(tmp_path):
-    # full-finetune: 614.4M tokens ÷ 18,492.753 tokens/s ÷ 3,600 = 9.2288 h, carried 9.23 h; × 2 GPUs × 1.3 ×
-    # 2 runs = 47.996 → 48.00 GPU-hours; × 3 SUs per GPU-hour (NCSA Delta H200) = 144.00 SUs.
+def test_the_pilot_workload_reads_as_worked_by_hand(tmp_path):
+    # lora-sweep, from its pilot log alone (3,100 tokens/s on 1× a100-40gb): 204.8M tokens ÷ 3,100 ÷ 3,600 =
+    # 18.3513 h, carried 18.36 h; × 1.3 × 10 runs = 238.68 GPU-hours; × 1 SU per GPU-hour (NCSA Delta A100) =
+    # 238.68 SUs.
     cli = [sys.executable, "-m", "proposalkit"]
     subprocess.run(cli + ["report", str(EXAMPLE), "-o", str(tmp_path), "--format", "md"], check=True,
                    capture_output=True)
     text = (tmp_path / "supplement.md").read_text()
-    assert ("ncsa-delta-h200: 2 GPUs × 9.23 h × (1 + 30% buffer) per run × 2 runs = 48.00 GPU-hours × "
-            "3 SUs per GPU-hour = 144.00 SUs") in text
+    assert ("ncsa-delta-a100: 1 GPU × 18.36 h × (1 + 30% buffer) per run × 10 runs = 238.68 GPU-hours × "
+            "1 SU per GPU-hour = 238.68 SUs") in text

@@ -40,21 +40,22 @@ def plan_json(tmp_path, capsys, resource, extra=""):
 def test_a_lora_run_on_polaris_fills_the_node(tmp_path, capsys):
     w = plan_json(tmp_path, capsys, "alcf-polaris")
     assert w["gpu"]["count"] == 4
-    # g=4 above: 2.9015 h, carried rounded up to 2.91 h, × 1.3 = 3.783 → 3.78 node-hours
-    assert w["resource"]["amount"] == 3.78
+    # g=4 above: 2.9015 h, carried rounded up to 2.91 h, × 1.3 = 3.783 → 3.79 node-hours (rounded up)
+    assert w["resource"]["amount"] == 3.79
     assert w["resource"]["arithmetic"] == ("⌈4 GPUs ÷ 4 per node⌉ = 1 node × 2.91 h × (1 + 30% buffer) per run = "
-                                           "3.78 node-hours")
+                                           "3.79 node-hours")
     # Each count that lost to the idle GPUs of a whole node says so, with both amounts.
     assert [(a["count"], a["reason"]) for a in w["alternatives"]] == [
-        (1, "fits on 1× a100-40gb but costs 15.09 node-hours vs 3.78: a node is charged whole, "
+        (1, "fits on 1× a100-40gb but costs 15.10 node-hours vs 3.79: a node is charged whole, "
             "so 3 GPUs would sit idle"),
-        (2, "fits on 2× a100-40gb but costs 7.55 node-hours vs 3.78: a node is charged whole, "
+        (2, "fits on 2× a100-40gb but costs 7.56 node-hours vs 3.79: a node is charged whole, "
             "so 2 GPUs would sit idle"),
-        (3, "fits on 3× a100-40gb but costs 5.03 node-hours vs 3.78: a node is charged whole, "
+        (3, "fits on 3× a100-40gb but costs 5.04 node-hours vs 3.79: a node is charged whole, "
             "so 1 GPU would sit idle"),
     ]
-    # 11.6058 → 11.61 h, 5.8029 → 5.81 h, 3.8686 → 3.87 h per run (rounded up), each × 1.3 on one whole node
-    assert [a["cost"] for a in w["alternatives"]] == [15.09, 7.55, 5.03]
+    # 11.6058 → 11.61 h, 5.8029 → 5.81 h, 3.8686 → 3.87 h per run, each × 1.3 on one whole node, rounded up:
+    # 15.093 → 15.10, 7.553 → 7.56, 5.031 → 5.04
+    assert [a["cost"] for a in w["alternatives"]] == [15.10, 7.56, 5.04]
     # The scaling assumption behind the choice is stated.
     (nodes,) = records(w, "whole-nodes")
     assert {k: nodes["values"][k] for k in ("gpus", "fewer", "resource")} == {"gpus": 4, "fewer": 1,
@@ -63,10 +64,10 @@ def test_a_lora_run_on_polaris_fills_the_node(tmp_path, capsys):
 
 def test_a_gpu_hour_resource_keeps_the_smallest_count(tmp_path, capsys):
     # NCSA Delta gpuA100x4 charges GPU-hours (SUs, factor 1): 1 GPU × 11.61 h (11.6058 rounded up) × 1.3 =
-    # 15.093 → 15.09 SUs, less than 4 GPUs × 2.91 h × 1.3 = 15.13; the search stops there.
+    # 15.093 → 15.10 SUs (rounded up), less than 4 GPUs × 2.91 h × 1.3 = 15.132 → 15.14; the search stops there.
     w = plan_json(tmp_path, capsys, "ncsa-delta-a100")
     assert w["gpu"]["count"] == 1
-    assert w["resource"]["amount"] == 15.09
+    assert w["resource"]["amount"] == 15.10
     assert w["alternatives"] == []
     assert not records(w, "whole-nodes")
 
@@ -75,7 +76,7 @@ def test_a_pinned_count_is_kept_and_charged_whole(tmp_path, capsys):
     w = plan_json(tmp_path, capsys, "alcf-polaris", ", gpus: 1")
     assert w["gpu"]["count"] == 1
     assert w["resource"]["arithmetic"] == ("⌈1 GPU ÷ 4 per node⌉ = 1 node × 11.61 h × (1 + 30% buffer) per run = "
-                                           "15.09 node-hours")
+                                           "15.10 node-hours")
 
 
 def test_a_measured_pilot_on_one_gpu_is_kept_and_the_full_node_is_named(tmp_path, capsys):

@@ -151,7 +151,7 @@ def test_buffer_auto_reaches_the_coverage_asked(plan_workloads):
     factors = ranges.need_factors("finetune", "flops", 1, 1)
     assert w["buffer"] == intervals.buffer_for(factors, 0.8) and w["coverage"] == 0.8
     assert w["request_coverage"] >= 0.8
-    assert w["gpu_hours_requested"] == pytest.approx(w["gpu_hours"] * (1 + w["buffer"]), abs=0.005)   # as printed
+    assert w["gpu_hours_requested"] == pytest.approx(w["gpu_hours"] * (1 + w["buffer"]), abs=0.01)   # rounded up as printed
     default = plan_workloads(TRAIN.replace("    gpus: 1\n", "    gpus: 1\n    buffer: auto\n"))["ft"]
     assert default["coverage"] == 0.9 and default["request_coverage"] >= 0.9
 
