@@ -159,6 +159,26 @@ def test_hours_and_units_read_the_same_in_plan_text_and_section_b(tmp_path, caps
             assert fmt_hours(hours) in text and fmt_hours(hours) in section_b, (w.name, hours)
 
 
+def test_memory_and_tokens_read_the_same_in_plan_text_the_supplement_and_its_chart(capsys):
+    """`plan`'s table printed 20.2 GiB and 205M tokens where the supplement gives 20.16 GiB and 204.8M tokens,
+    and the memory chart's labels 20.2 of 39.5 GiB: one rule (fmt_gib to 0.01, fmt_si) for all three."""
+    path = FILES[0]
+    plan = plan_files(load_files([str(path)]))
+    context = report_context(plan)
+    supplement = report.render_supplement_markdown(context)
+    assert main(["plan", str(path)]) == 0
+    text = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in text.splitlines() if line.strip()}
+    chart = context.charts["memory"].svg
+    for w in plan.workloads:
+        memory = fmt_gib(w.memory.total, 2)
+        assert memory in rows[w.name] and memory in supplement, (w.name, memory)
+        label = f"{fmt_gib(w.memory.total, 2, unit=False)} of {fmt_gib(w.gpu.usable_memory_bytes, 2)} ({w.gpu.id})"
+        assert label in chart, label
+        if w.tokens:
+            assert f" {fmt_si(w.tokens)} " in rows[w.name] and f"{fmt_si(w.tokens)} tokens" in supplement
+
+
 def test_no_sum_across_gpu_types_is_presented_as_the_request(built):
     """GPU-hours are totalled per GPU type; only a resource's own unit adds across its partitions."""
     plan, plan_json, section_b, _ = built

@@ -129,7 +129,7 @@ class StackedBar:
     label: str                      # the bar's name (workload)
     parts: tuple[tuple[str, float], ...]   # (component, value), stacked left to right
     capacity: float                 # the GPU's usable memory, drawn as a line across the bar
-    shown: str                      # written right of the bar and the line, e.g. "28.2 of 79.2 GiB (a100-80gb)"
+    shown: str                      # written right of the bar and the line, e.g. "28.21 of 79.15 GiB (a100-80gb)"
 
 
 def memory_chart(bars: list[StackedBar], *, title: str, unit: str) -> str:

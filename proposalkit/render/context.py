@@ -267,7 +267,7 @@ def _charts(views: tuple[WorkloadView, ...]) -> dict[str, Chart]:
         label=v.name,
         parts=tuple((c.name, c.bytes / GiB) for c in v.components),
         capacity=v.usable_bytes / GiB,
-        shown=f"{fmt_gib(v.memory_bytes, 1, unit=False)} of {fmt_gib(v.usable_bytes)} ({v.gpu_id})",
+        shown=f"{fmt_gib(v.memory_bytes, 2, unit=False)} of {fmt_gib(v.usable_bytes, 2)} ({v.gpu_id})",
     ) for v in views]
     mem_svg = charts.memory_chart(stacked, title="Memory per GPU by component against the GPU's usable memory",
                                   unit="GiB per GPU")

@@ -11,9 +11,8 @@ except ImportError:   # pragma: no cover - orjson is a dependency; the standard 
 
 from ..planning import pilots as pilot_rules
 from ..planning.records import Candidate, Plan, WorkloadPlan
-from ..units import GiB
 from ..text import json_control_escape
-from .format import control_escape, fmt_hours
+from .format import control_escape, fmt_gib, fmt_hours, fmt_si
 from .notes import note_record, note_texts
 
 SCHEMA_VERSION = 1
@@ -281,24 +280,17 @@ def _hours(x: float) -> str:
     return fmt_hours(x)      # as the documents give hours (format.py HOURS_DECIMALS)
 
 
-def _count(n: int) -> str:
-    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):
-        if n >= size:
-            return f"{n / size:.3g}{unit}"
-    return str(n)
-
-
 def _replicas(inference) -> str:
     """'3 × 2': replicas × GPUs per replica (tensor parallel); '—' for training."""
     return f"{inference.replicas} × {inference.tensor_parallel}" if inference is not None else "—"
 
 
 def _latency(inference) -> str:
-    """'920 (p99) / 48': a service's time to first token and per output token, ms; '—' for the rest."""
+    """'920 (p99) / 47.4': a service's time to first token and per output token, ms; '—' for the rest."""
     if inference is None or inference.mode == "batch" or inference.ttft_ms is None or inference.tpot_ms is None:
         return "—"
     percentile = f" (p{inference.ttft_percentile:g})" if inference.ttft_percentile else ""
-    tpot = f"{inference.tpot_ms:.0f}" if inference.tpot_ms >= 10 else f"{inference.tpot_ms:.1f}"
+    tpot = f"{inference.tpot_ms:,.1f}"     # as the supplement's settings line gives it
     return f"{inference.ttft_ms:,.0f}{percentile} / {tpot}"
 
 
@@ -320,7 +312,7 @@ def plan_text(plan: Plan) -> str:
         kind = w.kind if w.kind == "inference" else f"{w.kind}/{w.method}"
         rows.append((control_escape(w.name), kind, control_escape(w.model.id), f"{w.gpu_count}× {w.gpu.id}")
                     + ((served,) if show_replicas else ())
-                    + (f"{w.memory.total / GiB:.1f} GiB", _count(w.tokens) if w.tokens else "—",
+                    + (fmt_gib(w.memory.total, 2), fmt_si(w.tokens) if w.tokens else "—",
                        _hours(w.runtime_hours), str(w.settings.variants), _hours(w.gpu_hours),
                        _hours(w.gpu_hours_requested))
                     + ((latent,) if show_latency else ()))
