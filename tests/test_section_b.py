@@ -202,7 +202,7 @@ def test_memory_is_in_gib_throughout(built):
 # ------------------------------------------------------------------ assumptions once, statements only
 
 AUTHOR_TEXT = re.compile(r"re-check|set it to|\bwrite mlp\b|set storage|set loss|set compile|set lora|"
-                         r"will be replaced|@ ?[0-9a-f]{7,40}\b|replace it with|drop the flag", re.IGNORECASE)
+                         r"mlp: (?:plain|gated) would|will be replaced|@ ?[0-9a-f]{7,40}\b|replace it with|drop the flag", re.IGNORECASE)
 
 
 def test_no_instruction_to_the_author_in_either_document(built):

@@ -161,10 +161,11 @@ def assumed_shape(ref: ModelShape) -> AssumedShape | Problem:
 GPT_BLOCK_DEFAULTS = {
     "kv_heads": "= heads: multi-head attention, as in the original GPT block",
     "ffn_hidden": f"= {GPT_FFN_FACTOR} × hidden, as in the original GPT block",
-    "plain": ("two matrices, up and down, with GELU, and LayerNorm, as in the original GPT block; mlp: gated would "
-              "be SwiGLU"),
-    "gated": "gate, up and down projections: SwiGLU, as Llama; mlp: plain would be a two-matrix GELU MLP",
+    "plain": "two matrices, up and down, with GELU, and LayerNorm, as in the original GPT block",
+    "gated": "gate, up and down projections: SwiGLU, as Llama",
 }
+# What the author writes for the other block: the plan's warning (stderr) says it, the documents do not.
+MLP_ALTERNATIVE = {"plain": "mlp: gated would be SwiGLU", "gated": "mlp: plain would be a two-matrix GELU MLP"}
 
 
 def _default(field: str, value) -> Note:
@@ -176,7 +177,8 @@ def _default_sentence(n: Note) -> str:
     """A shape-default record as the plan's warning says it (render/model_words.py states the note the same way;
     warnings are sentences until they are records)."""
     value = f"{n['value']:,}" if n["field"] == "ffn_hidden" else n["value"]
-    return f"{n['field']} not given: {value} ({n['why']})"
+    other = f"; {MLP_ALTERNATIVE[n['value']]}" if n["field"] == "mlp" else ""
+    return f"{n['field']} not given: {value} ({n['why']}{other})"
 
 
 def _complete(given: dict) -> tuple[dict, list[Note], list[str]]:
