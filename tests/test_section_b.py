@@ -189,6 +189,15 @@ def test_no_sum_across_gpu_types_is_presented_as_the_request(built):
         assert f"**total, {gpu}**" in section_b and fmt_hours(hours) in section_b
 
 
+def test_a_byte_count_quoted_in_the_references_converts_to_the_gib_beside_it(built):
+    """The A40's reference quoted deviceQuery's '(47608692736 bytes)' as 44.28 GiB while the supplement used
+    44.34 GiB, which the bytes are: a size a source gives in bytes reads in GiB as the documents compute it."""
+    _, _, _, supplement = built
+    quoted = re.findall(r"\(([\d,]+) bytes\)\W{0,3}\(([\d.,]+) GiB\)", supplement)
+    for n_bytes, gib in quoted:
+        assert gib == fmt_gib(int(n_bytes.replace(",", "")), 2, unit=False), (n_bytes, gib)
+
+
 def test_memory_is_in_gib_throughout(built):
     """Every size the documents compute is in GiB; the references, and the rules of thumb's formulas, quote
     their sources as written ('16 GB per billion parameters'), and a GPU's name is its name ('A100 40GB')."""
