@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import ROUND_CEILING, Decimal
+from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
 KB, MB, GB, TB = 10**3, 10**6, 10**9, 10**12
@@ -119,6 +119,23 @@ def shown(x: float) -> float:
     product of its printed factors (an under-request is the worse error) and a reader who multiplies them and
     rounds up gets the printed figure."""
     return float(Decimal(repr(x)).quantize(_HOURS_STEP, rounding=ROUND_CEILING))
+
+
+DAYS_DECIMALS = 1        # calendar days are printed to a tenth of a day (render/format.fmt_days)
+HOURS_PER_DAY = 24
+
+
+def days_shown(hours: float) -> float:
+    """`hours` of calendar time as the days printed: hours ÷ 24 worked in decimal and rounded half up to
+    DAYS_DECIMALS (183.6 h is 7.65 days and reads 7.7, as a reader rounds 10 × 18.36 h ÷ 24, not the binary
+    7.6499…). Calendar time is no request, so it is rounded as read, not up."""
+    days = Decimal(repr(hours)) / HOURS_PER_DAY
+    return float(days.quantize(Decimal(1).scaleb(-DAYS_DECIMALS), rounding=ROUND_HALF_UP))
+
+
+def days_total(days) -> float:
+    """The sum of printed calendar days, worked in decimal (7.7 + 0.8 + 6.6 + 20.8 is 35.9, not 35.900000000000006)."""
+    return float(sum((Decimal(repr(d)) for d in days), Decimal(0)))
 
 
 def product(*factors: float) -> float:

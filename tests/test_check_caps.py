@@ -80,11 +80,11 @@ def test_access_tier_limit_is_a_finding(tmp_path, capsys):
 
 
 def test_calendar_time_is_a_finding_the_plan_warns_on_but_check_does_not_fail(tmp_path, capsys):
-    # 2,300 h = 95.8 days, more than Start-Up's 3 months (91.3 days); 2,300 GPU-hours is also over the cap.
+    # 2,300 h = 95.83 days, 95.8 as the plan carries and prints them, more than Start-Up's 3 months (91.3 days); 2,300 GPU-hours is also over the cap.
     path = write(tmp_path, "proposal: {track: startup}\nworkloads:\n" + service("serve", 2300))
     assert [f.what for f in findings(path)] == ["gpu_hours", "calendar_days"]
     calendar = findings(path)[1]
-    assert calendar.amount == pytest.approx(2300 / 24) and calendar.limit == pytest.approx(3 * 365.25 / 12)
+    assert calendar.amount == 95.8 and calendar.limit == pytest.approx(3 * 365.25 / 12)
     code, _, err = check(capsys, path)
     assert code == 1 and err.count("\n") == 1 and "GPU-hours" in err and "calendar days" not in err
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pytest
@@ -196,6 +197,27 @@ def test_a_byte_count_quoted_in_the_references_converts_to_the_gib_beside_it(bui
     quoted = re.findall(r"\(([\d,]+) bytes\)\W{0,3}\(([\d.,]+) GiB\)", supplement)
     for n_bytes, gib in quoted:
         assert gib == fmt_gib(int(n_bytes.replace(",", "")), 2, unit=False), (n_bytes, gib)
+
+
+def _decimal(figure: str) -> Decimal:
+    return Decimal(figure.replace(",", ""))
+
+
+def test_calendar_lines_and_their_total_work_from_the_printed_figures(built):
+    """lora-sweep's line read '⌈10 runs ÷ 1 at once⌉ = 10 × 18.36 h ÷ 24 = 7.6 days' (183.6 ÷ 24 is 7.65, a
+    reader's 7.7), and section B's 35.9 days were not the sum of the printed lines (7.6 + 0.8 + 6.6 + 20.8 =
+    35.8): each line's days are its printed factors' product rounded half up, and the total adds the lines."""
+    plan, _, section_b, supplement = built
+    days = []
+    for line in re.findall(r"- \*\*Calendar:\*\* (.*)", supplement):
+        m = re.search(r"(?:= (\d[\d,]*) × )?([\d,.]+) h ÷ 24 = ([\d,.]+) days", line)
+        assert m, line
+        worked = (_decimal(m.group(1) or "1") * _decimal(m.group(2)) / 24).quantize(Decimal("0.1"), ROUND_HALF_UP)
+        assert worked == _decimal(m.group(3)), line
+        days.append(worked)
+    assert len(days) == len(plan.workloads)
+    total = re.search(r"([\d,.]+) days of calendar time", section_b).group(1)
+    assert _decimal(total) == sum(days), (total, days)
 
 
 def test_memory_is_in_gib_throughout(built):

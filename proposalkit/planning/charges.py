@@ -28,9 +28,8 @@ from ..catalog.resources import (
     Resource, ResourceError, access_tier, as_resource, credit_tier, describe_rule, dollars, fits, gpus_text, plain,
     resolve, resource, suggest, system_of, track, usd,
 )
-from ..units import hours_per_run, product, requested_per_run, shown
+from ..units import days_shown, hours_per_run, product, requested_per_run, shown
 
-HOURS_PER_DAY = 24
 
 
 CALENDAR_ASSUMPTION = (
@@ -308,7 +307,10 @@ def calendar_days(runtime_hours_per_run: float, variants: int, concurrency: int 
     for label, value in (("variants", variants), ("concurrency", concurrency)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ResourceError(f"{label}: expected a positive integer, got {value!r}")
-    return calendar_waves(variants, concurrency) * runtime_hours_per_run / HOURS_PER_DAY
+    # Worked in decimal from the printed hours and rounded half up to the tenth of a day printed
+    # (units.days_shown), so ⌈10 ÷ 1⌉ = 10 × 18.36 h ÷ 24 reads 7.7 days, as a reader works it, not the
+    # binary 7.6499…; the plan's total adds these figures.
+    return days_shown(product(calendar_waves(variants, concurrency), runtime_hours_per_run))
 
 
 def calendar_warning(days: float, track_name: str = "standard") -> str | None:

@@ -20,6 +20,7 @@ from ..estimate.step_time import StepTime
 from ..catalog.shapes import ModelSpec
 from ..estimate.storage import StorageTotals, WorkloadStorage, storage_totals
 from ..input.schema import Proposal
+from ..units import days_total
 from ..notes import Note, Reference
 from .intervals import Ranges, TotalRange
 from .pilots import Comparison, Scaling
@@ -383,7 +384,7 @@ class Plan:
     @property
     def calendar_days(self) -> float:
         """Campaign days if the workloads run one after another (an upper bound)."""
-        return sum(w.calendar_days for w in self.workloads)
+        return days_total(w.calendar_days for w in self.workloads)
 
     @property
     def gpu_hours(self) -> float:

@@ -54,7 +54,7 @@ def fmt_size(n_bytes: float) -> Safe:
 
 
 def fmt_days(days: float) -> Safe:
-    """Calendar days with one decimal."""
+    """Calendar days with one decimal (units.DAYS_DECIMALS; the plan carries them so rounded: units.days_shown)."""
     return Safe(f"{days:,.1f}")
 
 
