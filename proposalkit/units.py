@@ -121,6 +121,14 @@ def shown(x: float) -> float:
     return float(Decimal(repr(x)).quantize(_HOURS_STEP, rounding=ROUND_CEILING))
 
 
+def rate_shown(tokens_per_second: float) -> float:
+    """A rate (tokens/s) as printed (render/format.fmt_rate): whole numbers from 100 up, else three significant
+    digits. A run's hours are worked from this figure (estimate/flops.runtime_hours)."""
+    if tokens_per_second >= 100:
+        return float(round(tokens_per_second))
+    return float(f"{tokens_per_second:.3g}")
+
+
 DAYS_DECIMALS = 1        # calendar days are printed to a tenth of a day (render/format.fmt_days)
 HOURS_PER_DAY = 24
 

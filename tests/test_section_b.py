@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pytest
@@ -201,6 +201,18 @@ def test_a_byte_count_quoted_in_the_references_converts_to_the_gib_beside_it(bui
 
 def _decimal(figure: str) -> Decimal:
     return Decimal(figure.replace(",", ""))
+
+
+def test_runtime_lines_work_from_the_printed_rate(built):
+    """qlora-70b's line read '245,760,000 tokens ÷ 1,233 tokens/s ÷ 3,600 s/h = 55.35 h per run': the hours came
+    from the unrounded 1,233.4 tokens/s, and the printed figures give 55.3656, 55.37 rounded up. Each runtime
+    line's hours are its printed tokens ÷ printed rate ÷ 3,600, rounded up to 0.01 h."""
+    _, _, _, supplement = built
+    for line in re.findall(r"- \*\*Runtime:\*\* ([\d,]+ tokens ÷ .*)", supplement):
+        m = re.match(r"([\d,]+) tokens ÷ ([\d,.]+) tokens/s ÷ 3,600 s/h = ([\d,.]+) h per run", line)
+        assert m, line
+        worked = (_decimal(m.group(1)) / _decimal(m.group(2)) / 3600).quantize(Decimal("0.01"), ROUND_CEILING)
+        assert worked == _decimal(m.group(3)), line
 
 
 def test_calendar_lines_and_their_total_work_from_the_printed_figures(built):

@@ -7,9 +7,10 @@ H heads, Q head size, T sequence length.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 
 from ..catalog.shapes import ModelSpec, attention_head_size, is_mla, is_moe, matmul_params, projection_widths
-from ..units import SECONDS_PER_HOUR
+from ..units import SECONDS_PER_HOUR, rate_shown
 
 # Without a pilot or a workload MFU the training rate is timed by the step's parts (estimate/step_time.py, which
 # replaced the default MFU 0.51, the median published HFU); a workload's own MFU is applied to model FLOPs here.
@@ -183,8 +184,11 @@ def flops_throughput(flops_per_token: FlopsPerToken, gpus: int, peak_flops: floa
 
 
 def runtime_hours(tokens: float, tokens_per_second: float) -> float:
-    """Wall-clock hours of one run: tokens ÷ tokens per second ÷ 3600."""
-    return tokens / tokens_per_second / SECONDS_PER_HOUR
+    """Wall-clock hours of one run: tokens ÷ tokens per second ÷ 3600, from the rate as the runtime line prints
+    it (units.rate_shown) and worked in decimal, so 245,760,000 tokens ÷ 1,138 tokens/s ÷ 3,600 s/h is the
+    59.99 h a reader gets, not the 60.00 h of the unrounded 1,137.92 tokens/s."""
+    exact = Decimal(repr(float(tokens))) / Decimal(repr(rate_shown(tokens_per_second))) / SECONDS_PER_HOUR
+    return float(exact)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from ..text import control_escape  # its one home is proposalkit/text.py; re-exported here
-from ..units import GB, HOURS_DECIMALS, GiB
+from ..units import GB, HOURS_DECIMALS, GiB, rate_shown
 
 # Marks for a catalog fact that was not read on the provider's own page (catalog `confidence`), and what each
 # means: every document that shows a marked figure says so once.
@@ -109,8 +109,9 @@ def fmt_si(n: float) -> Safe:
 
 
 def fmt_rate(x: float) -> Safe:
-    """A rate (tokens/s): whole numbers from 100 up, else three significant digits."""
-    return Safe(f"{x:,.0f}" if x >= 100 else f"{x:.3g}")
+    """A rate (tokens/s): whole numbers from 100 up, else three significant digits (units.rate_shown, the
+    figure a run's hours are worked from)."""
+    return Safe(f"{rate_shown(x):,.0f}" if x >= 100 else f"{rate_shown(x):.3g}")
 
 
 def fmt_pct(fraction: float) -> Safe:
