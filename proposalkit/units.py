@@ -121,6 +121,17 @@ def shown(x: float) -> float:
     return float(Decimal(repr(x)).quantize(_HOURS_STEP, rounding=ROUND_CEILING))
 
 
+def gib_shown(n_bytes: int) -> Decimal:
+    """A size in GiB as the documents print it (render/format.fmt_gib to 0.01), as a decimal to add and
+    multiply: storage's totals are worked from these figures (estimate/storage.py)."""
+    return Decimal(f"{n_bytes / GiB:.2f}")
+
+
+def bytes_of_gib(gib: Decimal) -> int:
+    """Whole bytes whose GiB, printed to 0.01, is `gib` (a total worked from printed sizes)."""
+    return int((gib * GiB).to_integral_value(rounding=ROUND_HALF_UP))
+
+
 def rate_shown(tokens_per_second: float) -> float:
     """A rate (tokens/s) as printed (render/format.fmt_rate): whole numbers from 100 up, else three significant
     digits. A run's hours are worked from this figure (estimate/flops.runtime_hours)."""

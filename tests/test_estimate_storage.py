@@ -10,6 +10,7 @@ from proposalkit.input.loading import load_files
 from proposalkit.planning.planner import plan_files
 from proposalkit.render.context import report_context
 from proposalkit.render.output import plan_dict
+from proposalkit.units import bytes_of_gib, gib_shown
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "workloads.yaml"
 
@@ -21,8 +22,10 @@ def test_plan_carries_the_estimate_records_and_render_reads_them():
     totals = plan.storage_totals()
     assert type(totals) is StorageTotals
     assert totals.scratch_bytes == max(r.peak_scratch_bytes for r in records)      # one after another
-    assert totals.project_bytes == sum(r.dataset_raw_bytes + r.dataset_bytes + r.model_weights_bytes
-                                       + r.final_weights_bytes * r.variants for r in records)
+    # Project space adds each workload's sizes as printed (GiB to 0.01, units.gib_shown).
+    assert totals.project_bytes == bytes_of_gib(sum(
+        sum(map(gib_shown, (r.dataset_raw_bytes, r.dataset_bytes, r.model_weights_bytes)))
+        + gib_shown(r.final_weights_bytes) * r.variants for r in records))
     context = report_context(plan)
     assert context.storage == totals
     assert [v.storage for v in context.workloads] == [w.storage for w in plan.workloads]

@@ -215,6 +215,32 @@ def test_runtime_lines_work_from_the_printed_rate(built):
         assert worked == _decimal(m.group(3)), line
 
 
+def test_storage_sums_work_from_the_printed_sizes(built):
+    """The supplement's storage table gave full-finetune 99.30 GiB × 3 × 1 + 0.76 GiB = 298.65 GiB (298.66 by
+    hand), and section B's project and archive could not be summed from it (no raw-text column; 131.42 GiB of
+    weights twice made 262.83): each peak is its row's product and sum, project and archive add the rows."""
+    plan, _, section_b, supplement = built
+    s3 = supplement.split("## S.3")[1].split("## S.4")[0]
+    rows = [r for r in s3.splitlines() if r.startswith("| ") and r.endswith("|") and " GiB " in r]
+    assert len(rows) == sum(w.storage is not None for w in plan.workloads)
+
+    def gib(cell: str) -> Decimal:
+        return _decimal(cell.strip().removesuffix(" GiB"))
+
+    peaks, project, archive = [Decimal(0)], Decimal(0), Decimal(0)
+    for row in rows:
+        _, checkpoint, kept, peak, data, raw, weights, final = row.strip("|").split(" | ")
+        retained, at_once = (int(x) for x in kept.split(" × "))
+        final_size, runs = final.split(" × ")
+        assert gib(checkpoint) * retained * at_once + gib(data) == gib(peak), row
+        peaks.append(gib(peak))
+        project += gib(data) + gib(raw) + gib(weights) + gib(final_size) * int(runs)
+        archive += gib(final_size) * int(runs) + gib(raw)
+    m = re.search(r"scratch at most ([\d,.]+) GiB at once.*?; project ([\d,.]+) GiB.*?; archive ([\d,.]+) GiB",
+                  section_b)
+    assert tuple(map(_decimal, m.groups())) == (max(peaks), project, archive), m.group(0)
+
+
 def test_calendar_lines_and_their_total_work_from_the_printed_figures(built):
     """lora-sweep's line read '⌈10 runs ÷ 1 at once⌉ = 10 × 18.36 h ÷ 24 = 7.6 days' (183.6 ÷ 24 is 7.65, a
     reader's 7.7), and section B's 35.9 days were not the sum of the printed lines (7.6 + 0.8 + 6.6 + 20.8 =

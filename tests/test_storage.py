@@ -6,6 +6,7 @@ Expected values are computed here from the published inputs, source beside each.
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 from fractions import Fraction
 
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from proposalkit.estimate import storage as S
+from proposalkit.units import bytes_of_gib
 
 GiB, TiB = 2**30, 2**40
 
@@ -103,13 +105,19 @@ def test_storage_totals():
     )
     lora = S.WorkloadStorage(checkpoint_bytes=50_331_648, final_weights_bytes=16_777_216, variants=10)
     t = S.storage_totals([ft, lora])
-    ft_scratch = 94_337_818_624 * 3 * 2 + 400_000_000
+    # Worked from the sizes as printed, GiB to 0.01 (units.gib_shown): checkpoint 94,337,818,624 B = 87.86 GiB,
+    # final weights 13,476,831,232 B = 12.55, tokenized 400 MB = 0.37, raw 800 MB = 0.75; LoRA's checkpoint
+    # 50,331,648 B = 0.05 and adapter 16,777,216 B = 0.02 GiB.
+    ft_scratch = bytes_of_gib(Decimal("87.86") * 3 * 2 + Decimal("0.37"))              # 527.53 GiB
     # The workloads run one after another (the calendar's assumption): scratch is the largest peak, not the sum.
-    assert t.scratch_bytes == max(ft_scratch, 50_331_648) == ft_scratch
-    assert t.project_bytes == (800_000_000 + 400_000_000 + 4 * 13_476_831_232) + 10 * 16_777_216
-    assert t.archive_bytes == (4 * 13_476_831_232 + 800_000_000) + 10 * 16_777_216
+    assert t.scratch_bytes == max(ft_scratch, lora.peak_scratch_bytes) == ft_scratch
+    assert lora.peak_scratch_bytes == bytes_of_gib(Decimal("0.05"))
+    ft_project = Decimal("0.75") + Decimal("0.37") + 4 * Decimal("12.55")                # 51.32 GiB
+    ft_archive = 4 * Decimal("12.55") + Decimal("0.75")                                  # 50.95 GiB
+    assert t.project_bytes == bytes_of_gib(ft_project + 10 * Decimal("0.02"))           # 51.52 GiB
+    assert t.archive_bytes == bytes_of_gib(ft_archive + 10 * Decimal("0.02"))           # 51.15 GiB
     assert (ft.project_bytes, ft.peak_scratch_bytes, ft.archive_bytes) == (
-        800_000_000 + 400_000_000 + 4 * 13_476_831_232, ft_scratch, 4 * 13_476_831_232 + 800_000_000)
+        bytes_of_gib(ft_project), ft_scratch, bytes_of_gib(ft_archive))
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, float("nan"), True, "7B"])

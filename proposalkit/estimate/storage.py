@@ -48,11 +48,12 @@ import functools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 
 from ..catalog.modules import DEFAULT_ADAPTER_PRECISION as LORA_ADAPTER_PRECISION   # PEFT: fp32 adapters
 from ..precision import FP32_BYTES, optimizer_state_bytes
-from ..units import bytes_per_element
+from ..units import bytes_of_gib, bytes_per_element, gib_shown
 
 # fp32 master copy of the weights kept by mixed-precision training
 # (Micikevicius et al. 2018, "Mixed Precision Training", §3.1; ZeRO §3.1).
@@ -122,27 +123,35 @@ class WorkloadStorage:
     """The weights the workload starts from (a fine-tune's base model, a served model), downloaded once and
     kept in project space; not archived (the published checkpoint can be downloaded again)."""
 
+    # The sums below are worked from each size as printed (units.gib_shown, GiB to 0.01), as the hours are:
+    # 99.30 GiB × 3 + 0.76 GiB is the 298.66 GiB a reader gets from the supplement's storage table, where the
+    # exact bytes gave 298.65.
+
     @functools.cached_property   # frozen, so computed once (plan JSON, report and totals ask)
     def peak_scratch_bytes(self) -> int:
-        """Scratch at its fullest (peak_scratch_bytes): the checkpoints retained by the runs at once + the dataset."""
-        return peak_scratch_bytes(self.checkpoint_bytes, self.retained, self.concurrency, self.dataset_bytes)
+        """Scratch at its fullest (peak_scratch_bytes): the checkpoints retained by the runs at once + the
+        dataset, from the printed sizes."""
+        checkpoints = gib_shown(self.checkpoint_bytes) * _count("retained", self.retained, minimum=1) \
+            * _count("concurrency", self.concurrency, minimum=1)
+        return bytes_of_gib(checkpoints + gib_shown(_count("dataset_bytes", self.dataset_bytes)))
 
     @property
     def final_weights_total_bytes(self) -> int:
-        """The final weights of every variant."""
-        return self.final_weights_bytes * _count("variants", self.variants, minimum=1)
+        """The final weights of every variant (printed size × runs)."""
+        return bytes_of_gib(gib_shown(self.final_weights_bytes) * _count("variants", self.variants, minimum=1))
 
     @property
     def project_bytes(self) -> int:
         """Kept for the life of the allocation: raw and tokenized datasets, the model weights it starts from
         and every variant's final weights."""
-        return self.dataset_raw_bytes + self.dataset_bytes + self.model_weights_bytes + self.final_weights_total_bytes
+        return bytes_of_gib(sum(map(gib_shown, (self.dataset_raw_bytes, self.dataset_bytes, self.model_weights_bytes,
+                                                self.final_weights_total_bytes))))
 
     @property
     def archive_bytes(self) -> int:
         """Kept afterwards to reproduce or reuse the results: every variant's final weights + the raw
         dataset (tokenized data can be regenerated from raw text)."""
-        return self.final_weights_total_bytes + self.dataset_raw_bytes
+        return bytes_of_gib(gib_shown(self.final_weights_total_bytes) + gib_shown(self.dataset_raw_bytes))
 
 
 @dataclass(frozen=True)
@@ -295,7 +304,7 @@ def storage_totals(workloads: Iterable[WorkloadStorage]) -> StorageTotals:
     """
     workloads = tuple(workloads)
     return StorageTotals(
-        project_bytes=sum(w.project_bytes for w in workloads),
+        project_bytes=bytes_of_gib(sum((gib_shown(w.project_bytes) for w in workloads), Decimal(0))),
         scratch_bytes=max((w.peak_scratch_bytes for w in workloads), default=0),
-        archive_bytes=sum(w.archive_bytes for w in workloads),
+        archive_bytes=bytes_of_gib(sum((gib_shown(w.archive_bytes) for w in workloads), Decimal(0))),
     )
