@@ -63,3 +63,26 @@ def test_checkpoint_bytes_follow_the_states_kept(plan_workloads, tmp_path, capsy
 def test_the_hand_counts():
     assert 6 * P == 19_276_498_944 and 12 * P == 38_552_997_888 and 14 * P == 44_978_497_536
     assert P * 2 + P * 2 * (1 + 4 / 256) == 12_951_397_728
+
+
+@pytest.mark.parametrize("fields, per_param, final_per_param, basis", [
+    # torchtune trains pure bf16: memory counts its adapters at 2 B with bf16 moments (speed.adapter_precision),
+    # so the checkpoint saves 2 + 4 = 6 B/param and the final adapters 2; it said 12 and 4, PEFT's fp32 adapters.
+    ("framework: torchtune", 6, 2, "2 (bf16 weights) + 4 (adamw state, pure bf16: no master copy) = 6 bytes/param"),
+    ("framework: hf-trainer", 12, 4, "4 (fp32 weights) + 8 (adamw state) = 12 bytes/param"),
+    ("{}", 12, 4, "4 (fp32 weights) + 8 (adamw state) = 12 bytes/param"),
+])
+def test_a_lora_checkpoint_saves_the_adapters_as_memory_counts_them(plan_workloads, tmp_path, capsys, fields,
+                                                                    per_param, final_per_param, basis):
+    lora = "method: lora, lora: {rank: 16, targets: [all-linear]}"
+    line = f"  - {{name: w, {lora}}}\n" if fields == "{}" else f"  - {{name: w, {lora}, {fields}}}\n"
+    got = plan_workloads(HEADER + line)["w"]
+    adapters = got["trainable_params"]
+    assert got["storage"]["checkpoint_bytes"] == per_param * adapters
+    assert got["storage"]["final_weights_bytes"] == final_per_param * adapters
+    path = tmp_path / "r.yaml"
+    path.write_text(HEADER + line, encoding="utf-8")
+    capsys.readouterr()
+    assert main(["report", str(path), "--format", "md", "-o", str(tmp_path / "out")]) == 0
+    assert "LoRA adapter only (frozen base model not saved): " + basis in (
+        tmp_path / "out" / "supplement.md").read_text(encoding="utf-8")

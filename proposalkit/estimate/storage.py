@@ -241,15 +241,16 @@ def checkpoint_size(params: int, precision: str = "bf16", optimizer: str = "adam
 
 
 def lora_checkpoint_size(adapter_params: int, adapter_precision: str = LORA_ADAPTER_PRECISION,
-                         optimizer: str = "adamw") -> CheckpointSize:
+                         optimizer: str = "adamw", master_weights: bool = True) -> CheckpointSize:
     """Checkpoint of a LoRA/QLoRA run: the adapter alone (the frozen base is not saved).
 
     Weights only = adapter params × bytes of the adapter precision (fp32 in PEFT
     by default); full state = + the optimizer state of the adapter params
-    (fp32 adapters need no separate master copy): fp32 + AdamW = 4 + 8 = 12 B/param.
+    (fp32 adapters need no separate master copy): fp32 + AdamW = 4 + 8 = 12 B/param. Pure 16-bit training
+    (master_weights False, torchtune) saves bf16 adapters and bf16 moments: 2 + 4 = 6 B/param.
     """
     adapter_params = _count("adapter_params", adapter_params)
-    size = checkpoint_size(adapter_params, adapter_precision, optimizer)
+    size = checkpoint_size(adapter_params, adapter_precision, optimizer, master_weights)
     return CheckpointSize(size.weights_bytes, size.full_state_bytes, size.weights_bytes_per_param,
                           size.full_state_bytes_per_param,
                           "LoRA adapter only (frozen base model not saved): " + size.basis, ("hu-2021",) + size.sources)

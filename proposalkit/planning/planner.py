@@ -154,8 +154,12 @@ def _storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | Non
             0, 0, 0, 0, 1, s.concurrency, s.variants, checkpoint_arithmetic="no training checkpoints (inference)",
             dataset_arithmetic="no training data (inference)", model_weights_bytes=weights)
     if w.method in ("lora", "qlora"):
-        ckpt = storage_model.lora_checkpoint_size(trainable)
-        final = storage_model.weights_checkpoint_bytes(trainable, storage_model.LORA_ADAPTER_PRECISION)
+        # The adapters as the run keeps them (speed.adapter_precision, what memory counts): fp32 under PEFT's
+        # mixed precision, 4 + 8 = 12 B/param with AdamW; bf16 under pure 16-bit training (torchtune), no master
+        # copy and bf16 moments, 2 + 4 = 6.
+        adapters = speed.adapter_precision(s, speed.training_precision(w.method, s))
+        ckpt = storage_model.lora_checkpoint_size(trainable, adapters, s.optimizer, master_weights=s.mixed_precision)
+        final = storage_model.weights_checkpoint_bytes(trainable, adapters)
     else:
         # The checkpoint holds the parameters as the run keeps them (storage.py): fp32 where the framework trains
         # fp32 parameters (autocast over them, Hugging Face Trainer; FSDP2's fp32 sharded parameters, torchtitan:

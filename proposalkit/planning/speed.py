@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..catalog import GPUSpec
+from ..catalog.modules import DEFAULT_ADAPTER_PRECISION
 from ..catalog.shapes import ModelSpec
 from ..estimate.flops import (
     QLORA_SPEED_FACTOR, QLORA_SPEED_REFERENCES, QLORA_SPEED_SOURCE,
@@ -37,17 +38,29 @@ CARRY_RULE = ("in the model the matmuls scale with the dense peak, the memory-bo
               "the collectives with the links and the host's launches not at all")
 
 
+def training_precision(method: str, s: Settings) -> str:
+    """The precision the training step computes in: QLoRA's dequantized base runs in bf16."""
+    return "bf16" if method == "qlora" else s.precision
+
+
+def adapter_precision(s: Settings, precision: str) -> str:
+    """The dtype of LoRA adapters (memory counts them in it and the checkpoint saves them in it): pure 16-bit
+    training keeps them in the compute dtype (torchtune; artidoro/qlora qlora.py casts each LoraLayer to bf16),
+    not PEFT's fp32 upcast; otherwise the workload's lora setting (PEFT's default, fp32)."""
+    if not s.mixed_precision and precision != "fp32":
+        return precision
+    return s.lora.adapter_precision if s.lora is not None else DEFAULT_ADAPTER_PRECISION
+
+
 def training_setup(w, s: Settings, count: int, zero_stage: int | None, checkpointing: bool | None) -> TrainingSetup:
     """The training step's configuration on `count` GPUs at this ZeRO stage and checkpointing (the estimates'
     record: memory and step time read the same one)."""
     method = w.method or "full"
     model_parallel = s.tensor_parallel * s.pipeline_parallel
-    precision = "bf16" if method == "qlora" else s.precision
+    precision = training_precision(method, s)
     lora = s.lora
-    if lora is not None and not s.mixed_precision and precision != "fp32":
-        # Pure 16-bit training keeps the adapters in the compute dtype (torchtune; artidoro/qlora
-        # qlora.py casts each LoraLayer to bf16), not PEFT's fp32 upcast.
-        lora = dataclasses.replace(lora, adapter_precision=precision)
+    if lora is not None:
+        lora = dataclasses.replace(lora, adapter_precision=adapter_precision(s, precision))
     # Every training knob as the planner settled it; the configuration tried here sets the rest.
     knobs = {name: getattr(s, name) for name in TRAINING_KNOBS}
     knobs.update(precision=precision, zero_stage=zero_stage, activation_checkpointing=checkpointing, lora=lora,
