@@ -281,6 +281,17 @@ def test_no_instruction_to_the_author_in_either_document(built):
         assert found is None, f"{name}: {text[max(0, found.start() - 80):found.end() + 40]}"
 
 
+def test_a_framework_recipe_note_is_said_only_of_the_methods_whose_recipes_do_it(built):
+    """The example's lora-sweep (torchtune LoRA) listed among its own assumptions that torchtune's single-device
+    *full fine-tune* recipes fuse the optimizer step into the backward: a recipe it does not run."""
+    plan, _, _, supplement = built
+    sections = re.split(r"\n### S\.2\.\d+ ", supplement.split("## S.3")[0])[1:]
+    for w, section in zip(plan.workloads, sections):
+        assert section.startswith(w.name + ":"), section[:40]
+        if w.settings.framework == "torchtune" and w.method != "full":
+            assert "full fine-tune recipes also fuse" not in section, w.name
+
+
 def test_check_defaults_prints_the_defaults_the_author_may_set_on_stderr(capsys):
     """The documents state the defaults taken; `check --defaults` says what to set instead, `plan` stays quiet."""
     assert main(["plan", str(FILES[0])]) == 0

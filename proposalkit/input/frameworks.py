@@ -167,13 +167,15 @@ PRESETS: dict[str, tuple[PresetDefault, ...]] = {
 }
 
 # What a recipe does that the preset cannot set for every run of the framework, said beside its defaults:
-# (the statement, what the author sets where their run does it: a hint on stderr, never in the documents).
-NOTES: dict[str, tuple[tuple[str, str], ...]] = {
+# (the statement, what the author sets where their run does it: a hint on stderr, never in the documents,
+# the methods whose recipes do it: a LoRA workload is not told about the full fine-tune recipes).
+NOTES: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
     "torchtune": ((
         f"its single-device full fine-tune recipes also fuse the optimizer step into the backward "
         f"with bitsandbytes PagedAdamW8bit ({TORCHTUNE} recipes/configs/llama3_1/8B_full_single_device.yaml: "
         "optimizer_in_bwd: True)",
-        "optimizer_in_backward: true and optimizer: paged-adamw-8bit (a recipe that fuses the optimizer step)"),
+        "optimizer_in_backward: true and optimizer: paged-adamw-8bit (a recipe that fuses the optimizer step)",
+        ("full",)),
     ),
 }
 
@@ -383,7 +385,7 @@ def apply_preset(workload):
             notes.append(note("preset-default", FRAMEWORK_REFERENCES.get(name, ()) + default.references,
                               field=default.field, value=default.value, framework=name, why=default.source))
     notes += [note("framework-recipe", FRAMEWORK_REFERENCES.get(name, ()), framework=name, why=text, hint=hint)
-              for text, hint in NOTES.get(name, ())]
+              for text, hint, methods in NOTES.get(name, ()) if method in methods]
     return (workload.model_copy(update=updates) if updates else workload), tuple(notes)
 
 
