@@ -13,13 +13,14 @@
 - HOST_SECONDS_PER_KERNEL: on the profiled runs whose GPU was busy less than HOST_BOUND_BUSY of the
   unprofiled step (the host could not launch fast enough): that step ÷ the kernels the model counts. The
   median; leave-one-out beside it. Again the profile's own step, not the speed section's figure.
-- COMPUTE_FRACTION, the share of the dense peak the matrix multiplies sustain: on the calibration rows of the
-  speed index (published hardware-FLOPs utilization of Megatron-LM, Korthikanti et al. and BLOOM on A100s),
-  each planned from its workload file: the published HFU gives the step's time, F_hw × tokens ÷ (GPUs × peak ×
-  HFU); the model's memory-bound and collective seconds are taken out of it, and what is left is the matmuls'
-  time on the stage that paces the step (a pipeline's last, with the LM head: step_time.py), so fraction = that
-  stage's FLOPs per GPU ÷ peak (the plan's compute seconds × its fraction) ÷ (published time − the rest). The
-  median is kept.
+- MAMF_FRACTION, the share of the GPU's maximum achievable matmul rate (its MAMF, catalog gpus.yaml
+  mamf_flops: Bekman's mamf-finder table) the matrix multiplies sustain: on the calibration rows of the speed
+  index (published hardware-FLOPs utilization of Megatron-LM, Korthikanti et al. and BLOOM on A100s), each
+  planned from its workload file: the published HFU gives the step's time, F_hw × tokens ÷ (GPUs × peak × HFU);
+  the model's memory-bound and collective seconds are taken out of it, and what is left is the matmuls' time on
+  the stage that paces the step (a pipeline's last, with the LM head: step_time.py), so the share of the peak =
+  that stage's FLOPs per GPU ÷ peak (the plan's compute seconds × its fraction) ÷ (published time − the rest),
+  and the share of the MAMF = that ÷ (the GPU's MAMF ÷ peak). The median is kept.
 
 The fits are rounded (0.01; 1 µs) and must equal the constants (tests/test_step_time.py runs --check).
 """
@@ -114,10 +115,12 @@ def compute_fits() -> list[Fit]:
         at_peak = w["flops_per_token"]["hardware"] * step["tokens"] / w["gpu"]["count"] / peak
         published = at_peak / float(row["value"])
         rest = step["memory_seconds"] + step["comm_seconds"]
-        fraction = step["compute_seconds"] * step["compute_fraction"] / (published - rest)
-        out.append(Fit(row["id"], fraction, None,
+        of_peak = step["compute_seconds"] * step["compute_fraction"] / (published - rest)
+        gpu = catalog[w["gpu"]["type"]]
+        out.append(Fit(row["id"], of_peak / gpu.matmul_efficiency, None,
                        f"HFU {float(row['value']):.3f}: step {published:,.2f} s, of which memory-bound "
-                       f"{step['memory_seconds']:,.2f} s and collectives {step['comm_seconds']:,.2f} s"))
+                       f"{step['memory_seconds']:,.2f} s and collectives {step['comm_seconds']:,.2f} s; matmuls at "
+                       f"{of_peak:.4f} of the peak ÷ {gpu.id}'s MAMF {gpu.matmul_efficiency:.4f} of it"))
     return out
 
 
@@ -143,13 +146,13 @@ def fitted() -> dict[str, float]:
     """The rounded fits, by constant name."""
     return {"MEMORY_FRACTION": round(statistics.median(f.value for f in memory_fits()), 2),
             "HOST_SECONDS_PER_KERNEL": round(statistics.median(f.value for f in host_fits()) * 1e6) / 1e6,
-            "COMPUTE_FRACTION": round(statistics.median(f.value for f in compute_fits()), 2)}
+            "MAMF_FRACTION": round(statistics.median(f.value for f in compute_fits()), 2)}
 
 
 def report() -> str:
     lines = []
     for name, fits, unit in (("MEMORY_FRACTION", memory_fits(), 1), ("HOST_SECONDS_PER_KERNEL", host_fits(), 1e6),
-                             ("COMPUTE_FRACTION", compute_fits(), 1)):
+                             ("MAMF_FRACTION", compute_fits(), 1)):
         median = statistics.median(f.value for f in fits)
         lines.append(f"{name}: median {median * unit:.4g} over {len(fits)} rows (constant "
                      f"{getattr(step_time, name) * unit:.4g})")

@@ -80,6 +80,13 @@ def plan_file(path: Path) -> dict:
     return json.loads(out.getvalue())
 
 
+
+def _of_peak(gpu_id: str) -> str:
+    """The step-time model's matmul share of the dense peak on a catalog GPU (step_time.matmul_fraction)."""
+    from proposalkit.catalog import gpus
+    from proposalkit.estimate import step_time
+    return f"{step_time.matmul_fraction(gpus()[gpu_id]):.2f}"
+
 @dataclass(frozen=True)
 class Result:
     row: dict
@@ -211,8 +218,11 @@ def section(res: list[Result] | None = None, rows: list[dict] | None = None) -> 
         "gives each figure's source, unit and what it counts). The runtime model",
         "(`proposalkit/estimate/step_time.py`): without a pilot or a workload MFU, each optimizer step is",
         "timed per GPU by its parts: the matrix multiplies' hardware FLOPs (6·N + 12·L·H·Q·T, 4·N for LoRA,",
-        f"plus what checkpointing reruns) at {step_time.COMPUTE_FRACTION:.2f} of the dense 16-bit peak; the bytes "
-        "the memory-bound kernels",
+        f"plus what checkpointing reruns) at {step_time.MAMF_FRACTION:.2f} of the GPU's maximum achievable matmul "
+        "rate (its MAMF as Bekman's mamf-finder table measures it, catalog `gpus.yaml` `mamf_flops`; "
+        f"{_of_peak('a100-80gb')} of the dense 16-bit peak on an A100 SXM, {_of_peak('h100-80gb')} on an H100 SXM, "
+        f"{_of_peak('h100-96gb-500w')} on the 500 W H100, which the table does not measure: NVIDIA's lowest efficiency "
+        "in it); the bytes the memory-bound kernels",
         "move (norms, casts, activation functions, residual adds, the loss, the optimizer step; eager or",
         f"fused, `estimate/traffic.py`) at {step_time.MEMORY_FRACTION:.2f} of the HBM bandwidth; the tensor-parallel "
         "collectives, two per layer",
@@ -282,10 +292,11 @@ def section(res: list[Result] | None = None, rows: list[dict] | None = None) -> 
     calib = [row for row in rows if row["role"] == "calibrate"]
     lines += [
         "",
-        f"Calibration (never compared): the compute fraction {step_time.COMPUTE_FRACTION:.2f} is the median, over "
-        "these published A100 runs (each planned from its workload file), of the share of the peak their matrix "
-        "multiplies ran at: the step their hardware-FLOPs utilization gives, less the model's memory-bound and "
-        "collective time (`benchmarks/calibrate_step_time.py`). The memory fraction and the host's time per kernel "
+        f"Calibration (never compared): the matmul fraction {step_time.MAMF_FRACTION:.2f} is the median, over "
+        "these published A100 runs (each planned from its workload file), of the share of the A100 SXM's maximum "
+        "achievable matmul rate (Bekman's MAMF table: 271.2 of 312 TFLOP/s) their matrix multiplies ran at: the "
+        "step their hardware-FLOPs utilization gives, less the model's memory-bound and collective time "
+        "(`benchmarks/calibrate_step_time.py`). The memory fraction and the host's time per kernel "
         "are fitted on the kernel times of this project's eager H100 profiles (section M's runs, by "
         "torch.profiler), not on their tokens/s.",
         "",

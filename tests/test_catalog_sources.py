@@ -4,7 +4,8 @@ its own config.json and model page, a resource its provider's documentation; eac
 
 The rule is FIELD_KINDS below: the kinds of work (catalog/sources.py KINDS) each source field may cite.
 A usable-memory figure is no datasheet figure (vendors do not print what a framework can allocate): it
-cites a public record of the measurement, or the provider's page that prints it.
+cites a public record of the measurement, or the provider's page that prints it. Nor is a maximum achievable
+matmul rate: it cites the measurement's table at its revision.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from proposalkit.catalog.sources import KINDS, Source, SourceError, parse
 FIELD_KINDS: dict[tuple[str, str], frozenset[str]] = {
     ("gpus", "source"): frozenset({"datasheet"}),
     ("gpus", "usable_memory_source"): frozenset({"measurement", "provider-docs"}),
+    # the maximum achievable matmul rate: a row of Bekman's MAMF table (a measurement at a revision), or, for a GPU
+    # it does not measure, the vendor's lowest efficiency in it × the GPU's peak (derived, the rule in its detail)
+    ("gpus", "mamf_source"): frozenset({"measurement", "derived"}),
     ("models", "source"): frozenset({"config", "paper"}),
     ("models", "params_source"): frozenset({"model-card", "config", "paper"}),
     **{("resources", field): frozenset({"provider-docs", "secondary"}) for field in ("source", "access_credits.source")},
@@ -200,3 +204,24 @@ def test_a_site_variant_cites_the_vendor_datasheet_beside_the_sites_page():
     for catalog, row, field in SITE_VARIANTS:
         kinds = {rs.source.kind for rs in row_sources(catalog) if rs.row == row and rs.field == field}
         assert kinds == {"datasheet", "provider-docs"}, row
+
+
+# Bekman's MAMF table (gpus.yaml mamf_source, revision 744d01e18b79), BF16: the lowest efficiency (MAMF ÷ theory) it
+# gives for each vendor, which a GPU it does not measure takes: NVIDIA GB200 SXM 1822.0 of 2500, AMD MI300X 668.4 of
+# 1300, Intel Gaudi 3 1243.0 of 1677.
+LOWEST_MAMF_EFFICIENCY = {"NVIDIA": 1822.0 / 2500, "AMD": 668.4 / 1300, "Intel": 1243.0 / 1677}
+
+
+def test_a_gpu_the_mamf_table_does_not_measure_takes_its_vendors_lowest_efficiency():
+    from proposalkit.catalog import gpus
+
+    sources = {rs.row: rs.source for rs in row_sources("gpus") if rs.field == "mamf_source"}
+    for g in gpus().values():
+        assert 0 < g.matmul_efficiency < 1, g.id
+        assert g.mamf_measured == (sources[g.id].kind == "measurement"), g.id
+        # within 0.005: the table divides by its own theory figure (MI300X: 1300, the catalog 1307.4)
+        assert g.matmul_efficiency >= LOWEST_MAMF_EFFICIENCY[g.vendor] - 0.005, g.id
+        if not g.mamf_measured:
+            lowest = LOWEST_MAMF_EFFICIENCY[g.vendor] * g.peak_16bit_flops
+            assert g.mamf_flops == pytest.approx(lowest, abs=0.05e12), g.id
+            assert "the table measures no" in sources[g.id].detail, g.id

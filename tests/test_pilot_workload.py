@@ -110,17 +110,18 @@ def test_extrapolation_to_another_gpu_carries_the_step_time_models_ratio(tmp_pat
     assert w["throughput_source"] == "pilot-extrapolated"
     # The step-time model's step of this LoRA fine-tune (micro-batch 1 × 2,048 tokens per GPU) on each setup, from
     # the datasheets (the catalog: A100-80GB 312 TFLOP/s dense 16-bit and 2.039 TB/s; H100-80GB 989 TFLOP/s and
-    # 3.35 TB/s), the fractions (matmuls at 0.66 of the peak, memory-bound kernels at 0.68 of the bandwidth, 46 µs
-    # of host per kernel launched) and what the step counts (33.24 GFLOP per token, 184.5 GB moved by the
-    # memory-bound kernels per step, 5,090 kernels: the plans' step without the pilot):
-    #   1× a100-80gb: 33.24e9 × 2,048 ÷ (0.66 × 312e12) = 330.6 ms + 184.5e9 ÷ (0.68 × 2.039e12) = 133.1 ms
-    #                 = 463.7 ms, above the host's 5,090 × 46 µs = 234.1 ms: 2,048 ÷ 0.4637 s = 4,417 tokens/s
-    #   2× h100-80gb: 33.24e9 × 2,048 ÷ (0.66 × 989e12) = 104.3 ms + 184.5e9 ÷ (0.68 × 3.35e12) = 81.0 ms
-    #                 = 185.3 ms, under the host's 234.1 ms, which the step takes: 2 × 2,048 ÷ 0.2341 s = 17,494
-    #   ratio 17,494 ÷ 4,417 = 3.961, where the dense peaks × the count gave 989 ÷ 312 × 2 = 6.340
-    assert w["tokens_per_second"] == pytest.approx(3000 * 3.961, rel=1e-3)
+    # 3.35 TB/s), the fractions (matmuls at 0.76 of each GPU's maximum achievable matmul rate, Bekman's MAMF table:
+    # 0.76 × 271.2 = 206.1 TFLOP/s on the A100 SXM, 0.76 × 794.5 = 603.8 on the H100 SXM; memory-bound kernels at
+    # 0.68 of the bandwidth, 46 µs of host per kernel launched) and what the step counts (33.24 GFLOP per token,
+    # 184.5 GB moved by the memory-bound kernels per step, 5,090 kernels: the plans' step without the pilot):
+    #   1× a100-80gb: 33.24e9 × 2,048 ÷ 206.1e12 = 330.3 ms + 184.5e9 ÷ (0.68 × 2.039e12) = 133.1 ms
+    #                 = 463.3 ms, above the host's 5,090 × 46 µs = 234.1 ms: 2,048 ÷ 0.4633 s = 4,420 tokens/s
+    #   2× h100-80gb: 33.24e9 × 2,048 ÷ 603.8e12 = 112.7 ms + 184.5e9 ÷ (0.68 × 3.35e12) = 81.0 ms
+    #                 = 193.7 ms, under the host's 234.1 ms, which the step takes: 2 × 2,048 ÷ 0.2341 s = 17,494
+    #   ratio 17,494 ÷ 4,420 = 3.958, where the dense peaks × the count gave 989 ÷ 312 × 2 = 6.340
+    assert w["tokens_per_second"] == pytest.approx(3000 * 3.958, rel=1e-3)
     assert ("3,000 tokens/s measured on 1× a100-80gb × (the step-time model's 17,494 tokens/s on 2× h100-80gb ÷ "
-            "its 4,417 on 1× a100-80gb = 3.961) = 11,882 tokens/s on 2× h100-80gb") in w["derivation"]["throughput"]
+            "its 4,420 on 1× a100-80gb = 3.958) = 11,874 tokens/s on 2× h100-80gb") in w["derivation"]["throughput"]
     assert any("extrapolated from the pilot" in x for x in w["warnings"])
     # The two modelled rates are the plans of the same workload without the pilot on each setup.
     modelled = {}
@@ -137,10 +138,10 @@ def test_extrapolation_to_another_gpu_carries_the_step_time_models_ratio(tmp_pat
     out = tmp_path / "out"
     assert main(["report", str(path), "-o", str(out), "--format", "md"]) == 0
     md = (out / "report.md").read_text(encoding="utf-8") + (out / "supplement.md").read_text(encoding="utf-8")
-    assert "= 3.961) = 11,882 tokens/s on 2× h100-80gb" in md
+    assert "= 3.958) = 11,874 tokens/s on 2× h100-80gb" in md
     for label in ("Step time, 2× h100-80gb (planned)", "Step time, 1× a100-80gb (the pilot's)"):
         assert label in md
-    assert "2,048 tokens per step ÷ 463.7 ms = 4,417 tokens/s" in md and "4,096 tokens per step ÷ 234.1 ms" in md
+    assert "2,048 tokens per step ÷ 463.3 ms = 4,420 tokens/s" in md and "4,096 tokens per step ÷ 234.1 ms" in md
 
 
 def test_a_pilot_on_fewer_gpus_than_one_model_copy_is_carried_by_the_peaks(tmp_path, capsys):

@@ -137,8 +137,8 @@ def test_report_content_follows_the_plan(golden_plan):
     for i, w in enumerate(golden_plan.workloads, 1):
         assert f"### S.2.{i} {w.name}:" in body
         assert f"- **{w.name}**: " in section_b
-    # GPU-hours per GPU type, never added across types (134.55 + 204.57 + 600.00 is no figure of either)
-    for gpu, hours in (("a100-80gb", "134.55"), ("h100-80gb", "204.57"), ("a100-40gb", "600.00")):
+    # GPU-hours per GPU type, never added across types (134.55 + 212.68 + 600.00 is no figure of either)
+    for gpu, hours in (("a100-80gb", "134.55"), ("h100-80gb", "212.68"), ("a100-40gb", "600.00")):
         assert f"| **total, {gpu}** | | | | | | | **{hours}** | |" in section_b
     assert "939.03" not in section_b and "939.03" not in md
     # every number of the derivation substituted
@@ -290,7 +290,7 @@ def test_templates_may_not_print_a_bare_float(golden_plan):
     for kind in ("md", "html"):
         with pytest.raises(TypeError, match="format it with a filter"):
             report.environment(kind).from_string("{{ r.gpu_hours }}").render(r=context)
-        assert report.environment(kind).from_string("{{ r.gpu_hours|hours }}").render(r=context) == "760.86"
+        assert report.environment(kind).from_string("{{ r.gpu_hours|hours }}").render(r=context) == "767.10"
 
 
 @pytest.mark.parametrize("fn, value, expected", [

@@ -134,11 +134,11 @@ def test_a_pin_beyond_the_partition_is_an_input_error(plan_error, pin, message):
 
 
 def test_a_run_longer_than_the_period_on_the_largest_job_asks_for_fewer_tokens(plan_error):
-    # 70B on 15T tokens: even on 400× a100-40gb (Delta's largest A100 job) one run takes 1,429 days (the step-time model at 400 GPUs), more than
-    # the standard track's 365.25 days: the tokens that fit are 15T × 365.25 / 1,429.
+    # 70B on 15T tokens: even on 400× a100-40gb (Delta's largest A100 job) one run takes 1,428 days (the step-time model at 400 GPUs), more than
+    # the standard track's 365.25 days: the tokens that fit are 15T × 365.25 / 1,428.
     err = plan_error(DELTA + "  - {name: long, kind: pretrain, model: llama-3.1-70b, tokens: 15T}\n", 1)
     assert err.startswith("FILE:3: workloads[0]: long does not finish within the 365-day allocation period on any "
-                          "job ncsa-delta takes: one run of 15,000,000,000,000 tokens takes 1,429 days even on 400× "
+                          "job ncsa-delta takes: one run of 15,000,000,000,000 tokens takes 1,428 days even on 400× "
                           "a100-40gb (ncsa-delta-a100 has 100 nodes of 4 GPUs, with no per-job node limit); at most ")
     assert err.endswith(" tokens fit the period there: fewer tokens, or target another resource\n")
 

@@ -3,7 +3,7 @@
 benchmarks/validation_speed.py plans every workload file of benchmarks/validation/speed/
 through the CLI (`proposalkit plan FILE --format json`) and sets the plan against the
 published figure its index names. These tests pin the headline docs/accuracy.md states, keep
-the calibration rows (which set the step-time model's COMPUTE_FRACTION) apart from the rows it is
+the calibration rows (which set the step-time model's MAMF_FRACTION) apart from the rows it is
 validated on, and hold the tails: no row planned faster than measured by more than 25% without a reason.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from proposalkit.estimate.step_time import COMPUTE_FRACTION
+from proposalkit.estimate.step_time import MAMF_FRACTION
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "validation_speed.py"
@@ -106,7 +106,7 @@ def test_the_compute_fraction_is_fitted_on_its_calibration_rows_and_none_of_them
 
     fits = calibrate_step_time.compute_fits()
     assert sorted(f.id for f in fits) == sorted(r["id"] for r in calibrate)
-    assert round(statistics.median(f.value for f in fits), 2) == COMPUTE_FRACTION
+    assert round(statistics.median(f.value for f in fits), 2) == MAMF_FRACTION
 
 
 def test_no_row_is_planned_faster_than_measured_by_more_than_25_percent_without_a_reason(speed, results):
@@ -133,7 +133,9 @@ def test_no_pilot_carried_to_another_row_overshoots_by_more_than_25_percent_with
     """Issue 22's tails for the pairs (benchmarks/errors.py extrapolation_rows: a row's measured rate carried to
     another's GPUs as the planner carries a pilot): beyond TAIL, the second row names why (carried_out_of_scope), and
     a reason stays only while its pair is a tail. Carried by the step-time model's rates, llm-foundry's MPT-7B from 8
-    A100-80GB to 8 H100-80GB came down from 1.38× (the dense peaks' ratio) but not under 1.25×."""
+    A100-80GB to 8 H100-80GB came down from 1.38× (the dense peaks' ratio) to 1.26× (the matmuls at one fraction of
+    the peak on both GPUs) and, with each GPU's maximum achievable matmul rate (Bekman's MAMF table: 86.9% of the
+    A100's peak, 80.3% of the H100's), under 1.25×."""
     from proposalkit.catalog import errors
 
     carried = {row.id: 1 / row.residual for row in errors.table()["pilot-extrapolated"]}
@@ -146,7 +148,7 @@ def test_no_pilot_carried_to_another_row_overshoots_by_more_than_25_percent_with
     for row in rows:
         for first in row.get("carried_out_of_scope", {}):
             assert carried[f"{first}>{row['id']}"] > speed.TAIL, f"{first}>{row['id']} is no longer a tail"
-    assert 1.25 < carried["D-FOUNDRY-6>D-FOUNDRY-1"] < 1.3
+    assert 1.15 < carried["D-FOUNDRY-6>D-FOUNDRY-1"] < 1.2
     assert max(f for pair, f in carried.items() if pair != "D-FOUNDRY-6>D-FOUNDRY-1") < 1.1
 
 

@@ -36,6 +36,15 @@ class GPUSpec:
     peak_fp8_flops: float | None = None   # dense FP8 tensor FLOP/s; None: no FP8 tensor cores
     peak_fp4_flops: float | None = None   # dense FP4 tensor FLOP/s; None: no native FP4 (all but Blackwell)
     notes: str = ""
+    # The best-shape BF16 matmul's measured FLOP/s (gpus.yaml: Bekman's MAMF table); 0 where unknown.
+    mamf_flops: float = 0.0
+    mamf_source: str = ""
+    mamf_measured: bool = True   # False: the table measures no such GPU, its vendor's lowest efficiency is taken
+
+    @property
+    def matmul_efficiency(self) -> float:
+        """The maximum achievable matmul rate ÷ the dense 16-bit peak (the MAMF table's 'efficiency')."""
+        return self.mamf_flops / self.peak_16bit_flops
 
     def supports(self, precision: str) -> bool:
         """Whether the tensor cores run `precision` natively (PRECISION_HARDWARE); precisions it does not
@@ -69,12 +78,14 @@ def _read(name: str) -> dict:
 
 def _gpu_from_row(row: dict) -> GPUSpec:
     row = dict(row)
-    for key in ("source", "usable_memory_source"):
+    row["mamf_measured"] = all(s.kind == "measurement" for s in parse(row["mamf_source"], f"gpus.yaml: {row['id']}"))
+    for key in ("source", "usable_memory_source", "mamf_source"):
         row[key] = cite(row[key], f"gpus.yaml: {row['id']}: {key}")
     row["memory_bytes"] = parse_memory(row.pop("memory"))
     row["usable_memory_bytes"] = parse_memory(row.pop("usable_memory"))
     row["peak_16bit_flops"] = parse_count(row["peak_16bit_flops"])
     row["memory_bandwidth"] = parse_count(row["memory_bandwidth"])
+    row["mamf_flops"] = parse_count(row["mamf_flops"])
     for key in ("peak_fp8_flops", "peak_fp4_flops"):
         if row.get(key) is not None:
             row[key] = parse_count(row[key])

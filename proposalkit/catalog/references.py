@@ -25,6 +25,13 @@ _WORKS: tuple[tuple[str, str, str], ...] = (
       "https://azure.microsoft.com/en-us/pricing/details/virtual-machines/linux/ (pay-as-you-go, per VM-hour, "
       "by region). The figures used are as a dated copy of Azure's retail price list reads them; the "
       "resource's entry below names the copy and its date.")),
+    # Each GPU's figure and the table row it is read from are in catalog/gpus.yaml (mamf_flops, mamf_source).
+    ("bekman-mamf", "Bekman, Machine Learning Engineering",
+     ("S. Bekman. Machine Learning Engineering Open Book, compute/accelerator/README.md, 'Maximum Achievable "
+      "Matmul FLOPS comparison table' (BF16; mamf-finder.py, the best-shape matmul's mean TFLOPS per "
+      "accelerator), revision 744d01e18b79 (2026-08-22), https://github.com/stas00/ml-engineering. (The training "
+      "step's matmuls run at a fitted share of this measured rate, not of the datasheet peak; a GPU the table "
+      "does not measure takes its vendor's lowest measured efficiency.)")),
     ("biderman-2023", "Biderman et al. 2023",
      ("S. Biderman, H. Schoelkopf, Q. Anthony, et al. Pythia: A Suite for Analyzing Large Language Models "
       "Across Training and Scaling. ICML 2023; arXiv:2304.01373. (Table 1: layers, model dim and heads of "

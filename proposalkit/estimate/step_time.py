@@ -7,7 +7,7 @@ stages run the same micro-batches one after another, so the slowest sets the pac
 is a lookup):
 
   compute   the stage's hardware FLOPs (flops.py: 6·N or 4·N + attention + recompute; the head's share of N on
-            the last stage) ÷ (t·cp) ÷ (peak × COMPUTE_FRACTION)
+            the last stage) ÷ (t·cp) ÷ (the GPU's maximum achievable matmul rate × MAMF_FRACTION)
   memory    the bytes the non-matmul kernels move (traffic.py: each layer and the head, eager or fused; a full
             checkpoint's rerun forward again) ÷ cp, and ÷ t as tensor parallelism splits them: the work inside
             the attention and MLP blocks and the vocabulary-parallel loss ÷ t, the norms, dropouts and residual
@@ -27,7 +27,7 @@ is a lookup):
 
 Data-parallel gradient reduction, ZeRO/FSDP gathers and the pipeline's bubble ((p − 1) stage-steps of fill and
 drain, Narayanan et al. 2021 §2.2.1) are not modelled: the frameworks overlap the first two with the backward,
-and COMPUTE_FRACTION, fitted on published runs, carries what they leave (benchmarks/calibrate_step_time.py).
+and MAMF_FRACTION, fitted on published runs, carries what they leave (benchmarks/calibrate_step_time.py).
 Pure: no I/O.
 """
 
@@ -53,22 +53,27 @@ from .setups import TrainingSetup
 from .traffic import LayerSetup, Regions, head_traffic, layer_traffic
 from .model_states import ModelStates
 
-# The fraction of the GPU's dense 16-bit peak that a training step's matrix multiplies and attention sustain,
-# once the memory-bound kernels and the tensor-parallel collectives are timed apart: the median over the
-# published hardware-FLOPs utilizations of docs/validation.md's calibration rows (Megatron-LM, Korthikanti et
-# al., BLOOM on A100s), each with its own memory-bound and collective time taken out and its matmuls timed on
-# the stage that paces the step (a pipeline's last, which holds the LM head: six of the eight rows are
-# pipelined; 0.60 while the head was spread over the stages) (benchmarks/calibrate_step_time.py; it replaces the
-# former DEFAULT_MFU 0.51, their median HFU, which had that time inside it).
-COMPUTE_FRACTION = 0.66
-COMPUTE_FRACTION_REFERENCES = ("narayanan-2021", "korthikanti-2022", "bigscience-2022")
+# The fraction of the GPU's maximum achievable matmul rate (its MAMF: the best-shape BF16 matmul's FLOP/s that
+# Stas Bekman's mamf-finder.py measured, catalog gpus.yaml mamf_flops) that a training step's matrix multiplies and
+# attention sustain, once the memory-bound kernels and the tensor-parallel collectives are timed apart: the median
+# over the published hardware-FLOPs utilizations of docs/validation.md's calibration rows (Megatron-LM, Korthikanti
+# et al., BLOOM on A100 SXMs), each with its own memory-bound and collective time taken out, its matmuls timed on
+# the stage that paces the step (a pipeline's last, which holds the LM head), and its share of the dense peak
+# divided by its GPU's MAMF ÷ peak (benchmarks/calibrate_step_time.py). A GPU's share of its dense peak is this ×
+# its own MAMF ÷ peak (matmul_fraction): 0.66 of the peak on the A100 SXM the rows ran on (MAMF 86.9% of it),
+# 0.61 on an H100 SXM (80.3%), where one fraction of the peak on every GPU planned the H100 runs of
+# docs/validation.md section D faster than measured. It replaces COMPUTE_FRACTION 0.66 (of the peak, every GPU)
+# and, before it, DEFAULT_MFU 0.51 (the rows' median HFU, which had the memory-bound time inside it).
+MAMF_FRACTION = 0.76
+COMPUTE_FRACTION_REFERENCES = ("narayanan-2021", "korthikanti-2022", "bigscience-2022", "bekman-mamf")
 # What the step's other parts stand on: this project's H100 runs (the memory and host constants); the tensor-
 # parallel layers' collectives, where there are any.
 STEP_REFERENCES = ("proposalkit-h100",)
 TP_REFERENCES = ("shoeybi-2019",)
 COMPUTE_FRACTION_SOURCE = ("the published hardware-FLOPs utilizations of Megatron-LM (Narayanan et al. 2021 Table 1), "
-                           "Korthikanti et al. 2022 (Table 5) and BLOOM-176B, each with its memory-bound kernels and "
-                           "tensor-parallel collectives timed apart by this model: their median")
+                           "Korthikanti et al. 2022 (Table 5) and BLOOM-176B on A100s, each with its memory-bound "
+                           "kernels and tensor-parallel collectives timed apart by this model and taken as a share of "
+                           "the A100's maximum achievable matmul rate (Bekman's MAMF table): their median")
 # Achieved over the datasheet HBM bandwidth by the memory-bound kernels, for the bytes traffic.py counts:
 # fitted on the kernel times of this project's ten eager H100 profiles (benchmarks/calibrate_step_time.py:
 # leave-one-out, each profile's fraction from the other nine; the median is kept).
@@ -93,6 +98,12 @@ FOREACH_PASSES = 3
 # Collectives per layer in a forward pass (attention's and the MLP's output).
 TP_COLLECTIVES_PER_PASS = 2
 
+
+
+def matmul_fraction(gpu: GPUSpec) -> float:
+    """The share of `gpu`'s dense 16-bit peak the step's matmuls run at: MAMF_FRACTION of its maximum achievable
+    matmul rate (gpus.yaml mamf_flops; for a GPU the MAMF table does not measure, its vendor's lowest efficiency)."""
+    return MAMF_FRACTION * gpu.matmul_efficiency
 
 @dataclass(frozen=True)
 class StepTime:
@@ -137,7 +148,7 @@ class StepTime:
 
     @property
     def references(self) -> tuple[str, ...]:
-        """The works the step's parts stand on (COMPUTE_FRACTION's aside)."""
+        """The works the step's parts stand on (MAMF_FRACTION's aside)."""
         return STEP_REFERENCES + (TP_REFERENCES if self.comm else ())
 
 
@@ -166,10 +177,13 @@ def _multi_tensor_kernels(values: float) -> int:
 
 
 def training_step(model: ModelSpec, setup: TrainingSetup, fpt: FlopsPerToken, gpu: GPUSpec, gpus: int,
-                  states: ModelStates, compute_fraction: float = COMPUTE_FRACTION,
+                  states: ModelStates, compute_fraction: float | None = None,
                   node_gpus: int | None = None, autocast: bool = False) -> StepTime:
     """The step on `gpus` GPUs of `gpu` (module docstring). `states` is the model states' memory on one GPU
-    (model_states.py), whose gradient and optimizer bytes the optimizer step reads and writes."""
+    (model_states.py), whose gradient and optimizer bytes the optimizer step reads and writes; `compute_fraction`,
+    the matmuls' share of the dense peak, is the GPU's own (matmul_fraction) unless given."""
+    if compute_fraction is None:
+        compute_fraction = matmul_fraction(gpu)
     t, p, cp = setup.tensor_parallel, setup.pipeline_parallel, setup.context_parallel
     copy = t * p * cp
     copies = gpus // copy
@@ -270,8 +284,13 @@ def training_step(model: ModelSpec, setup: TrainingSetup, fpt: FlopsPerToken, gp
                     collectives=collectives, tensor_parallel=t, link=link)
 
 
-def step_note(step: StepTime, kernels: str) -> Note:
-    """The assumption the step's time rests on (render/training_words.py words it)."""
+def step_note(step: StepTime, kernels: str, gpu: GPUSpec) -> Note:
+    """The assumption the step's time rests on (render/training_words.py words it): the matmuls' share of `gpu`'s
+    dense peak, with the maximum achievable matmul rate it is MAMF_FRACTION of (measured on this GPU or, where the
+    MAMF table measures none, its vendor's lowest efficiency taken) and any factor on top (QLoRA's dequantization)."""
     return note("step-time", COMPUTE_FRACTION_REFERENCES + step.references, compute_fraction=step.compute_fraction,
+                mamf_fraction=MAMF_FRACTION, gpu=gpu.name, vendor=gpu.vendor, mamf_flops=gpu.mamf_flops,
+                peak_flops=gpu.peak_16bit_flops, mamf_measured=gpu.mamf_measured,
+                speed_factor=round(step.compute_fraction / matmul_fraction(gpu), 6),
                 memory_fraction=step.memory_fraction, host_microseconds_per_kernel=round(step.host_per_kernel * 1e6, 3),
                 kernels=kernels, tensor_parallel=step.tensor_parallel, host_bound=step.host_bound)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..estimate.inference import Replica, prefill, prefill_attention_flops, prefill_flops_per_sequence
 from ..estimate.queueing import EXACT_TERMS
-from ..estimate.step_time import LINK_FRACTION
+from ..estimate.step_time import LINK_FRACTION, MAMF_FRACTION, matmul_fraction
 from ..units import GiB, SECONDS_PER_HOUR
 
 def mfu_text(x: float) -> str:
@@ -182,7 +182,7 @@ def step_text(step, gpu, fpt, fraction: float, implied_mfu: float) -> str:
     memory = [("layers", step.layers), ("norm and loss", step.head), ("weight casts and accumulation", step.weights),
               ("optimizer step and gradient clip", step.optimizer)]
     parts = [f"matmuls {ms_text(step.compute)} ({fpt.hardware / 1e9:,.2f} GFLOP per token at {fraction:.2f} × "
-             f"{gpu.peak_16bit_flops / 1e12:,.0f} TFLOP/s)",
+             f"{gpu.peak_16bit_flops / 1e12:,.0f} TFLOP/s: {mamf_text(gpu, fraction)})",
              f"memory-bound kernels {ms_text(step.memory)} ("
              + ", ".join(f"{name} {ms_text(t)}" for name, t in memory if t > 0)
              + f", at {step.memory_fraction:.2f} × {gpu.memory_bandwidth / 1e12:,.2f} TB/s)"]
@@ -197,6 +197,17 @@ def step_text(step, gpu, fpt, fraction: float, implied_mfu: float) -> str:
     return (f"step on each of {step.gpus} GPU{'s' if step.gpus > 1 else ''}: " + " + ".join(parts) + f" = {total}; "
             f"{step.tokens:,} tokens per step ÷ {ms_text(step.seconds)} = {step.tokens_per_second:,.0f} tokens/s "
             f"(MFU {mfu_text(implied_mfu)})")
+
+
+def mamf_text(gpu, fraction: float) -> str:
+    """Where the matmuls' share of the peak comes from: MAMF_FRACTION of the GPU's maximum achievable matmul rate
+    (catalog gpus.yaml mamf_flops, Bekman's MAMF table), and any factor on top (QLoRA's dequantization)."""
+    measured = ("measured" if gpu.mamf_measured else
+                f"not measured: the table's lowest {gpu.vendor} efficiency, {gpu.matmul_efficiency:.1%}, taken")
+    factor = fraction / matmul_fraction(gpu)
+    extra = f" × {factor:.3f} for NF4 dequantization" if abs(factor - 1) > 1e-9 else ""
+    return (f"{MAMF_FRACTION:.2f} of the maximum achievable matmul rate, {gpu.mamf_flops / 1e12:,.1f} TFLOP/s "
+            f"({measured}; Bekman's MAMF table){extra}")
 
 
 def step_summary(step, implied_mfu: float) -> str:

@@ -271,7 +271,7 @@ def plan_workload(lw: LoadedWorkload, resource_id: str | None = None, *, explain
     if tp.source == "pilot-extrapolated":
         warnings.append(f"{w.name}: throughput extrapolated from the pilot: {tp.derivation}")
     if tp.step is not None:
-        notes.append(step_note(tp.step, s.kernels))
+        notes.append(step_note(tp.step, s.kernels, gpu))
         warnings.append(f"{w.name}: no pilot run yet: the speed is estimated from the step's parts (matrix "
                         f"multiplies, memory-bound kernels{', collectives' if tp.step.comm else ''})")
     elif tp.source == "flops":

@@ -20,7 +20,7 @@ from ..estimate.flops import (
 from ..estimate.memory import TrainingSetup
 from ..estimate.model_states import model_states
 from ..estimate.step_time import (
-    COMPUTE_FRACTION, COMPUTE_FRACTION_REFERENCES, COMPUTE_FRACTION_SOURCE, StepTime, training_step,
+    COMPUTE_FRACTION_REFERENCES, COMPUTE_FRACTION_SOURCE, MAMF_FRACTION, StepTime, matmul_fraction, training_step,
 )
 from ..knobs import KNOBS
 from . import pilots
@@ -30,12 +30,13 @@ from .records import Settings, Throughput
 # The knobs a training estimate takes (proposalkit/knobs.py), passed from Settings by name.
 TRAINING_KNOBS = tuple(k.name for k in KNOBS.values() if "training" in k.setups)
 # How a training pilot carries to another GPU type or count (carried_throughput): by the step-time model's rates
-# on both setups, so that only the matmuls scale with the dense peak, the memory-bound kernels with the HBM
-# bandwidth, the tensor-parallel collectives with the links and the host's launches not at all. The peak
-# ratio alone carried llm-foundry's MPT-7B rate from 8 A100-80GB to 8 H100-80GB 38% above the measured one
-# (docs/validation.md D-FOUNDRY-6>D-FOUNDRY-1).
-CARRY_RULE = ("in the model the matmuls scale with the dense peak, the memory-bound kernels with the HBM bandwidth, "
-              "the collectives with the links and the host's launches not at all")
+# on both setups, so that only the matmuls scale with the maximum achievable matmul rate (its share of the dense
+# peak differs by GPU: step_time.matmul_fraction), the memory-bound kernels with the HBM bandwidth, the tensor-
+# parallel collectives with the links and the host's launches not at all. The peak ratio alone carried
+# llm-foundry's MPT-7B rate from 8 A100-80GB to 8 H100-80GB 38% above the measured one, one fraction of the peak
+# on both 26% (docs/validation.md D-FOUNDRY-6>D-FOUNDRY-1).
+CARRY_RULE = ("in the model the matmuls scale with the maximum achievable matmul rate, the memory-bound kernels with "
+              "the HBM bandwidth, the collectives with the links and the host's launches not at all")
 
 
 def training_precision(method: str, s: Settings) -> str:
@@ -85,13 +86,12 @@ def mfu(w, notes: list[str]) -> tuple[float | None, str, tuple[str, ...]]:
             return w.mfu, (f"{w.mfu:.2f} given in the workload file, taken as measured with its activation "
                            "checkpointing setting (a published MFU includes its recompute)"), ()
         return w.mfu, f"{w.mfu:.2f} given in the workload file", ()
+    rate = f"{MAMF_FRACTION:.2f} of the GPU's maximum achievable matmul rate (Bekman's MAMF table, per GPU)"
     if w.method == "qlora":
-        fraction = COMPUTE_FRACTION * QLORA_SPEED_FACTOR
-        return (None, f"matmuls at {COMPUTE_FRACTION:.2f} × {QLORA_SPEED_FACTOR:.3f} for NF4 dequantization = "
-                f"{fraction:.3f} of the peak ({QLORA_SPEED_SOURCE}); {COMPUTE_FRACTION:.2f}: "
-                f"{COMPUTE_FRACTION_SOURCE}", QLORA_SPEED_REFERENCES + COMPUTE_FRACTION_REFERENCES)
-    return None, f"matmuls at {COMPUTE_FRACTION:.2f} of the peak: {COMPUTE_FRACTION_SOURCE}", \
-        COMPUTE_FRACTION_REFERENCES
+        return (None, f"matmuls at {rate} × {QLORA_SPEED_FACTOR:.3f} for NF4 dequantization "
+                f"({QLORA_SPEED_SOURCE}); {MAMF_FRACTION:.2f}: {COMPUTE_FRACTION_SOURCE}",
+                QLORA_SPEED_REFERENCES + COMPUTE_FRACTION_REFERENCES)
+    return None, f"matmuls at {rate}: {COMPUTE_FRACTION_SOURCE}", COMPUTE_FRACTION_REFERENCES
 
 
 def throughput(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, checkpointing: bool | None,
@@ -148,7 +148,7 @@ def modelled_step(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, ch
                   zero_stage: int | None, fpt) -> tuple[StepTime, float]:
     """(the step on `count` GPUs of `gpu` as estimate/step_time.py times it, the matmuls' fraction of the peak)."""
     setup = training_setup(w, s, count, zero_stage or 0, checkpointing)
-    fraction = COMPUTE_FRACTION * (QLORA_SPEED_FACTOR if w.method == "qlora" else 1)
+    fraction = matmul_fraction(gpu) * (QLORA_SPEED_FACTOR if w.method == "qlora" else 1)
     step = training_step(model, setup, fpt, gpu, count, model_states(model, setup), fraction,
                          autocast=s.autocast_fp32_params and s.mixed_precision)
     return step, fraction
@@ -170,7 +170,7 @@ def carried_throughput(model: ModelSpec, w, s: Settings, rate: float, source: GP
                           f"{scaled.rule} (the pilot's {from_count} GPUs are no whole number of model copies of "
                           f"{copy}: it ran another layout, which the step-time model cannot time)")
     fpt = training_flops_per_token(model, w.method or "full", s.seq_len, checkpointing, s.selective_policy)
-    to, fraction = modelled_step(model, w, s, gpu, count, checkpointing, zero_stage, fpt)
+    to, _ = modelled_step(model, w, s, gpu, count, checkpointing, zero_stage, fpt)
     was, _ = modelled_step(model, w, s, source, from_count, checkpointing, zero_stage, fpt)
     ratio = to.tokens_per_second / was.tokens_per_second
     carried = rate * ratio
@@ -180,7 +180,7 @@ def carried_throughput(model: ModelSpec, w, s: Settings, rate: float, source: GP
 
     def written(step: StepTime, on: GPUSpec) -> str:
         implied = step.tokens_per_second * fpt.model / (step.gpus * on.peak_16bit_flops)
-        return step_text(step, on, fpt, fraction, implied)
+        return step_text(step, on, fpt, step.compute_fraction, implied)
 
     parts = ((f"Step time, {count}× {gpu.id} (planned)", written(to, gpu)),
              (f"Step time, {from_count}× {source.id} (the pilot's)", written(was, source)))

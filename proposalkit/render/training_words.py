@@ -136,6 +136,19 @@ _KERNELS_RUN = {"eager": "eager PyTorch runs one by one (norms, casts, activatio
                 "fused": "the framework's fused kernels run, one per run of them, and its optimizer step"}
 
 
+def _mamf(n: Note) -> str:
+    """The matmuls' rate: MAMF_FRACTION of the GPU's maximum achievable matmul rate, where that rate is from."""
+    mamf, peak = n["mamf_flops"] / 1e12, n["peak_flops"] / 1e12
+    where = (f"{mamf:,.1f} of {peak:,.0f} TFLOP/s as measured (Bekman's MAMF table" if n["mamf_measured"] else
+             f"{mamf:,.1f} of {peak:,.0f} TFLOP/s, the lowest {n['vendor']} efficiency Bekman's MAMF table gives "
+             f"({mamf / peak:.1%}; it measures no such GPU, and the lowest is conservative: a slower matmul, more "
+             "hours")
+    factor = f", × {n['speed_factor']:.3f} for NF4 dequantization" if n["speed_factor"] != 1 else ""
+    return (f"{n['mamf_fraction']:.2f} of its maximum achievable matmul rate, {where}; the {n['mamf_fraction']:.2f} "
+            "fitted on the published hardware-FLOPs utilization of Megatron-LM, Korthikanti et al. 2022 and BLOOM on "
+            f"A100s, their other time taken out){factor}")
+
+
 def _step_time(n: Note) -> str:
     t = n["tensor_parallel"]
     comm = (f", plus the {t}-way tensor-parallel collectives (two per layer each pass, Shoeybi et al. 2019) as rings "
@@ -143,9 +156,8 @@ def _step_time(n: Note) -> str:
             "(Megatron-LM's --tp-comm-overlap and torchtitan's async tensor parallelism are off by default; the "
             "workload format has no field for them)" if t > 1 else "")
     floor = ("; the host's launches bind here" if n["host_bound"] else "")
-    return (f"step time: the matrix multiplies at {n['compute_fraction']:.2f} of the dense peak (fitted on the "
-            "published hardware-FLOPs utilization of Megatron-LM, Korthikanti et al. 2022 and BLOOM, their other "
-            "time taken out), plus the bytes the non-matmul kernels move as "
+    return (f"step time: the matrix multiplies at {n['compute_fraction']:.2f} of the {n['gpu']}'s dense peak, "
+            f"{_mamf(n)}, plus the bytes the non-matmul kernels move as "
             f"{_KERNELS_RUN.get(n['kernels'], n['kernels'])} at {n['memory_fraction']:.2f} of the HBM bandwidth "
             f"(fitted on proposalkit's H100 kernel profiles){comm}; the host's kernel launches "
             f"({n['host_microseconds_per_kernel']:g} µs each, eager PyTorch on proposalkit's H100 runs) are a floor{floor}")
