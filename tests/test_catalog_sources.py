@@ -187,6 +187,11 @@ def test_kinds_are_described():
 @pytest.mark.parametrize("what, row, shown", [
     ("gpus", "h100-80gb", "datasheet: NVIDIA, NVIDIA H100 Tensor Core GPU datasheet (2023); measurement: "
                           "vllm-project/vllm issue 27508"),
+    ("gpus", "h100-80gb", "  794.5  TFLOP/s "),
+    ("gpus", "h100-pcie", "  551.0* TFLOP/s "),
+    ("gpus", "h100-80gb", "; measurement: Stas Bekman, Machine Learning Engineering (mamf-finder.py), "
+                          "compute/accelerator/README.md, 'Maximum Achievable Matmul FLOPS comparison table', BF16 "
+                          "(2026-08-22, revision 744d01e18b79)"),
     ("models", "llama-3.1-8b", "config: meta-llama, meta-llama/Llama-3.1-8B config.json (revision d04e592bb4f6); "
                                "model-card: meta-llama, meta-llama/Llama-3.1-8B model page"),
     ("resources", "alcf-polaris", "provider-docs: Argonne Leadership Computing Facility, ALCF User Guides, "

@@ -16,11 +16,15 @@ def listing(what: str) -> str:
         def formats(g) -> str:
             return ",".join(p for p in ("fp16", *PRECISION_HARDWARE) if g.supports(p))
 
-        lines = [f"{'id':<16} {'usable memory':>14} {'16-bit dense':>14} {'bandwidth':>11}  {'formats':<17} "
-                 "source; usable memory's source"]
+        # MAMF: the maximum achievable matmul rate (gpus.yaml mamf_flops), '*' where the table measures no such GPU
+        # and its vendor's lowest efficiency is taken.
+        lines = [f"{'id':<16} {'usable memory':>14} {'16-bit dense':>14} {'MAMF':>15} {'bandwidth':>11}  "
+                 f"{'formats':<17} source; usable memory's source; MAMF's source (*: the table measures no such "
+                 "GPU, its vendor's lowest efficiency is taken)"]
         lines += [f"{g.id:<16} {g.usable_memory_bytes / GiB:>10.2f} GiB {g.peak_16bit_flops / 1e12:>8.1f} TFLOP/s "
+                  f"{g.mamf_flops / 1e12:>7.1f}{' ' if g.mamf_measured else '*'} TFLOP/s "
                   f"{g.memory_bandwidth / 1e12:>6.3f} TB/s  {formats(g):<17} "
-                  f"{cited[g.id, 'source']}; {cited[g.id, 'usable_memory_source']}"
+                  f"{cited[g.id, 'source']}; {cited[g.id, 'usable_memory_source']}; {cited[g.id, 'mamf_source']}"
                   for g in gpus().values()]
     elif what == "models":
         lines = [f"{'id':<16} {'params':>16} {'L':>4} {'h':>6} {'a':>4} {'kv':>4} {'ffn':>6} {'vocab':>7} "
