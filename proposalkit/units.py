@@ -132,6 +132,19 @@ def bytes_of_gib(gib: Decimal) -> int:
     return int((gib * GiB).to_integral_value(rounding=ROUND_HALF_UP))
 
 
+def ms_text(seconds: float) -> str:
+    """A duration in milliseconds as the derivations print it: 0.1 ms from 10 ms up, else three significant digits."""
+    ms = seconds * 1e3
+    return f"{ms:,.1f} ms" if ms >= 10 else f"{ms:.3g} ms"
+
+
+def ms_shown(seconds: float) -> float:
+    """A duration as printed in milliseconds (ms_text: 0.1 ms from 10 ms up, else three significant digits), in
+    seconds: a training step's rate is worked from this figure (estimate/step_time.py)."""
+    ms = seconds * 1e3
+    return float(f"{ms:.1f}" if ms >= 10 else f"{ms:.3g}") / 1e3
+
+
 def rate_shown(tokens_per_second: float) -> float:
     """A rate (tokens/s) as printed (render/format.fmt_rate): whole numbers from 100 up, else three significant
     digits. A run's hours are worked from this figure (estimate/flops.runtime_hours)."""

@@ -117,10 +117,11 @@ def test_extrapolation_to_another_gpu_carries_the_step_time_models_ratio(tmp_pat
     #   1× a100-80gb: 33.24e9 × 2,048 ÷ 206.1e12 = 330.3 ms + 184.5e9 ÷ (0.68 × 2.039e12) = 133.1 ms
     #                 = 463.3 ms, above the host's 5,090 × 46 µs = 234.1 ms: 2,048 ÷ 0.4633 s = 4,420 tokens/s
     #   2× h100-80gb: 33.24e9 × 2,048 ÷ 603.8e12 = 112.7 ms + 184.5e9 ÷ (0.68 × 3.35e12) = 81.0 ms
-    #                 = 193.7 ms, under the host's 234.1 ms, which the step takes: 2 × 2,048 ÷ 0.2341 s = 17,494
-    #   ratio 17,494 ÷ 4,420 = 3.958, where the dense peaks × the count gave 989 ÷ 312 × 2 = 6.340
+    #                 = 193.7 ms, under the host's 234.1 ms, which the step takes: 2 × 2,048 ÷ 0.2341 s = 17,497
+    #   (each rate from the step as printed, units.ms_shown: 4,420.5 and 17,496.8 tokens/s)
+    #   ratio 17,496.8 ÷ 4,420.5 = 3.958, where the dense peaks × the count gave 989 ÷ 312 × 2 = 6.340
     assert w["tokens_per_second"] == pytest.approx(3000 * 3.958, rel=1e-3)
-    assert ("3,000 tokens/s measured on 1× a100-80gb × (the step-time model's 17,494 tokens/s on 2× h100-80gb ÷ "
+    assert ("3,000 tokens/s measured on 1× a100-80gb × (the step-time model's 17,497 tokens/s on 2× h100-80gb ÷ "
             "its 4,420 on 1× a100-80gb = 3.958) = 11,874 tokens/s on 2× h100-80gb") in w["derivation"]["throughput"]
     assert any("extrapolated from the pilot" in x for x in w["warnings"])
     # The two modelled rates are the plans of the same workload without the pilot on each setup.

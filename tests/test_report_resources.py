@@ -286,7 +286,7 @@ def test_example_report_is_deterministic(example_plan):
 def test_plan_markdown_keeps_the_units_line(example_plan):
     """`plan --format markdown` is section B's request and table: the units by partition in its first line."""
     table = report.plan_markdown_table(example_plan)
-    assert table.startswith("**Request.** We request **1,317.28 SUs on ncsa-delta**: 238.68 SUs on gpuA100x4 ")
+    assert table.startswith("**Request.** We request **1,317.31 SUs on ncsa-delta**: 238.68 SUs on gpuA100x4 ")
     assert "| **total, ncsa-delta** |" in table
     assert table.endswith("suffices for.\n")      # the ranges' note under the table, a line like every other
 

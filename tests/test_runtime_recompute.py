@@ -58,7 +58,8 @@ def test_without_an_mfu_the_step_is_timed_by_its_parts(tmp_path, capsys):
     assert step["compute_seconds"] == pytest.approx(_matmuls(w), abs=1e-6)
     assert step["seconds"] == pytest.approx(step["compute_seconds"] + step["memory_seconds"] + step["comm_seconds"],
                                             rel=1e-5)
-    assert w["tokens_per_second"] == pytest.approx(step["tokens"] / step["seconds"], rel=1e-5)
+    # The rate is the step's tokens ÷ the step as printed, to 0.1 ms (units.ms_shown).
+    assert w["tokens_per_second"] == pytest.approx(step["tokens"] / (round(step["seconds"] * 1e3, 1) / 1e3), rel=1e-5)
     # The MFU reported is the one the parts imply, below the matmuls' own rate.
     assert w["mfu"] == pytest.approx(w["tokens_per_second"] * MODEL / (8 * 989e12), rel=1e-5)
     assert w["mfu"] < H100_FRACTION and w["mfu_without_recompute"] is None

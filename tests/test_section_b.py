@@ -24,6 +24,7 @@ from proposalkit.render import report
 from proposalkit.render.context import report_context
 from proposalkit.render.format import md_escape, fmt_count, fmt_days, fmt_gib, fmt_hours, fmt_pct, fmt_rate, fmt_si
 from proposalkit.render.output import plan_dict
+from proposalkit.units import ms_text
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
@@ -92,7 +93,7 @@ RULES = {
     "tflops": lambda v: {f"{v / 1e12:,.0f}"},
     "gflop": lambda v: {f"{v / 1e9:,.2f}"},
     "per_s": lambda v: {f"{v:,.3g}", f"{v:g}"},
-    "ms": lambda v: {fmt_count(v), f"{v:g}"},
+    "ms": lambda v: {fmt_count(v), f"{v:g}", ms_text(v).removesuffix(" ms")},   # and seconds as a step's ms
     "pct": lambda v: {fmt_pct(v)} if v <= 1 else set(),
     "si": lambda v: {fmt_si(v)} if v >= 1000 else set(),
     # Hours and amounts (fmt_hours), US dollars, counts, factors and MFUs as the documents write them.
@@ -239,6 +240,20 @@ def test_storage_sums_work_from_the_printed_sizes(built):
     m = re.search(r"scratch at most ([\d,.]+) GiB at once.*?; project ([\d,.]+) GiB.*?; archive ([\d,.]+) GiB",
                   section_b)
     assert tuple(map(_decimal, m.groups())) == (max(peaks), project, archive), m.group(0)
+
+
+def test_a_step_timed_rate_is_its_printed_tokens_per_step_over_the_printed_step(built):
+    """full-finetune's rate read '8,192 tokens per step ÷ 443.0 ms = 18,493 tokens/s' (18,492 by hand: the rate
+    came from the unprinted 442.97 ms), and section B wrote it as '2 × 989 TFLOP/s × MFU 0.443 ÷ 47.36 GFLOP',
+    which gives 18,502. The rate is tokens per step ÷ the printed step in both, and section B gives that division."""
+    _, _, section_b, supplement = built
+    pattern = r"([\d,]+) tokens per step ÷ ([\d,.]+) ms(?: = ([\d,]+) tokens/s)?"
+    for text in (section_b, supplement):
+        for line in text.splitlines():
+            for m in re.finditer(pattern, line):
+                rate = m.group(3) or re.search(r"at ([\d,]+) tokens/s \(" + re.escape(m.group(0)), line).group(1)
+                worked = (_decimal(m.group(1)) * 1000 / _decimal(m.group(2))).quantize(Decimal(1), ROUND_HALF_UP)
+                assert worked == _decimal(rate), line
 
 
 def test_calendar_lines_and_their_total_work_from_the_printed_figures(built):

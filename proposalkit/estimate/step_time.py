@@ -43,7 +43,7 @@ from ..catalog.modules import default_lora, weight_tensors
 from ..catalog.shapes import ModelSpec, embedding_params, lm_head_params, linear_weight_params
 from ..notes import Note, note
 from ..precision import FP32_BYTES
-from ..units import bytes_per_element
+from ..units import bytes_per_element, ms_shown
 from .activations import tensor_parallel_shares
 from .flops import FlopsPerToken
 from .inference import ACTIVATION_BYTES as TP_VALUE_BYTES   # activations exchanged in 16 bits
@@ -144,7 +144,9 @@ class StepTime:
 
     @property
     def tokens_per_second(self) -> float:
-        return self.tokens / self.seconds
+        """Tokens per step ÷ the step's time as printed (units.ms_shown), so '8,192 tokens per step ÷ 443.0 ms'
+        is the rate a reader gets (18,492), not that of the unprinted 442.97 ms (18,493)."""
+        return self.tokens / ms_shown(self.seconds)
 
     @property
     def references(self) -> tuple[str, ...]:

@@ -8,16 +8,11 @@ from __future__ import annotations
 from ..estimate.inference import Replica, prefill, prefill_attention_flops, prefill_flops_per_sequence
 from ..estimate.queueing import EXACT_TERMS
 from ..estimate.step_time import LINK_FRACTION, MAMF_FRACTION, matmul_fraction
-from ..units import GiB, SECONDS_PER_HOUR
+from ..units import GiB, SECONDS_PER_HOUR, ms_text
 
 def mfu_text(x: float) -> str:
     """An MFU as the report writes it (render/words.py _mfu): three decimals, two when the third is zero."""
     return f"{x:.3f}".removesuffix("0")
-
-
-def ms_text(seconds: float) -> str:
-    ms = seconds * 1e3
-    return f"{ms:,.1f} ms" if ms >= 10 else f"{ms:.3g} ms"
 
 
 def duration_text(seconds: float) -> str:

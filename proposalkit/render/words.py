@@ -8,6 +8,7 @@ and `proposalkit plan` give the same ones (tests/test_section_b.py).
 from __future__ import annotations
 
 from ..planning.records import Plan, WorkloadPlan
+from ..units import ms_text
 from .format import fmt_count, fmt_days, fmt_gib, fmt_hours, fmt_rate, fmt_si
 
 # How a rate without a pilot is estimated, said once in section B (estimate/flops.py FlopsPerToken).
@@ -73,9 +74,15 @@ def rate_clause(w: WorkloadPlan) -> str:
     if fpt.attention_shape is not None:
         layers, heads, head_size, seq_len = fpt.attention_shape
         shape = f"; L = {layers}, H = {heads}, Q = {head_size}, T = {fmt_count(seq_len)}"
-    implied = " (implied by the step's parts)" if tp.step is not None else ""
-    return (f"{rate} ({w.gpu_count} × {w.gpu.peak_16bit_flops / 1e12:,.0f} TFLOP/s × MFU {_mfu(tp.mfu)}{implied} ÷ "
-            f"{fpt.model / 1e9:,.2f} GFLOP; {fpt.dense_factor}·N with {n_explained(w, fpt.matmul_params)}{shape})")
+    counted = f"{fpt.dense_factor}·N with {n_explained(w, fpt.matmul_params)}{shape}"
+    if tp.step is not None:
+        # The step's parts time the step; the rate is tokens per step ÷ that time as printed, and the MFU is what
+        # it implies (an equation with the rounded MFU would not give the printed rate).
+        step = tp.step
+        return (f"{rate} ({step.tokens:,} tokens per step ÷ {ms_text(step.seconds)}: MFU {_mfu(tp.mfu)} at "
+                f"{fpt.model / 1e9:,.2f} GFLOP per token; {counted})")
+    return (f"{rate} ({w.gpu_count} × {w.gpu.peak_16bit_flops / 1e12:,.0f} TFLOP/s × MFU {_mfu(tp.mfu)} ÷ "
+            f"{fpt.model / 1e9:,.2f} GFLOP; {counted})")
 
 
 def _mfu(x: float) -> str:
