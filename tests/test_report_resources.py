@@ -346,3 +346,17 @@ def test_access_credits_are_not_summed_without_every_workload(tmp_path):
             "the Explore ACCESS limit") in plan.warnings
     md = report.render_supplement_markdown(ctx.report_context(plan))
     assert "not computed: no exchange rate for nowhere (no target resource)." in md
+
+
+def test_a_store_the_plan_does_not_use_is_said_unused_not_zero():
+    # workloads/inference/evaluation.yaml: a batch job and a service keep no checkpoints (scratch 0) and archive
+    # nothing (archive 0); section B said "scratch at most 0.00 GiB" and "archive 0.00 GiB".
+    plan = plan_files(load_files([str(ROOT / "workloads" / "inference" / "evaluation.yaml")]))
+    totals = plan.storage_totals()
+    assert totals.scratch_bytes == 0 and totals.archive_bytes == 0 and totals.project_bytes > 0
+    section_b = report.render_markdown(ctx.report_context(plan))
+    assert "0.00 GiB" not in section_b
+    assert "; no scratch; project " in section_b and "; no archive." in section_b
+    # the example keeps checkpoints and archives its weights: both figures stay
+    example = report.render_markdown(ctx.report_context(plan_files(load_files([str(EXAMPLE)]))))
+    assert "scratch at most " in example and "; archive " in example

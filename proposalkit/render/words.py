@@ -145,10 +145,14 @@ def storage_sentence(plan: Plan) -> str | None:
     st = fullest.storage
     what = (f" ({fullest.name}'s {st.retained} checkpoint{'s' if st.retained > 1 else ''}"
             + (f" × {st.concurrency} runs" if st.concurrency > 1 else "") + " and data)") if st.checkpoint_bytes else ""
+    # A store the plan does not use is said to be unused, not "0.00 GiB" (a reviewer reads a zero as a slip).
+    scratch = (f"scratch at most {fmt_gib(totals.scratch_bytes, 2)} at once{what}" if totals.scratch_bytes
+               else "no scratch")
+    archive = (f"archive {fmt_gib(totals.archive_bytes, 2)} (final weights, raw data)" if totals.archive_bytes
+               else "no archive")
     return (f"The workloads run one after another, each at its stated concurrency: {fmt_days(plan.calendar_days)} "
-            f"days of calendar time, queue wait not included; scratch at most {fmt_gib(totals.scratch_bytes, 2)} "
-            f"at once{what}; project {fmt_gib(totals.project_bytes, 2)} (data, model and final weights); archive "
-            f"{fmt_gib(totals.archive_bytes, 2)} (final weights, raw data).")
+            f"days of calendar time, queue wait not included; {scratch}; project {fmt_gib(totals.project_bytes, 2)} "
+            f"(data, model and final weights); {archive}.")
 
 
 def caveats(plan: Plan) -> tuple[str, ...]:
