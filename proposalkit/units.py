@@ -132,25 +132,45 @@ def bytes_of_gib(gib: Decimal) -> int:
     return int((gib * GiB).to_integral_value(rounding=ROUND_HALF_UP))
 
 
-def ms_text(seconds: float) -> str:
-    """A duration in milliseconds as the derivations print it: 0.1 ms from 10 ms up, else three significant digits."""
-    ms = seconds * 1e3
-    return f"{ms:,.1f} ms" if ms >= 10 else f"{ms:.3g} ms"
+# A millisecond figure is printed to 0.1 ms from this many up, else to three significant digits; a rate to whole
+# tokens/s from this many up, else to three significant digits. Each rule is written once: the `_shown` figure
+# (what the products are worked from) and the `_text` (what is printed) both read it.
+MS_TENTHS_FROM = 10
+RATE_WHOLE_FROM = 100
 
 
 def ms_shown(seconds: float) -> float:
-    """A duration as printed in milliseconds (ms_text: 0.1 ms from 10 ms up, else three significant digits), in
+    """A duration as printed in milliseconds (0.1 ms from MS_TENTHS_FROM up, else three significant digits), in
     seconds: a training step's rate is worked from this figure (estimate/step_time.py)."""
     ms = seconds * 1e3
-    return float(f"{ms:.1f}" if ms >= 10 else f"{ms:.3g}") / 1e3
+    return float(f"{ms:.1f}" if ms >= MS_TENTHS_FROM else f"{ms:.3g}") / 1e3
+
+
+def ms_text(seconds: float) -> str:
+    """A duration in milliseconds as the derivations print it: ms_shown's figure, '443.0 ms', '0.123 ms'."""
+    ms = ms_shown(seconds) * 1e3
+    return f"{ms:,.1f} ms" if seconds * 1e3 >= MS_TENTHS_FROM else f"{ms:.3g} ms"
 
 
 def rate_shown(tokens_per_second: float) -> float:
-    """A rate (tokens/s) as printed (render/format.fmt_rate): whole numbers from 100 up, else three significant
-    digits. A run's hours are worked from this figure (estimate/flops.runtime_hours)."""
-    if tokens_per_second >= 100:
+    """A rate (tokens/s) as printed: whole numbers from RATE_WHOLE_FROM up, else three significant digits. A
+    run's hours are worked from this figure (estimate/flops.runtime_hours)."""
+    if tokens_per_second >= RATE_WHOLE_FROM:
         return float(round(tokens_per_second))
     return float(f"{tokens_per_second:.3g}")
+
+
+def rate_text(tokens_per_second: float) -> str:
+    """A rate as printed (render/format.fmt_rate): rate_shown's figure, '18,493', '12.3'."""
+    shown_rate = rate_shown(tokens_per_second)
+    return f"{shown_rate:,.0f}" if tokens_per_second >= RATE_WHOLE_FROM else f"{shown_rate:.3g}"
+
+
+def pct_text(fraction: float) -> str:
+    """A fraction as a percentage: 0.3 → '30%', 0.125 → '12.5%' (the documents' buffers and shares, and the
+    charge lines' buffer)."""
+    value = fraction * 100
+    return f"{value:.0f}%" if abs(value - round(value)) < 1e-9 else f"{value:.1f}%"
 
 
 DAYS_DECIMALS = 1        # calendar days are printed to a tenth of a day (render/format.fmt_days)

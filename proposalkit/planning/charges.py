@@ -28,7 +28,7 @@ from ..catalog.resources import (
     Resource, ResourceError, access_tier, as_resource, credit_tier, describe_rule, dollars, fits, gpus_text, plain,
     resolve, resource, suggest, system_of, track, usd,
 )
-from ..units import days_shown, hours_per_run, product, requested_per_run, shown
+from ..units import days_shown, hours_per_run, pct_text, product, requested_per_run, shown
 
 
 
@@ -105,7 +105,7 @@ def charge(res: Resource | str, gpu_type: str, gpus_per_job: int, hours_per_job:
     if buffer is None:
         run_text = f"{fmt_amount(hours_per_job)} h"
     else:
-        run_text = f"{fmt_amount(hours_per_run(hours_per_job))} h × (1 + {buffer * 100:g}% buffer)"
+        run_text = f"{fmt_amount(hours_per_run(hours_per_job))} h × (1 + {pct_text(buffer)} buffer)"
         hours_per_job = requested_per_run(hours_per_job, buffer)
     per_job, billed, hours_charged, raised = job_amount(res, gpus_per_job, hours_per_job)
     if hours_charged > hours_per_job:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from ..text import control_escape  # its one home is proposalkit/text.py; re-exported here
-from ..units import GB, HOURS_DECIMALS, GiB, rate_shown
+from ..units import DAYS_DECIMALS, GB, HOURS_DECIMALS, GiB, pct_text, rate_text
 
 # Marks for a catalog fact that was not read on the provider's own page (catalog `confidence`), and what each
 # means: every document that shows a marked figure says so once.
@@ -55,7 +55,7 @@ def fmt_size(n_bytes: float) -> Safe:
 
 def fmt_days(days: float) -> Safe:
     """Calendar days with one decimal (units.DAYS_DECIMALS; the plan carries them so rounded: units.days_shown)."""
-    return Safe(f"{days:,.1f}")
+    return Safe(f"{days:,.{DAYS_DECIMALS}f}")
 
 
 def shown_amount(x: float) -> float:
@@ -109,15 +109,13 @@ def fmt_si(n: float) -> Safe:
 
 
 def fmt_rate(x: float) -> Safe:
-    """A rate (tokens/s): whole numbers from 100 up, else three significant digits (units.rate_shown, the
-    figure a run's hours are worked from)."""
-    return Safe(f"{rate_shown(x):,.0f}" if x >= 100 else f"{rate_shown(x):.3g}")
+    """A rate (tokens/s) as units.rate_text prints it, the figure a run's hours are worked from."""
+    return Safe(rate_text(x))
 
 
 def fmt_pct(fraction: float) -> Safe:
-    """A fraction as a percentage: 0.3 → '30%', 0.125 → '12.5%'."""
-    value = fraction * 100
-    return Safe(f"{value:.0f}%" if abs(value - round(value)) < 1e-9 else f"{value:.1f}%")
+    """A fraction as a percentage (units.pct_text): 0.3 → '30%', 0.125 → '12.5%'."""
+    return Safe(pct_text(fraction))
 
 
 def fmt_factor(x: float) -> Safe:

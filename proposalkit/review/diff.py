@@ -19,7 +19,7 @@ from typing import Callable
 from ..catalog.resources import dollars
 from ..render.format import fmt_pct, md_code, md_escape
 from ..text import control_escape, json_control_escape
-from ..units import GiB
+from ..units import GiB, pct_text
 from .sides import EMPTY, Side, Version, read_side  # noqa: F401  (EMPTY, Side: this module's API too)
 
 SCHEMA_VERSION = 1
@@ -193,7 +193,7 @@ FIELDS: tuple[Field, ...] = (
           lambda s: THROUGHPUT_SOURCES.get(s, str(s)), ("throughput",)),
     Field("runtime_hours", "h/run", lambda v: v.plan["runtime_hours"], _runtime, ("hours",)),
     Field("variants", "variants", lambda v: v.plan["variants"], str, ("variants",)),
-    Field("buffer", "buffer", lambda v: v.plan["buffer"], lambda b: f"{100 * b:g}%", ("buffer",)),
+    Field("buffer", "buffer", lambda v: v.plan["buffer"], pct_text, ("buffer",)),
     # The GPU-hours needed at p10–p90 and the share of validated cases the request covers (the plan's ranges):
     # a change of range beside the change of the request.
     Field("ranges.gpu_hours", "needed p10–p90", _range, _span, ()),
