@@ -22,10 +22,12 @@ def test_plan_carries_the_estimate_records_and_render_reads_them():
     totals = plan.storage_totals()
     assert type(totals) is StorageTotals
     assert totals.scratch_bytes == max(r.peak_scratch_bytes for r in records)      # one after another
-    # Project space adds each workload's sizes as printed (GiB to 0.01, units.gib_shown).
+    # Project space adds each workload's sizes as printed (GiB to 0.01, units.gib_shown), a model file once:
+    # eval-service serves llama-3.1-8b in bf16, the file lora-sweep starts from.
+    assert [r.model_weights_shared_with for r in records] == [None, None, "lora-sweep"]
     assert totals.project_bytes == bytes_of_gib(sum(
         sum(map(gib_shown, (r.dataset_raw_bytes, r.dataset_bytes, r.model_weights_bytes)))
-        + gib_shown(r.final_weights_bytes) * r.variants for r in records))
+        + gib_shown(r.final_weights_bytes) * r.variants for r in records if r.model_weights_shared_with is None))
     context = report_context(plan)
     assert context.storage == totals
     assert [v.storage for v in context.workloads] == [w.storage for w in plan.workloads]

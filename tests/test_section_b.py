@@ -219,28 +219,39 @@ def test_runtime_lines_work_from_the_printed_rate(built):
 def test_storage_sums_work_from_the_printed_sizes(built):
     """The supplement's storage table gave full-finetune 99.30 GiB × 3 × 1 + 0.76 GiB = 298.65 GiB (298.66 by
     hand), and section B's project and archive could not be summed from it (no raw-text column; 131.42 GiB of
-    weights twice made 262.83): each peak is its row's product and sum, project and archive add the rows."""
+    weights twice made 262.83): each peak is its row's product and sum, project and archive add the rows, a row
+    whose model is "shared with" an earlier workload adding no weights, "—" nothing; the note under the table
+    gives the same totals as section B."""
     plan, _, section_b, supplement = built
     s3 = supplement.split("## S.3")[1].split("## S.4")[0]
-    rows = [r for r in s3.splitlines() if r.startswith("| ") and r.endswith("|") and " GiB " in r]
+    lines = s3.splitlines()
+    head = next(i for i, r in enumerate(lines) if r.startswith("| workload |"))
+    rows = [r for r in lines[head + 2:] if r.startswith("| ")]
     assert len(rows) == sum(w.storage is not None for w in plan.workloads)
 
     def gib(cell: str) -> Decimal:
-        return _decimal(cell.strip().removesuffix(" GiB"))
+        return Decimal(0) if cell == "—" else _decimal(cell.strip().removesuffix(" GiB"))
 
-    peaks, project, archive = [Decimal(0)], Decimal(0), Decimal(0)
+    peaks, project, archive, named = [Decimal(0)], Decimal(0), Decimal(0), []
     for row in rows:
-        _, checkpoint, kept, peak, data, raw, weights, final = row.strip("|").split(" | ")
-        retained, at_once = (int(x) for x in kept.split(" × "))
-        final_size, runs = final.split(" × ")
+        name, checkpoint, kept, peak, data, raw, weights, final = row.strip("| ").split(" | ")
+        retained, at_once = (int(x) for x in kept.split(" × ")) if kept != "—" else (0, 0)
+        final_size, runs = final.split(" × ") if final != "—" else ("—", "0")
         assert gib(checkpoint) * retained * at_once + gib(data) == gib(peak), row
         peaks.append(gib(peak))
+        if weights.startswith("shared with "):
+            assert weights.removeprefix("shared with ") in named, row      # an earlier row's copy
+            weights = "—"
+        named.append(name)
         project += gib(data) + gib(raw) + gib(weights) + gib(final_size) * int(runs)
         archive += gib(final_size) * int(runs) + gib(raw)
     # a store the plan does not use reads "no scratch" / "no archive" (words.storage_sentence): zero
     m = re.search(r"(?:scratch at most ([\d,.]+) GiB at once|no scratch).*?; project ([\d,.]+) GiB.*?; "
                   r"(?:archive ([\d,.]+) GiB|no archive)", section_b)
     assert tuple(_decimal(g) if g else Decimal(0) for g in m.groups()) == (max(peaks), project, archive), m.group(0)
+    note = re.search(r"Project space holds [^:]*: ([\d,.]+) GiB in all.*?; (?:the archive keeps [^:]*: ([\d,.]+) GiB"
+                     r"|nothing is archived)\.", s3)
+    assert (_decimal(note.group(1)), _decimal(note.group(2)) if note.group(2) else Decimal(0)) == (project, archive)
 
 
 def test_a_step_timed_rate_is_its_printed_tokens_per_step_over_the_printed_step(built):

@@ -120,6 +120,25 @@ def test_storage_totals():
         bytes_of_gib(ft_project), ft_scratch, bytes_of_gib(ft_archive))
 
 
+def test_a_model_file_several_workloads_start_from_is_counted_once():
+    """Equal model_weights_key: one file, stored by the first workload; no key (pretraining) or no bytes: never
+    shared. Project space counts the weights once; the shared record keeps its size (what it reads)."""
+    tune = S.WorkloadStorage(checkpoint_bytes=0, final_weights_bytes=16_777_216, model_weights_bytes=16_060_522_496,
+                             model_weights_key=("llama-3.1-8b", "bf16"))
+    serve = S.WorkloadStorage(0, 0, model_weights_bytes=16_060_522_496, model_weights_key=("llama-3.1-8b", "bf16"))
+    fp8 = S.WorkloadStorage(0, 0, model_weights_bytes=8_030_261_248, model_weights_key=("llama-3.1-8b", "fp8"))
+    scratch = S.WorkloadStorage(1, 1, dataset_bytes=GiB)
+    shared = S.share_model_weights([("tune", tune), ("serve", serve), ("fp8", fp8), ("pretrain", scratch),
+                                    ("serve-again", serve)])
+    assert [s.model_weights_shared_with for s in shared] == [None, "tune", None, None, "tune"]
+    assert shared[1].model_weights_bytes == serve.model_weights_bytes and shared[1].project_bytes == 0
+    t = S.storage_totals(shared)
+    # 14.96 GiB once + 7.48 GiB (the fp8 file) + the adapter 0.02 + pretrain's 1.00 GiB tokenized
+    assert t.project_bytes == bytes_of_gib(Decimal("14.96") + Decimal("7.48") + Decimal("0.02") + Decimal("1.00"))
+    assert t.model_weights_bytes == bytes_of_gib(Decimal("14.96") + Decimal("7.48"))
+    assert (t.final_weights_bytes, t.raw_data_bytes) == (bytes_of_gib(Decimal("0.02")), 0)
+
+
 @pytest.mark.parametrize("bad", [-1, 1.5, float("nan"), True, "7B"])
 def test_bad_counts_are_rejected(bad):
     with pytest.raises(ValueError):

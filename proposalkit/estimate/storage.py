@@ -46,8 +46,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 
@@ -122,6 +122,12 @@ class WorkloadStorage:
     model_weights_bytes: int = 0
     """The weights the workload starts from (a fine-tune's base model, a served model), downloaded once and
     kept in project space; not archived (the published checkpoint can be downloaded again)."""
+    model_weights_key: Hashable = None
+    """What names that file: the model and the precision it is stored at (the planner's choice). Workloads
+    with equal keys read one copy (share_model_weights)."""
+    model_weights_shared_with: str | None = None
+    """The earlier workload whose copy of the same model file this one reads: project space counts it there,
+    once, not here (share_model_weights)."""
 
     # The sums below are worked from each size as printed (units.gib_shown, GiB to 0.01), as the hours are:
     # 99.30 GiB × 3 + 0.76 GiB is the 298.66 GiB a reader gets from the supplement's storage table, where the
@@ -141,11 +147,17 @@ class WorkloadStorage:
         return bytes_of_gib(gib_shown(self.final_weights_bytes) * _count("variants", self.variants, minimum=1))
 
     @property
+    def model_weights_counted_bytes(self) -> int:
+        """The model weights this workload adds to project space: none where an earlier workload's copy of
+        the same file is shared."""
+        return 0 if self.model_weights_shared_with is not None else self.model_weights_bytes
+
+    @property
     def project_bytes(self) -> int:
         """Kept for the life of the allocation: raw and tokenized datasets, the model weights it starts from
-        and every variant's final weights."""
-        return bytes_of_gib(sum(map(gib_shown, (self.dataset_raw_bytes, self.dataset_bytes, self.model_weights_bytes,
-                                                self.final_weights_total_bytes))))
+        (unless shared) and every variant's final weights."""
+        return bytes_of_gib(sum(map(gib_shown, (self.dataset_raw_bytes, self.dataset_bytes,
+                                                self.model_weights_counted_bytes, self.final_weights_total_bytes))))
 
     @property
     def archive_bytes(self) -> int:
@@ -156,14 +168,22 @@ class WorkloadStorage:
 
 @dataclass(frozen=True)
 class StorageTotals:
-    """Project, scratch and archive space over all workloads, in bytes."""
+    """Project, scratch and archive space over all workloads, in bytes, and what each holds."""
 
     project_bytes: int
-    """Σ WorkloadStorage.project_bytes."""
+    """Σ WorkloadStorage.project_bytes (a model file shared by several workloads once)."""
     scratch_bytes: int
     """max WorkloadStorage.peak_scratch_bytes: the workloads run one after another (storage_totals)."""
     archive_bytes: int
     """Σ WorkloadStorage.archive_bytes."""
+    data_bytes: int = 0
+    """Of project space: the datasets, tokenized and raw."""
+    model_weights_bytes: int = 0
+    """Of project space: the model files the workloads start from, each once."""
+    final_weights_bytes: int = 0
+    """Of project space and the archive: every run's final weights."""
+    raw_data_bytes: int = 0
+    """Of the archive: the raw datasets."""
 
 
 def _count(name: str, value: int | float, minimum: int = 0) -> int:
@@ -296,16 +316,40 @@ def peak_scratch_bytes(checkpoint_bytes: int, retained: int, concurrency: int = 
     return checkpoint_bytes * retained * concurrency + dataset_bytes
 
 
+def share_model_weights(workloads: Sequence[tuple[str, WorkloadStorage]]) -> tuple[WorkloadStorage, ...]:
+    """(name, storage) of each workload in order → the storage records, each whose model file (equal
+    model_weights_key) an earlier workload already stores marked as sharing that workload's copy: a model file
+    is downloaded once per project, not once per workload that starts from it."""
+    first: dict[Hashable, str] = {}
+    out = []
+    for name, st in workloads:
+        if st.model_weights_bytes and st.model_weights_key is not None:
+            owner = first.setdefault(st.model_weights_key, name)
+            if owner != name:
+                st = replace(st, model_weights_shared_with=owner)
+        out.append(st)
+    return tuple(out)
+
+
+def _gib_sum(sizes: Iterable[int]) -> int:
+    return bytes_of_gib(sum((gib_shown(b) for b in sizes), Decimal(0)))
+
+
 def storage_totals(workloads: Iterable[WorkloadStorage]) -> StorageTotals:
     """Project, scratch and archive totals over workloads (see WorkloadStorage).
 
     Scratch is the largest workload's peak: the plan's one concurrency assumption is that the workloads
     run one after another (each at its own concurrency), as its calendar time adds their days
-    (charges.calendar_days); project and archive space add up, kept for the whole allocation.
+    (charges.calendar_days); project and archive space add up, kept for the whole allocation, a model file
+    several workloads share counted once (share_model_weights).
     """
     workloads = tuple(workloads)
     return StorageTotals(
-        project_bytes=bytes_of_gib(sum((gib_shown(w.project_bytes) for w in workloads), Decimal(0))),
+        project_bytes=_gib_sum(w.project_bytes for w in workloads),
         scratch_bytes=max((w.peak_scratch_bytes for w in workloads), default=0),
-        archive_bytes=bytes_of_gib(sum((gib_shown(w.archive_bytes) for w in workloads), Decimal(0))),
+        archive_bytes=_gib_sum(w.archive_bytes for w in workloads),
+        data_bytes=_gib_sum(b for w in workloads for b in (w.dataset_bytes, w.dataset_raw_bytes)),
+        model_weights_bytes=_gib_sum(w.model_weights_counted_bytes for w in workloads),
+        final_weights_bytes=_gib_sum(w.final_weights_total_bytes for w in workloads),
+        raw_data_bytes=_gib_sum(w.dataset_raw_bytes for w in workloads),
     )

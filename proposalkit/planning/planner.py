@@ -33,7 +33,7 @@ from .citations import plan_references
 from ..notes import Note, note
 from ..units import hours_per_run, product, requested_gpu_hours, shown
 from .records import Candidate, DataSize, Plan, Settings, WorkloadPlan
-from .stores import workload_storage
+from .stores import with_shared_models, workload_storage
 
 # A workload's own `mfu` above this draws a warning: the highest model-FLOPs utilization
 # published for dense transformer training that we know of (the warning's text and its
@@ -437,6 +437,7 @@ def assemble(plans: list[WorkloadPlan], proposal) -> Plan:
     workload hides neither the others nor the caps.
     """
     track = (proposal.track if proposal is not None and proposal.track else "standard")
+    plans = with_shared_models(plans)     # a model file several workloads start from is stored once
     warnings = [text for p in plans for text in p.warnings]
     plan = Plan(tuple(plans), proposal, (), track)
     used = [p.charge.resource_id for p in plans if p.charge is not None]

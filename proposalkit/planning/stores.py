@@ -1,13 +1,16 @@
 """What a planned workload stores: its checkpoint, final weights, dataset and the model it starts from, sized by
-estimate/storage.py (which has the sources) from the settings the planner chose."""
+estimate/storage.py (which has the sources) from the settings the planner chose; and the model files several
+workloads share."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from ..catalog.shapes import ModelSpec
 from ..estimate import storage as storage_model
 from ..units import GiB
 from . import speed
-from .records import Settings
+from .records import Settings, WorkloadPlan
 
 
 def workload_storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: int | None,
@@ -19,7 +22,8 @@ def workload_storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: i
         weights = storage_model.weights_checkpoint_bytes(params, s.precision)
         return storage_model.WorkloadStorage(
             0, 0, 0, 0, 1, s.concurrency, s.variants, checkpoint_arithmetic="no training checkpoints (inference)",
-            dataset_arithmetic="no training data (inference)", model_weights_bytes=weights)
+            dataset_arithmetic="no training data (inference)", model_weights_bytes=weights,
+            model_weights_key=(model, s.precision))
     if w.method in ("lora", "qlora"):
         # The adapters as the run keeps them (speed.adapter_precision, what memory counts): fp32 under PEFT's
         # mixed precision, 4 + 8 = 12 B/param with AdamW; bf16 under pure 16-bit training (torchtune), no master
@@ -54,4 +58,12 @@ def workload_storage(w, model: ModelSpec, s: Settings, tokens: int, trainable: i
         checkpoint_sources=ckpt.sources,
         dataset_arithmetic=text,
         # A fine-tune starts from the published checkpoint, downloaded at its precision; pretraining from none.
-        model_weights_bytes=storage_model.weights_checkpoint_bytes(params, s.precision) if w.kind == "finetune" else 0)
+        model_weights_bytes=storage_model.weights_checkpoint_bytes(params, s.precision) if w.kind == "finetune" else 0,
+        model_weights_key=(model, s.precision) if w.kind == "finetune" else None)
+
+
+def with_shared_models(plans: list[WorkloadPlan]) -> list[WorkloadPlan]:
+    """The plans, each whose model file (the same model at the same precision) an earlier one already stores
+    marked as reading that copy (storage.share_model_weights): project space counts a model file once."""
+    shared = iter(storage_model.share_model_weights([(p.name, p.storage) for p in plans if p.storage is not None]))
+    return [replace(p, storage=next(shared)) if p.storage is not None else p for p in plans]

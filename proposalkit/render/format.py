@@ -95,6 +95,12 @@ def fmt_in_unit(amount: float, unit: str) -> str:
     return f"${amount:,.2f}" if unit == "USD" else f"{fmt_hours(amount)} {unit}"
 
 
+def and_list(words) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    words = list(words)
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
 def fmt_count(n: float) -> Safe:
     """An integer count with thousands separators."""
     return Safe(f"{round(n):,}")

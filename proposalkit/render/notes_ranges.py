@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..notes import Note
-from .format import fmt_hours, fmt_pct
+from .format import and_list, fmt_hours, fmt_pct
 
 # The quantities of a plan's ranges, as a sentence names them.
 QUANTITY_WORDS = {"tokens_per_second": "tokens/s", "runtime_hours": "runtime", "gpu_hours": "GPU-hours",
@@ -21,8 +21,7 @@ SHORT_NO_SPREAD = {"hours-given": "a service's GPU-hours are its hours"}
 
 
 def _names(quantities) -> str:
-    words = [QUANTITY_WORDS.get(q, q) for q in quantities]
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+    return and_list(QUANTITY_WORDS.get(q, q) for q in quantities)
 
 
 def _log(n: Note) -> str:

@@ -106,6 +106,8 @@ def workload_dict(w: WorkloadPlan) -> dict:
                           "dataset_bytes": w.storage.dataset_bytes,
                           "final_weights_bytes": w.storage.final_weights_bytes,
                           "model_weights_bytes": w.storage.model_weights_bytes,
+                          # the earlier workload whose copy of the same model file it reads (totals count it once)
+                          "model_weights_shared_with": w.storage.model_weights_shared_with,
                           "checkpoints_retained": w.storage.retained}
     if w.pilots:
         records = [_pilot(c, w.name) for c in w.pilots]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..planning.records import Plan, WorkloadPlan
 from .format import CONFIDENCE_MARKS, Safe, confidence_notes, fmt_count, fmt_in_unit, fmt_pct, fmt_si
-from .words import caveats, derivation_line, flops_rule, storage_sentence
+from .words import caveats, derivation_line, flops_rule, storage_note, storage_sentence
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,7 @@ class SectionB:
     request_marks_note: str | None   # the same for the request sentence alone (plan --format markdown)
     storage: str | None
     caveats: tuple[str, ...]
+    storage_note: str | None = None     # under the supplement's storage table: what each store holds, its total
 
 
 def _work(w: WorkloadPlan) -> Safe:
@@ -208,5 +209,5 @@ def section_b(plan: Plan) -> SectionB:
         lines=tuple(lines), rate_rule=flops_rule(plan.workloads),
         units_rule=_units_rule(parts), marks_note=_marks_note(plan, parts),
         request_marks_note=_marks_note(plan, [p for p in parts if p.priced]),
-        storage=storage_sentence(plan), caveats=caveats(plan))
+        storage=storage_sentence(plan), caveats=caveats(plan), storage_note=storage_note(plan))
 

@@ -52,6 +52,39 @@ class Setting:
 
 
 @dataclass(frozen=True)
+class StorageRow:
+    """A workload's row of the supplement's storage table, each cell as printed: "—" where the workload keeps
+    no such thing (an inference service: no checkpoint, dataset or final weights), "shared with NAME" where the
+    model file it starts from is another workload's copy. Each column adds to the totals under it."""
+
+    checkpoint: str
+    kept: str                   # checkpoints kept × runs at once
+    peak_scratch: str
+    dataset: str
+    raw_text: str
+    model_weights: str
+    final_weights: str          # size × runs
+    shared: bool = False        # model_weights names another workload (a cell that may wrap)
+
+
+NONE_KEPT = "—"
+
+
+def storage_row(st: WorkloadStorage) -> StorageRow:
+    def size(n_bytes: int) -> str:
+        return fmt_gib(n_bytes, 2) if n_bytes else NONE_KEPT
+
+    return StorageRow(
+        checkpoint=size(st.checkpoint_bytes),
+        kept=f"{st.retained} × {st.concurrency}" if st.checkpoint_bytes else NONE_KEPT,
+        peak_scratch=size(st.peak_scratch_bytes), dataset=size(st.dataset_bytes), raw_text=size(st.dataset_raw_bytes),
+        model_weights=(f"shared with {st.model_weights_shared_with}" if st.model_weights_shared_with
+                       else size(st.model_weights_bytes)),
+        final_weights=f"{fmt_gib(st.final_weights_bytes, 2)} × {st.variants}" if st.final_weights_bytes else NONE_KEPT,
+        shared=st.model_weights_shared_with is not None)
+
+
+@dataclass(frozen=True)
 class WorkloadView:
     name: str
     kind: str                    # "fine-tuning (LoRA)", "pretraining", "inference service", ...
@@ -84,6 +117,7 @@ class WorkloadView:
     charge_unit: str | None
     charge_resource: str | None
     storage: WorkloadStorage | None     # the plan's record, as it is
+    storage_row: StorageRow | None      # its row of the supplement's storage table
     calendar_days: float
     gpu_hours_range: tuple[float, float] | None = None     # the GPU-hours needed at p10 and p90 (its ranges)
     request_coverage: float | None = None   # the share of validated cases its request covers
@@ -398,7 +432,8 @@ def workload_view(w: WorkloadPlan, appendix: str = "Appendix A", shared=frozense
         charge_amount=charge.amount if charge is not None else None,
         charge_unit=charge.unit if charge is not None else None,
         charge_resource=charge.resource_id if charge is not None else None,
-        storage=storage, calendar_days=w.calendar_days,
+        storage=storage, storage_row=storage_row(storage) if storage is not None else None,
+        calendar_days=w.calendar_days,
         gpu_hours_range=(w.ranges.get("gpu_hours").p10, w.ranges.get("gpu_hours").p90) if w.ranges else None,
         request_coverage=w.ranges.request_coverage if w.ranges else None,
         cost=charge.amount if charge is not None else w.gpu_hours_requested,

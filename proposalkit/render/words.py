@@ -7,9 +7,9 @@ and `proposalkit plan` give the same ones (tests/test_section_b.py).
 
 from __future__ import annotations
 
-from ..planning.records import Plan, WorkloadPlan
+from ..planning.records import Plan, StorageTotals, WorkloadPlan
 from ..units import ms_text
-from .format import fmt_count, fmt_days, fmt_gib, fmt_hours, fmt_rate, fmt_si
+from .format import and_list, fmt_count, fmt_days, fmt_gib, fmt_hours, fmt_rate, fmt_si
 
 # How a rate without a pilot is estimated, said once in section B (estimate/flops.py FlopsPerToken).
 RATE_RULE = ("Without a pilot, tokens/s = GPUs × peak 16-bit FLOP/s × MFU ÷ FLOPs per token, with FLOPs per token "
@@ -144,15 +144,56 @@ def storage_sentence(plan: Plan) -> str | None:
     fullest = max(stored, key=lambda w: w.storage.peak_scratch_bytes)
     st = fullest.storage
     what = (f" ({fullest.name}'s {st.retained} checkpoint{'s' if st.retained > 1 else ''}"
-            + (f" × {st.concurrency} runs" if st.concurrency > 1 else "") + " and data)") if st.checkpoint_bytes else ""
-    # A store the plan does not use is said to be unused, not "0.00 GiB" (a reviewer reads a zero as a slip).
+            + (f" × {st.concurrency} runs" if st.concurrency > 1 else "") + (" and data" if st.dataset_bytes else "")
+            + ")") if st.checkpoint_bytes else ""
+    # A store the plan does not use is said to be unused, not "0.00 GiB" (a reviewer reads a zero as a slip), and
+    # each store names only what it holds: an inference service makes no final weights to keep.
     scratch = (f"scratch at most {fmt_gib(totals.scratch_bytes, 2)} at once{what}" if totals.scratch_bytes
                else "no scratch")
-    archive = (f"archive {fmt_gib(totals.archive_bytes, 2)} (final weights, raw data)" if totals.archive_bytes
-               else "no archive")
-    return (f"The workloads run one after another, each at its stated concurrency: {fmt_days(plan.calendar_days)} "
-            f"days of calendar time, queue wait not included; {scratch}; project {fmt_gib(totals.project_bytes, 2)} "
-            f"(data, model and final weights); {archive}.")
+    project = (f"project {fmt_gib(totals.project_bytes, 2)} ({and_list(_project_contents(totals, SHORT))})"
+               if totals.project_bytes else "no project space")
+    archive = (f"archive {fmt_gib(totals.archive_bytes, 2)} ({and_list(_archive_contents(totals, SHORT))})"
+               if totals.archive_bytes else "no archive")
+    return (f"{ONE_AFTER_ANOTHER}, each at its stated concurrency: {fmt_days(plan.calendar_days)} "
+            f"days of calendar time, queue wait not included; {scratch}; {project}; {archive}.")
+
+
+# The plan's one concurrency assumption, which calendar time (Plan.calendar_days adds the workloads' days) and
+# scratch (storage_totals takes the largest workload's peak) both make.
+ONE_AFTER_ANOTHER = "The workloads run one after another"
+
+# What project space and the archive hold, in section B's sentence (SHORT) and under the supplement's table (LONG).
+SHORT = {"data": "data", "model": "model weights", "final": "final weights", "raw": "raw data"}
+LONG = {"data": "the datasets (tokenized and raw)", "model": "the model files the workloads start from",
+        "final": "every run's final weights", "raw": "the raw data"}
+
+
+def _project_contents(totals: StorageTotals, words: dict[str, str]) -> list[str]:
+    return [words[k] for k, size in (("data", totals.data_bytes), ("model", totals.model_weights_bytes),
+                                     ("final", totals.final_weights_bytes)) if size]
+
+
+def _archive_contents(totals: StorageTotals, words: dict[str, str]) -> list[str]:
+    return [words[k] for k, size in (("final", totals.final_weights_bytes), ("raw", totals.raw_data_bytes)) if size]
+
+
+def storage_note(plan: Plan) -> str | None:
+    """The note under the supplement's storage table: how its peaks are worked, what project space and the
+    archive hold (only what the plan stores) and their totals."""
+    stored = [w.storage for w in plan.workloads if w.storage is not None]
+    if not stored:
+        return None
+    totals = plan.storage_totals()
+    project = (f"Project space holds {and_list(_project_contents(totals, LONG))}: "
+               f"{fmt_gib(totals.project_bytes, 2)} in all" if totals.project_bytes else "No project space is needed")
+    if any(st.model_weights_shared_with for st in stored):
+        project += ", each model file counted once (\"shared with\": the copy of an earlier workload)"
+    archive = (f"the archive keeps {and_list(_archive_contents(totals, LONG))}: {fmt_gib(totals.archive_bytes, 2)}"
+               if totals.archive_bytes else "nothing is archived")
+    scratch = (f"Peak scratch = checkpoint × kept × runs at once + dataset (NAIRR community guide); "
+               f"{ONE_AFTER_ANOTHER[0].lower()}{ONE_AFTER_ANOTHER[1:]}, so the most any one needs is the request's."
+               if totals.scratch_bytes else "No workload keeps checkpoints or data on scratch.")
+    return f"{scratch} {project}; {archive}. Each sum is worked from the sizes as printed."
 
 
 def caveats(plan: Plan) -> tuple[str, ...]:
