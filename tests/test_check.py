@@ -53,14 +53,15 @@ def run(capsys, *argv):
 def test_ok(tmp_path, capsys):
     path = write(tmp_path, "w.yaml", SWEEP, SMALL)
     total = requested(200e6, 55000, 10) + requested(18e6, 20000)
-    assert run(capsys, path) == (0, f"OK: 2 workloads in 1 file feasible; {total:,.2f} requested GPU-hours.\n", "")
+    assert run(capsys, path) == (0, f"OK: 2 workloads in 1 file feasible; requested {total:,.2f} GPU-hours of "
+                                    "a100-80gb.\n", "")
     assert f"{total:,.2f}" == "13.59"
 
 
 def test_ok_under_the_cap(tmp_path, capsys):
     a, b = write(tmp_path, "a.yaml", SWEEP), write(tmp_path, "b.yaml", SMALL)
     assert run(capsys, a, b, "--max-gpu-hours", "14") == (
-        0, "OK: 2 workloads in 2 files feasible; 13.59 requested GPU-hours (cap 14).\n", "")
+        0, "OK: 2 workloads in 2 files feasible; requested 13.59 GPU-hours of a100-80gb within --max-gpu-hours 14.\n", "")
 
 
 def test_over_the_cap(tmp_path, capsys):

@@ -64,7 +64,8 @@ def test_clean(tmp_path, capsys):
     path = write(tmp_path, workload())
     code, out, err = review(capsys, path)
     assert (code, err) == (0, "")
-    assert out == f"OK: 1 workload in 1 file feasible; {RUN_HOURS * 1.3:,.2f} requested GPU-hours. Review: no finding.\n"
+    assert out == (f"OK: 1 workload in 1 file feasible; requested {RUN_HOURS * 1.3:,.2f} GPU-hours of a100-80gb. "
+                   "Review: no finding.\n")
 
 
 # ----------------------------------------------------------------- description

@@ -226,7 +226,8 @@ def test_a_providers_instance_types_draw_on_one_allocation(tmp_path, capsys):
     capsys.readouterr()
     md = (out / "supplement.md").read_text(encoding="utf-8")
     # (144 H100- and 100 H200-hours: GPU-hours of two types are not added, the dollars are)
-    assert "| **total, aws** | |  | | **\\$3,516.92** | |" in md
+    assert ("| **total, aws** | |  | 12 months, at prices read 2026-11-09 and a given price\\_per\\_hour | "
+            "**\\$3,516.92** | |") in md
     assert "(\\$3,516.92 on aws; \\$2,300.74 on gcp)" in md
     assert "**\\$3,516.92 on aws**: \\$2,641.92 on p5.48xlarge" in (out / "report.md").read_text(encoding="utf-8")
 

@@ -396,11 +396,11 @@ class Plan:
         """GPU-hours requested, buffers included: the plan's total."""
         return sum(w.gpu_hours_requested for w in self.workloads)
 
-    def by_gpu_type(self) -> dict[str, float]:
-        """GPU type → requested GPU-hours, summed over workloads."""
+    def by_gpu_type(self, requested: bool = True) -> dict[str, float]:
+        """GPU type → requested GPU-hours (`requested=False`: before the buffer), summed over workloads."""
         out: dict[str, float] = {}
         for w in self.workloads:
-            out[w.gpu.id] = out.get(w.gpu.id, 0.0) + w.gpu_hours_requested
+            out[w.gpu.id] = out.get(w.gpu.id, 0.0) + (w.gpu_hours_requested if requested else w.gpu_hours)
         return out
 
     def charge_groups(self) -> tuple[ChargeGroup, ...]:

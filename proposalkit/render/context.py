@@ -107,6 +107,7 @@ class UnitTotal:
     gpu_hours_requested: float | None    # None where its rows are of several GPU types (never added)
     amount: float
     rows: int                    # resource rows summed
+    note: str = ""               # a cloud provider's dollars: the period and the dates of the prices they are at
 
 
 @dataclass(frozen=True)
@@ -120,13 +121,14 @@ class ResourcesView:
 
     @property
     def summed(self) -> tuple[UnitTotal, ...]:
-        """The totals that add several rows (a one-row total would repeat its row)."""
-        return tuple(t for t in self.totals if t.rows > 1)
+        """The totals that add several rows (a one-row total would repeat its row), and every cloud provider's
+        dollars (a provider's total, with the dates of its prices, is what is asked of it through CloudBank)."""
+        return tuple(t for t in self.totals if t.rows > 1 or t.note)
 
     @property
     def adds_partitions(self) -> bool:
         """Whether a total adds the amounts of a system's partitions (the table says why it may)."""
-        return any(t.system for t in self.summed)
+        return any(t.system and t.rows > 1 for t in self.summed)
 
     @property
     def charged(self) -> tuple[UnitTotal, ...]:
@@ -297,6 +299,16 @@ def _walltime_text(walltimes) -> str:
     return "; ".join(parts)
 
 
+def _prices_note(plan: Plan, groups) -> str:
+    """A cloud provider's total: '12 months, at prices read 2026-11-09', the allocation period and the dates as
+    each price states them (a price_per_hour given in a file has none)."""
+    prices = [g.resource.price for g in groups]
+    dates = sorted({p.read for p in prices if not p.set_by and p.read})
+    at = ([f"prices read {', '.join(dates)}"] if dates else []) + \
+         (["a given price_per_hour"] if any(p.set_by for p in prices) else [])
+    return f"{plan.period_months:g} months, at {' and '.join(at)}"
+
+
 def resources_view(plan: Plan) -> ResourcesView | None:
     """The units table: for each resource (partition) used, requested GPU-hours → rule → amount.
 
@@ -337,11 +349,12 @@ def resources_view(plan: Plan) -> ResourcesView | None:
     totals = []
     for total in plan.system_totals():
         ids = list(dict.fromkeys(g.resource_id for g in total.groups))
-        label = (ids[0] if len(ids) == 1 else total.system) if total.system else "no target resource"
+        cloud = bool(total.system) and all(g.resource.is_cloud for g in total.groups)
+        label = (ids[0] if len(ids) == 1 and not cloud else total.system) if total.system else "no target resource"
         one_type = len({g.gpu_type for g in total.groups}) == 1      # GPU-hours of different types never add
         totals.append(UnitTotal(label=label, system=total.system, unit=total.unit,
                                 gpu_hours_requested=total.gpu_hours if one_type else None, amount=total.amount,
-                                rows=len(total.groups)))
+                                rows=len(total.groups), note=_prices_note(plan, total.groups) if cloud else ""))
     notes = confidence_notes({c for row in rows
                               for c in (row.rule_confidence, row.walltime_confidence, row.size_confidence)})
     apart = any(shown_amount(t.amount) != shown_amount(sum(shown_amount(g.amount) for g in t.groups))

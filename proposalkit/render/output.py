@@ -14,6 +14,7 @@ from ..planning.records import Candidate, Plan, WorkloadPlan
 from ..text import json_control_escape
 from .format import control_escape, fmt_gib, fmt_hours, fmt_si
 from .notes import note_record, note_texts
+from .section_b import amount_cell, total_rows, unit_heading, units_column
 
 SCHEMA_VERSION = 1
 
@@ -307,8 +308,11 @@ def plan_text(plan: Plan) -> str:
     latency = [_latency(w.inference) for w in plan.workloads]
     show_replicas = any(r not in ("—", "1 × 1") for r in replicas)
     show_latency = any(t != "—" for t in latency)
+    show_units = any(w.charge is not None for w in plan.workloads)     # as section B's table: a units column
+    unit = units_column(plan)
     header = (("workload", "kind", "model", "GPUs") + (("replicas × TP",) if show_replicas else ())
-              + ("mem/GPU", "tokens", "h/run", "runs", "GPU-h", "+buffer") + (("TTFT / TPOT ms",) if show_latency else ()))
+              + ("mem/GPU", "tokens", "h/run", "runs", "GPU-h", "+buffer")
+              + ((unit_heading(unit),) if show_units else ()) + (("TTFT / TPOT ms",) if show_latency else ()))
     rows = []
     for w, served, latent in zip(plan.workloads, replicas, latency):
         kind = w.kind if w.kind == "inference" else f"{w.kind}/{w.method}"
@@ -317,29 +321,27 @@ def plan_text(plan: Plan) -> str:
                     + (fmt_gib(w.memory.total, 2), fmt_si(w.tokens) if w.tokens else "—",
                        _hours(w.runtime_hours), str(w.settings.variants), _hours(w.gpu_hours),
                        _hours(w.gpu_hours_requested))
+                    + ((amount_cell(w, unit) or "—",) if show_units else ())
                     + ((latent,) if show_latency else ()))
-    rows.append(("total",) + ("",) * (len(header) - 3 - show_latency)
-                + (_hours(plan.gpu_hours), _hours(plan.gpu_hours_requested)) + (("",) if show_latency else ()))
-    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+    # Section B's totals: GPU-hours per GPU type, amounts per system in its unit, never GPU-hours summed
+    # across GPU types (issue 23).
+    blank = len(header) - 3 - show_units - show_latency
+    totals = [(f"total, {t.label}",) + ("",) * blank
+              + tuple("" if x is None else _hours(x) for x in (t.planned, t.requested))
+              + ((t.amount or "",) if show_units else ()) + (("",) if show_latency else ())
+              for t in total_rows(plan, unit)]
+    widths = [max(len(r[i]) for r in [header] + rows + totals) for i in range(len(header))]
     numeric = set(range(header.index("GPUs") + 1, len(header)))
 
     def line(row) -> str:
         return "  ".join(c.rjust(widths[i]) if i in numeric else c.ljust(widths[i]) for i, c in enumerate(row)).rstrip()
 
-    out = [line(header), "  ".join("-" * n for n in widths)]
-    out += [line(r) for r in rows[:-1]]
-    out += ["  ".join("-" * n for n in widths), line(rows[-1])]
-    by_type = plan.by_gpu_type()
-    out.append("")
-    out.append("requested GPU-hours by type: " + ", ".join(f"{k} {_hours(v)}" for k, v in by_type.items()))
+    rule = "  ".join("-" * n for n in widths)
+    out = [line(header), rule, *map(line, rows), rule, *map(line, totals)]
     cloud = plan.cloud_charges()
-    if cloud:
-        dollars: dict[str, float] = {}
-        for c in cloud:
-            dollars[c.resource_id] = dollars.get(c.resource_id, 0.0) + c.amount
+    if cloud:     # the dollars are the table's; what they are over and at
         prices = dict.fromkeys(f"{c.resource.partition} {c.resource.price.text}" for c in cloud)
-        out.append("in dollars: " + ", ".join(f"{rid} ${amount:,.2f}" for rid, amount in dollars.items())
-                   + f" over the {plan.period_months:g}-month allocation period, at " + "; ".join(prices))
+        out += ["", f"US dollars over the {plan.period_months:g}-month allocation period, at " + "; ".join(prices)]
     if plan.warnings:
         out.append("")
         out += [f"warning: {control_escape(w)}" for w in plan.warnings]

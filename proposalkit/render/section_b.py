@@ -65,6 +65,7 @@ class TotalRow:
     label: str
     requested: float | None      # GPU-hours of one GPU type; None for a system's total in its unit
     amount: Safe | None
+    planned: float | None = None     # GPU-hours of one GPU type before the buffer (`plan`'s table gives it)
 
 
 @dataclass(frozen=True)
@@ -178,30 +179,57 @@ def _gpu_amount(plan: Plan, gpu: str, unit: str | None) -> str | None:
     return text.removesuffix(f" {unit}") if unit else text
 
 
+def units_column(plan: Plan) -> str | None:
+    """The one unit of every charge, which the units column's heading then says instead of each cell; None
+    where the charges are in several units (or there are none)."""
+    units = {w.charge.unit for w in plan.workloads if w.charge is not None}
+    return units.pop() if len(units) == 1 else None
+
+
+def unit_heading(unit: str | None) -> str:
+    """The units column's heading: the one unit of every charge, else "units"."""
+    return ("US dollars" if unit == "USD" else unit) if unit else "units"
+
+
+def amount_cell(w: WorkloadPlan, unit: str | None) -> str | None:
+    """A workload's charge in the units column (without the unit where the heading gives it); None without one."""
+    if w.charge is None:
+        return None
+    amount = fmt_in_unit(w.charge.amount, w.charge.unit)
+    return amount.removesuffix(f" {unit}") if unit else amount
+
+
+def total_rows(plan: Plan, unit: str | None) -> tuple[TotalRow, ...]:
+    """The totals under the table (issue 23: never a sum across GPU types presented as one request): each GPU
+    type's GPU-hours, with its amount where all its charges are on one system; then each system's total in
+    its unit, unless a GPU type's row already gives that amount alone (the system's one GPU type, charged
+    nowhere else)."""
+    planned = plan.by_gpu_type(requested=False)
+    rows = [TotalRow(gpu, hours, _gpu_amount(plan, gpu, unit), planned[gpu])
+            for gpu, hours in plan.by_gpu_type().items()]
+    for t in plan.system_totals():
+        types = {g.gpu_type for g in t.groups}
+        if t.system and not (len(types) == 1 and _gpu_amount(plan, types.pop(), unit) is not None):
+            rows.append(TotalRow(t.system, None, fmt_in_unit(t.amount, t.unit).removesuffix(f" {unit}" if unit else "|")))
+    return tuple(rows)
+
+
 def section_b(plan: Plan) -> SectionB:
     rows, lines = [], []
-    units = {w.charge.unit for w in plan.workloads if w.charge is not None}
-    unit = units.pop() if len(units) == 1 else None      # one unit: the column's heading says it, not each cell
+    unit = units_column(plan)      # one unit: the column's heading says it, not each cell
     for w in plan.workloads:
         need = _need(w)
-        amount = None
-        if w.charge is not None:
-            amount = fmt_in_unit(w.charge.amount, w.charge.unit)
-            amount = amount.removesuffix(f" {unit}") if unit else amount
+        amount = amount_cell(w, unit)
         covers = w.ranges.request_coverage if w.ranges is not None else None
         rows.append(Row(w.name, w.description or "—", f"{w.gpu_count}× {w.gpu.id}", _work(w), w.runtime_hours,
                         w.settings.variants, w.gpu_hours_requested, need, covers, amount))
         lines.append(Line(w.name, derivation_line(w)))
     has_units = any(w.charge is not None for w in plan.workloads)
-    totals = [TotalRow(gpu, hours, _gpu_amount(plan, gpu, unit)) for gpu, hours in plan.by_gpu_type().items()]
-    # A system's total in its unit where its partitions' rows do not already give it alone.
-    totals += [TotalRow(t.system, None, fmt_in_unit(t.amount, t.unit).removesuffix(f" {unit}" if unit else "|"))
-               for t in plan.system_totals() if t.system and len({g.gpu_type for g in t.groups}) > 1]
     buffers = tuple(dict.fromkeys(fmt_pct(w.settings.buffer) for w in plan.workloads))
     parts = [p for r in _requests(plan) if r.system for p in r.parts]
     return SectionB(
-        requests=_requests(plan), rows=tuple(rows), totals=tuple(totals), has_units=has_units,
-        unit_heading=("US dollars" if unit == "USD" else unit) if unit else "units",
+        requests=_requests(plan), rows=tuple(rows), totals=total_rows(plan, unit), has_units=has_units,
+        unit_heading=unit_heading(unit),
         has_ranges=any(r.covers is not None for r in rows),
         ranges_note=_ranges_note(plan) if any(r.covers is not None for r in rows) else None,
         buffer=buffers[0] if len(buffers) == 1 else None,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from ..errors import InfeasibleError, InputError, Problem
-from ..render.format import fmt_hours, fmt_limit
+from ..render.format import fmt_hours, fmt_in_unit, fmt_limit
 
 
 def _plan_each(files):
@@ -40,6 +40,19 @@ def _hours(x: float) -> str:
 def _largest(plans, n: int = 3) -> str:
     top = sorted(plans, key=lambda w: (-w.gpu_hours_requested, w.name))[:n]
     return ", ".join(f"{w.name} {_hours(w.gpu_hours_requested)}" for w in top)
+
+
+def requested(plan) -> str:
+    """What the plan requests, as section B's totals give it (issue 23: never GPU-hours summed across GPU
+    types as one request): 'requested 238.68 GPU-hours of a100-40gb, 251.21 of h200 (1,317.31 SUs on
+    ncsa-delta)', each system's amount in its own unit."""
+    by_type = plan.by_gpu_type()
+    if not by_type:
+        return "nothing requested"
+    hours = ", ".join(f"{_hours(h)}{' GPU-hours' if i == 0 else ''} of {gpu}"
+                      for i, (gpu, h) in enumerate(by_type.items()))
+    units = "; ".join(f"{fmt_in_unit(t.amount, t.unit)} on {t.system}" for t in plan.system_totals() if t.system)
+    return f"requested {hours}" + (f" ({units})" if units else "")
 
 
 def pilot_warnings(plans) -> list[str]:
@@ -98,9 +111,12 @@ def check(paths: list[str], max_gpu_hours: float | None = None, *, review: bool 
     if defaults:
         warnings += [str(f) for f in lint.default_hint_findings(files, plan)]
     n = len(plans)
-    cap = f" (cap {fmt_limit(max_gpu_hours)})" if max_gpu_hours is not None else ""
+    cap = ""
+    if max_gpu_hours is not None:     # --max-gpu-hours bounds the GPU-hours of every type together
+        cap = (f"; {_hours(total)} GPU-hours of all types" if len(plan.by_gpu_type()) > 1 else "") + \
+              f" within --max-gpu-hours {fmt_limit(max_gpu_hours)}"
     ok = (f"OK: {n} workload{'s' if n != 1 else ''} in {len(files)} file{'s' if len(files) != 1 else ''} "
-          f"feasible; {_hours(total)} requested GPU-hours{cap}.")
+          f"feasible; {requested(plan)}{cap}.")
     if review:
         ok += f" Review: no finding{'' if not findings else ' that fails (warnings on stderr)'}."
     return reasons, ok, warnings

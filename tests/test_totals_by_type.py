@@ -1,0 +1,113 @@
+"""Totals per GPU type and in each resource's units, never GPU-hours summed across GPU types as one request
+(issue 23, item 2), through the CLI: `plan`'s text table, `check`'s line, section B's table and the
+supplement's units table.
+
+The example (workloads/code-models.yaml) asks for A100-40GB, H200 and A40 hours on NCSA Delta: 238.68 +
+251.21 + 650.00 = 1,139.89 GPU-hours of three types, which no one can be allocated as one figure; Delta charges
+them as 238.68 + 753.63 + 325.00 = 1,317.31 SUs (section B's request). tests/data/cloud.yaml asks AWS for two
+instance types and Google for one: dollars per provider.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from proposalkit.cli import main
+from proposalkit.render.format import fmt_hours, fmt_in_unit
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "workloads/code-models.yaml"
+CLOUD = ROOT / "tests/data/cloud.yaml"
+
+
+def cli(capsys, *argv) -> str:
+    code = main([*map(str, argv)])
+    out = capsys.readouterr().out
+    assert code == 0
+    return out
+
+
+def totals(text: str) -> dict[str, list[str]]:
+    """`plan`'s text table: each 'total, …' row → its figures (planned GPU-h, +buffer, units, as present)."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"total, (\S+)\s+(.*)$", line)
+        if m:
+            out[m.group(1)] = m.group(2).split()
+    return out
+
+
+def test_plan_text_totals_per_gpu_type_and_in_sus(capsys):
+    example_json = json.loads(cli(capsys, "plan", EXAMPLE, "--format", "json"))
+    out = cli(capsys, "plan", EXAMPLE)
+    t = example_json["totals"]
+    rows = totals(out)
+    assert list(rows) == ["a100-40gb", "h200", "a40", "ncsa-delta"]
+    for gpu, hours in t["by_gpu_type"].items():
+        planned = sum(w["gpu_hours"] for w in example_json["workloads"] if w["gpu"]["type"] == gpu)
+        sus = sum(w["resource"]["amount"] for w in example_json["workloads"] if w["gpu"]["type"] == gpu)
+        assert rows[gpu] == [fmt_hours(planned), fmt_hours(hours), fmt_hours(sus)], gpu
+    assert rows["ncsa-delta"] == [fmt_hours(t["by_system"]["ncsa-delta"]["amount"])] == ["1,317.31"]
+    # The sums across GPU types, before and after the buffer, are nowhere in the output.
+    assert fmt_hours(t["gpu_hours_requested"]) == "1,139.89" and "1,139.89" not in out
+    assert fmt_hours(t["gpu_hours"]) == "876.83" and "876.83" not in out
+    assert "SUs" in out.splitlines()[0].split()     # the units column, as section B's
+
+
+def test_plan_text_totals_are_section_bs(capsys):
+    """The text table's total rows give the figures of section B's (plan --format markdown) total rows."""
+    text = totals(cli(capsys, "plan", EXAMPLE))
+    markdown = cli(capsys, "plan", EXAMPLE, "--format", "markdown")
+    assert len(text) == 4
+    for label, figures in text.items():
+        row = next(r for r in markdown.splitlines() if r.startswith(f"| **total, {label}** |"))
+        assert re.findall(r"\*\*([\d,.]+)\*\*", row) == figures[-len(re.findall(r"\*\*([\d,.]+)\*\*", row)):]
+
+
+def test_plan_text_cloud_totals_in_dollars_per_provider(capsys):
+    rows = totals(cli(capsys, "plan", CLOUD))
+    # 144.00 + 156.00 GPU-hours of h100-80gb on two providers: its dollars do not add into one figure.
+    assert rows["h100-80gb"] == ["240.00", "300.00"]
+    assert rows["h200"] == ["80.00", "100.00", "$875.00"]
+    assert rows["aws"] == ["$3,516.92"] and rows["gcp"] == ["$2,300.74"]     # 2,641.92 + 875.00; 2,300.74
+
+
+def test_check_says_the_request_per_gpu_type_and_in_sus(capsys):
+    out = cli(capsys, "check", EXAMPLE)
+    assert out == ("OK: 4 workloads in 1 file feasible; requested 238.68 GPU-hours of a100-40gb, 251.21 of h200, "
+                   "650.00 of a40 (1,317.31 SUs on ncsa-delta).\n")
+
+
+def test_check_cloud_in_dollars_per_provider(capsys):
+    out = cli(capsys, "check", CLOUD)
+    assert out.endswith("requested 300.00 GPU-hours of h100-80gb, 100.00 of h200 ($3,516.92 on aws; "
+                        "$2,300.74 on gcp).\n")
+
+
+def test_check_names_the_all_types_sum_only_as_the_caps_figure(capsys):
+    out = cli(capsys, "check", EXAMPLE, "--max-gpu-hours", "2000")
+    assert out.endswith("; 1,139.89 GPU-hours of all types within --max-gpu-hours 2,000.\n")
+
+
+def test_section_b_gives_every_providers_dollars(capsys):
+    """gcp's one instance type shares its GPU type with aws's p5: the h100-80gb row has no single amount, so
+    gcp's dollars need a total row of their own (they were in no total before)."""
+    markdown = cli(capsys, "plan", CLOUD, "--format", "markdown")
+    assert f"| **total, gcp** | | | | | | |  | | | **{fmt_in_unit(2300.74, 'USD').replace('$', chr(92) + '$')}** |" \
+        in markdown
+
+
+def test_supplement_units_table_totals_every_cloud_provider(tmp_path, capsys):
+    """The supplement's units table gives each provider's dollars (gcp's one instance type too), with the period
+    and the dates of the prices as the rows state them; a price given in the file has no date."""
+    assert main(["report", str(CLOUD), "-o", str(tmp_path), "--format", "md,html"]) == 0
+    capsys.readouterr()
+    md = (tmp_path / "supplement.md").read_text(encoding="utf-8")
+    assert ("| **total, aws** | |  | 12 months, at prices read 2026-11-09 and a given price\\_per\\_hour | "
+            "**\\$3,516.92** | |") in md
+    assert "| **total, gcp** | | **156.00** | 12 months, at prices read 2025-03-06 | **\\$2,300.74** | |" in md
+    html = (tmp_path / "supplement.html").read_text(encoding="utf-8")
+    assert ('<tr class="total"><th scope="row">total, gcp</th><td></td><td class="num">156.00</td><td class="basis">'
+            '12 months, at prices read 2025-03-06</td><td class="num">$2,300.74</td>') in html
