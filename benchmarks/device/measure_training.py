@@ -391,9 +391,11 @@ def describe_model(model, c: Config) -> dict:
         "shape": asdict(c.shape)}
 
 
-def build_trainer(c: Config, model, dev, max_steps: int, callbacks: list):
+def build_trainer(c: Config, model, dev, max_steps: int, callbacks: list, logging_steps: int | None = None):
     """The Hugging Face Trainer over uniformly random tokens (enough for max_steps optimizer steps), with the
-    harness settings of index.yaml."""
+    harness settings of index.yaml. `logging_steps`: the Trainer logs (loss, tokens seen) every so many steps
+    and its memory metrics into state.log_history, the trainer_state.json a pilot cites (example_pilot.py);
+    None: no logging, as the measured rows run."""
     import torch
     from transformers import Trainer, TrainingArguments
 
@@ -413,7 +415,9 @@ def build_trainer(c: Config, model, dev, max_steps: int, callbacks: list):
         learning_rate=1e-5, lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, bf16=True,
         gradient_checkpointing=c.activation_checkpointing,
         gradient_checkpointing_kwargs={"use_reentrant": False} if c.activation_checkpointing else None,
-        logging_strategy="no", save_strategy="no", eval_strategy="no", report_to="none", disable_tqdm=True,
+        logging_strategy="steps" if logging_steps else "no", logging_steps=logging_steps or 500,
+        include_num_input_tokens_seen="all" if logging_steps else "no", skip_memory_metrics=not logging_steps,
+        save_strategy="no", eval_strategy="no", report_to="none", disable_tqdm=True,
         dataloader_num_workers=0, remove_unused_columns=False, seed=0, use_cpu=dev.type == "cpu",
         # compile: true is the Trainer's own switch: accelerate's prepare wraps the whole model in torch.compile
         # (backend inductor, default mode, dynamic None). Under bf16 it also calls enable_tf32(True), which on
