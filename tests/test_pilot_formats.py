@@ -78,6 +78,33 @@ def test_hf_trainer_state_whole_run_average(capsys):
     assert "warm-up not excluded: trainer_state.json gives only the whole-run train_runtime" in log["notes"]
 
 
+def test_hf_trainer_state_peak_allocated_from_the_trainers_memory_deltas(capsys):
+    # The example's lora-sweep pilot (workloads/pilots/lora-sweep/trainer_state.json, skip_memory_metrics=False,
+    # run on one H200 by benchmarks/device/example_pilot.py). Its final log_history entry: before_init_mem_gpu
+    # 16,228,295,680 + init_mem_gpu_alloc_delta 0 + train_mem_gpu_alloc_delta 402,883,072 +
+    # train_mem_gpu_peaked_delta 17,487,301,632 = 34,118,480,384 B (31.78 GiB) allocated at the peak.
+    root = Path(__file__).resolve().parent.parent
+    [log] = pilot_json(capsys, str(root / "workloads" / "pilots" / "lora-sweep" / "trainer_state.json"))
+    assert log["peak_memory"] == {"statistic": "allocated", "bytes": 34_118_480_384}
+    # the same run's torch.cuda.max_memory_allocated(), read by the script beside the log, agrees to the byte
+    record = json.loads((root / "benchmarks" / "validation" / "example_pilots" / "lora-sweep.json").read_text())
+    assert record["memory"]["max_allocated_bytes"] == 34_118_480_384
+    # 409,600 tokens (200 steps × 2,048) ÷ train_runtime 63.2895 s = 6,471.85, printed to a tenth
+    assert log["tokens_per_second"] == 6471.8
+    assert record["steps"] * record["config"]["seq_len"] * record["config"]["micro_batch"] == 409_600
+
+
+def test_hf_trainer_state_memory_deltas_that_sum_below_zero_are_refused(capsys, tmp_path):
+    data = json.loads((DATA / "trainer_state.json").read_text())
+    data["log_history"][-1].update(before_init_mem_gpu=1000, init_mem_gpu_alloc_delta=0,
+                                   train_mem_gpu_alloc_delta=-5000, train_mem_gpu_peaked_delta=10)
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps(data))
+    assert main(["pilot", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}" in err and "the peak allocated these sum to" in err and "Traceback" not in err
+
+
 def test_llama_factory_rate_between_warmup_and_last_entry(capsys):
     [log] = pilot_json(capsys, str(DATA / "trainer_log.jsonl"))
     # 6 entries, 1 warm-up (step 5: 40960 tokens at 0:00:20); last: 245760 at 0:01:10

@@ -39,8 +39,39 @@ def trainer_state(path: str, data: dict) -> PilotResult:
     r.steps_logged = step if isinstance(step, int) and not isinstance(step, bool) and 0 <= step < 2**63 else None
     r.method = "num_input_tokens_seen ÷ train_runtime (a whole-run average: the file has no per-step times)"
     r.notes.append("warm-up not excluded: trainer_state.json gives only the whole-run train_runtime")
-    r.notes.append("no peak memory: the Trainer logs only memory deltas (skip_memory_metrics=False)")
+    peak = _trainer_peak_allocated(path, history)
+    if peak is None:
+        r.notes.append("no peak memory: the Trainer logs its memory metrics only with skip_memory_metrics=False")
+    else:
+        r.peak_memory = {"allocated": peak}
+        r.notes.append("peak memory allocated = before_init_mem_gpu + init_mem_gpu_alloc_delta + "
+                       "train_mem_gpu_alloc_delta + train_mem_gpu_peaked_delta (the Trainer's memory deltas, "
+                       "skip_memory_metrics=False), on the first GPU")
     return r
+
+
+# With skip_memory_metrics=False the Trainer's TrainerMemoryTracker (transformers trainer_utils.py) logs, in the
+# entry with train_runtime, torch.cuda.memory_allocated() before Trainer.__init__ (before_init_mem_gpu) and per
+# stage the change over the stage (alloc_delta = end - begin) and the peak above the end (peaked_delta =
+# max_memory_allocated() - end, the peak statistics reset at the stage's start). The training stage begins where
+# __init__ ended, so its peak allocated = before_init + init alloc + train alloc + train peaked.
+_TRAINER_MEMORY = ("before_init_mem_gpu", "init_mem_gpu_alloc_delta", "train_mem_gpu_alloc_delta",
+                   "train_mem_gpu_peaked_delta")
+
+
+def _trainer_peak_allocated(path: str, history: list) -> int | None:
+    """Peak bytes allocated while training, from the Trainer's memory metrics; None where it did not log them."""
+    entry = next((e for e in history if isinstance(e, dict) and all(k in e for k in _TRAINER_MEMORY)), None)
+    if entry is None:
+        return None
+    total = 0.0
+    for key in _TRAINER_MEMORY:
+        value = entry[key]
+        if key.endswith("_alloc_delta") and isinstance(value, (int, float)) and not isinstance(value, bool):
+            total += value       # a stage can free memory (a negative change); the sum is checked below
+        else:
+            total += _value(path, None, value, key, MEMORY)
+    return int(_value(path, None, total, "the peak allocated these sum to", MEMORY))
 
 
 def _positive(value) -> bool:
