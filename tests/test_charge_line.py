@@ -47,12 +47,13 @@ def test_each_charge_line_multiplies_the_printed_figures(tmp_path):
 
 
 def test_the_pilot_workload_reads_as_worked_by_hand(tmp_path):
-    # lora-sweep, from its pilot log alone (3,100 tokens/s on 1× a100-40gb): 204.8M tokens ÷ 3,100 ÷ 3,600 =
-    # 18.3513 h, carried 18.36 h; × 1.3 × 10 runs = 238.68 GPU-hours; × 1 SU per GPU-hour (NCSA Delta A100) =
-    # 238.68 SUs.
+    # lora-sweep, from its pilot log alone (workloads/pilots/lora-sweep/trainer_state.json, 1× h200):
+    # num_input_tokens_seen 409,600 ÷ train_runtime 63.2895 s = 6,471.85 tokens/s, carried 6,472; 204.8M tokens
+    # ÷ 6,472 ÷ 3,600 = 8.790001 h, carried rounded up to 8.80 h; × 1.3 × 10 runs = 114.40 GPU-hours; × 3 SUs per
+    # GPU-hour (NCSA Delta H200) = 343.20 SUs.
     cli = [sys.executable, "-m", "proposalkit"]
     subprocess.run(cli + ["report", str(EXAMPLE), "-o", str(tmp_path), "--format", "md"], check=True,
                    capture_output=True)
     text = (tmp_path / "supplement.md").read_text()
-    assert ("ncsa-delta-a100: 1 GPU × 18.36 h × (1 + 30% buffer) per run × 10 runs = 238.68 GPU-hours × "
-            "1 SU per GPU-hour = 238.68 SUs") in text
+    assert ("ncsa-delta-h200: 1 GPU × 8.80 h × (1 + 30% buffer) per run × 10 runs = 114.40 GPU-hours × "
+            "3 SUs per GPU-hour = 343.20 SUs") in text

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import statistics
 import sys
 from pathlib import Path
@@ -181,8 +182,15 @@ def test_a_batch_job_ranges_its_output_rate_and_latencies(plan_workloads):
     assert w["ranges_basis"]["ttft_ms"]["regime"] == "inference-prefill"
 
 
-def test_a_pilot_on_the_planned_gpus_ranges_by_its_own_steps(capsys):
-    assert main(["plan", str(ROOT / "workloads" / "code-models.yaml"), "--format", "json"]) == 0
+def test_a_pilot_on_the_planned_gpus_ranges_by_its_own_steps(capsys, tmp_path):
+    # A torchtune log (one line a step) on the GPU the workload is planned on: its steady steps give the range.
+    shutil.copy(ROOT / "tests" / "data" / "pilot" / "lora-sweep_log_1763900000.txt", tmp_path / "tune.txt")
+    path = tmp_path / "w.yaml"
+    path.write_text("workloads:\n  - {name: sweep, kind: finetune, method: lora, model: llama-3.1-8b, "
+                    "data: {samples: 50k, seq_len: 2048, epochs: 2}, lora: {rank: 16, targets: [all-linear]}, "
+                    "framework: torchtune, pilot: {log: tune.txt, gpu: a100-40gb, gpus: 1, illustrative: true}}\n",
+                    encoding="utf-8")
+    assert main(["plan", str(path), "--format", "json"]) == 0
     plan = json.loads(capsys.readouterr().out)
     w = next(w for w in plan["workloads"] if w["throughput_source"] == "pilot")
     assert w["ranges_basis"]["tokens_per_second"]["regime"] == "pilot-log"
@@ -235,7 +243,7 @@ def test_an_unpinned_search_fits_at_the_memory_p90_and_a_pinned_one_is_planned_t
 def test_a_pilot_log_keeps_its_steady_steps_spread():
     from proposalkit.pilot import Options, read_log
 
-    result = read_log(str(ROOT / "workloads" / "pilots" / "lora-sweep_log_1763900000.txt"), Options())
+    result = read_log(str(ROOT / "tests" / "data" / "pilot" / "lora-sweep_log_1763900000.txt"), Options())
     ratios = result.step_ratios
     assert len(ratios) == 101 and list(ratios) == sorted(ratios)
     assert ratios[50] == pytest.approx(1.0, abs=1e-6)          # the median step is the steady figure

@@ -258,7 +258,7 @@ def test_example_report_has_the_units_table(example_plan):
     lines = table_lines(md)
     rows = {line.split(" | ")[0].removeprefix("| "): line for line in lines[2:]}
     by_resource = example_plan.by_resource()         # the planner's charges, summed per partition
-    assert set(by_resource) == {"ncsa-delta-a100", "ncsa-delta-h200", "ncsa-delta-a40"}
+    assert set(by_resource) == {"ncsa-delta-h200", "ncsa-delta-a40"}
     for rid, (unit, amount) in by_resource.items():
         assert f"| {fmt.fmt_hours(amount)} {unit} |" in rows[rid], rid
     # Delta's rules and walltimes are all read in the NCSA user guide: no row is marked second-hand.
@@ -267,9 +267,9 @@ def test_example_report_has_the_units_table(example_plan):
     h200_hours = sum(w.gpu_hours_requested for w in example_plan.workloads if w.gpu.id == "h200")
     assert by_resource["ncsa-delta-h200"][1] == pytest.approx(h200_hours * 3.0)
     assert f"| {fmt.fmt_hours(h200_hours)} | 3 SUs per GPU-hour" in rows["ncsa-delta-h200"]
-    # one Delta allocation: the total is the three partitions' SUs
+    # one Delta allocation: the total is the two partitions' SUs
     total = sum(amount for _, amount in by_resource.values())
-    # of A100, H200 and A40: the GPU-hours are not added, the SUs are
+    # of H200 and A40: the GPU-hours are not added, the SUs are
     assert rows["**total, ncsa-delta**"].endswith(f"| |  | | **{fmt.fmt_hours(total)} SUs** | |")
     html = report.render_supplement_html(context)
     assert '<table class="resources">' in html
@@ -286,7 +286,8 @@ def test_example_report_is_deterministic(example_plan):
 def test_plan_markdown_keeps_the_units_line(example_plan):
     """`plan --format markdown` is section B's request and table: the units by partition in its first line."""
     table = report.plan_markdown_table(example_plan)
-    assert table.startswith("**Request.** We request **1,317.31 SUs on ncsa-delta**: 238.68 SUs on gpuA100x4 ")
+    # 377.67 GPU-hours of H200 × 3 SUs = 1,133.01 SUs; 650.00 of A40 × 0.5 = 325.00 SUs; 1,458.01 SUs in all
+    assert table.startswith("**Request.** We request **1,458.01 SUs on ncsa-delta**: 1,133.01 SUs on gpuH200x8 ")
     assert "| **total, ncsa-delta** |" in table
     assert table.endswith("suffices for.\n")      # the ranges' note under the table, a line like every other
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 from pathlib import Path
 
@@ -383,10 +384,16 @@ def test_the_warning_names_what_to_cut(tmp_path, capsys):
     assert "move w0" in err      # the smallest request first
 
 
-def test_the_example_pilot_is_labelled_illustrative_wherever_it_appears(capsys):
-    """Issue 23, item 5: the example's pilot log is written for it, not measured; every sentence and row of
-    either document that uses it says so, and so does `plan`."""
-    plan = plan_files(load_files([str(FILES[0])]))
+def test_an_illustrative_pilot_is_labelled_so_wherever_it_appears(capsys, tmp_path):
+    """Issue 23, item 5: a pilot log marked `illustrative: true` (written for an example, not measured): every
+    sentence and row of either document that uses it says so, and so does `plan`."""
+    shutil.copy(ROOT / "tests" / "data" / "pilot" / "lora-sweep_log_1763900000.txt", tmp_path)
+    path = tmp_path / "w.yaml"
+    path.write_text("workloads:\n  - {name: lora-sweep, kind: finetune, method: lora, model: llama-3.1-8b, "
+                    "data: {samples: 50k, seq_len: 2048, epochs: 2}, lora: {rank: 16, targets: [all-linear]}, "
+                    "framework: torchtune, pilot: {log: lora-sweep_log_1763900000.txt, gpu: a100-40gb, gpus: 1, "
+                    "illustrative: true}}\n", encoding="utf-8")
+    plan = plan_files(load_files([str(path)]))
     context = report_context(plan)
     for text in (report.render_markdown(context), report.render_supplement_markdown(context)):
         # The lines that name the log, give its rate or count its steps (the runtime's arithmetic restates the
@@ -394,16 +401,28 @@ def test_the_example_pilot_is_labelled_illustrative_wherever_it_appears(capsys):
         uses = [line for line in text.splitlines() if "lora-sweep\\_log" in line or "pilot log" in line
                 or "3,100 tokens/s" in line and "**Runtime:**" not in line]
         assert uses and all("illustrative" in line for line in uses), uses
-    assert main(["plan", str(FILES[0])]) == 0
+    assert main(["plan", str(path)]) == 0
     captured = capsys.readouterr()
     assert "is marked illustrative" in captured.err
     assert all("illustrative" in line for line in captured.out.splitlines() if "lora-sweep_log" in line)
 
 
+def test_the_example_pilots_are_measured_and_cited_as_such(capsys):
+    """Issue 23, item 5: the example's pilots are real runs (benchmarks/device/example_pilot.py on one H200), so
+    nothing calls them illustrative, and each throughput line says what the log measured."""
+    plan = plan_files(load_files([str(FILES[0])]))
+    context = report_context(plan)
+    for text in (report.render_markdown(context), report.render_supplement_markdown(context)):
+        assert "illustrative" not in text
+    body = report.render_markdown(context)
+    for name in ("lora-sweep", "code-1b-pretrain"):
+        (line,) = [line for line in body.splitlines() if line.startswith(f"- **{name}**")]
+        assert "measured in a pilot on 1× h200 (hf-trainer log, tokens ÷ the whole run's time, warm-up included)" in line
+
+
 def test_a_shared_mfu_basis_is_pointed_at_where_it_stands(tmp_path):
     """Two workloads at a given MFU share its basis: it is one bullet of S.4, and their throughput lines point
-    there, not at their own sections (which no longer hold it). The example's full-finetune and code-1b-pretrain,
-    timed by the step's parts, share their matmul rate's basis in S.4 instead, and their throughput lines point
+    there, not at their own sections (which no longer hold it). Two workloads timed by the step's parts share their matmul rate's basis in S.4 instead, and their throughput lines point
     at their own sections, which hold each one's step time."""
     path = tmp_path / "w.yaml"
     path.write_text("workloads:\n" + "".join(
@@ -415,10 +434,12 @@ def test_a_shared_mfu_basis_is_pointed_at_where_it_stands(tmp_path):
     for section in ("S.2.1", "S.2.2"):
         body = supplement.split(f"### {section} ")[1].split("### ")[0]
         assert "MFU 0.40 (S.4)" in body and f"({section})" not in body
-    plan = plan_files(load_files([str(FILES[0])]))
-    supplement = report.render_supplement_markdown(report_context(plan))
+    path.write_text("workloads:\n" + "".join(
+        f"  - {{name: st{i}, kind: finetune, method: full, model: llama-3.2-1b, tokens: 1B, gpu: h100-80gb, gpus: 1}}\n"
+        for i in (1, 2)), encoding="utf-8")
+    supplement = report.render_supplement_markdown(report_context(plan_files(load_files([str(path)]))))
     shared = supplement.split("## S.4")[1].split("## S.5")[0]
     assert "- Matmul rate: matmuls at 0.76 of the GPU's maximum achievable matmul rate (Bekman's MAMF table" in shared
-    for section in ("S.2.2", "S.2.3"):
+    for section in ("S.2.1", "S.2.2"):
         body = supplement.split(f"### {section} ")[1].split("### ")[0]
         assert f"({section})" in body and "**Step time:**" in body and "**Matmul rate:**" not in body

@@ -29,7 +29,7 @@ from proposalkit.cli import main
 from proposalkit.render import format as fmt
 
 ROOT = Path(__file__).resolve().parent.parent
-PILOT_LOG = ROOT / "workloads" / "pilots" / "lora-sweep_log_1763900000.txt"
+PILOT_LOG = ROOT / "tests" / "data" / "pilot" / "lora-sweep_log_1763900000.txt"
 FORMULA = ("=", "+", "-", "@", "\t", "\r", "＝", "＋", "－", "＠")
 NUMBER = re.compile(r"^[+\-−]?[\d,.]+")      # our own signed figures: a delta, a percentage
 

@@ -2,9 +2,9 @@
 (issue 23, item 2), through the CLI: `plan`'s text table, `check`'s line, section B's table and the
 supplement's units table.
 
-The example (workloads/code-models.yaml) asks for A100-40GB, H200 and A40 hours on NCSA Delta: 238.68 +
-251.21 + 650.00 = 1,139.89 GPU-hours of three types, which no one can be allocated as one figure; Delta charges
-them as 238.68 + 753.63 + 325.00 = 1,317.31 SUs (section B's request). tests/data/cloud.yaml asks AWS for two
+The example (workloads/code-models.yaml) asks for H200 and A40 hours on NCSA Delta: 377.67 (114.40 + 47.43 +
+215.84) + 650.00 = 1,027.67 GPU-hours of two types, which no one can be allocated as one figure; Delta charges
+them as 377.67 × 3 + 650.00 × 0.5 = 1,133.01 + 325.00 = 1,458.01 SUs (section B's request). tests/data/cloud.yaml asks AWS for two
 instance types and Google for one: dollars per provider.
 """
 
@@ -44,15 +44,15 @@ def test_plan_text_totals_per_gpu_type_and_in_sus(capsys):
     out = cli(capsys, "plan", EXAMPLE)
     t = example_json["totals"]
     rows = totals(out)
-    assert list(rows) == ["a100-40gb", "h200", "a40", "ncsa-delta"]
+    assert list(rows) == ["h200", "a40", "ncsa-delta"]
     for gpu, hours in t["by_gpu_type"].items():
         planned = sum(w["gpu_hours"] for w in example_json["workloads"] if w["gpu"]["type"] == gpu)
         sus = sum(w["resource"]["amount"] for w in example_json["workloads"] if w["gpu"]["type"] == gpu)
         assert rows[gpu] == [fmt_hours(planned), fmt_hours(hours), fmt_hours(sus)], gpu
-    assert rows["ncsa-delta"] == [fmt_hours(t["by_system"]["ncsa-delta"]["amount"])] == ["1,317.31"]
+    assert rows["ncsa-delta"] == [fmt_hours(t["by_system"]["ncsa-delta"]["amount"])] == ["1,458.01"]
     # The sums across GPU types, before and after the buffer, are nowhere in the output.
-    assert fmt_hours(t["gpu_hours_requested"]) == "1,139.89" and "1,139.89" not in out
-    assert fmt_hours(t["gpu_hours"]) == "876.83" and "876.83" not in out
+    assert fmt_hours(t["gpu_hours_requested"]) == "1,027.67" and "1,027.67" not in out
+    assert fmt_hours(t["gpu_hours"]) == "790.51" and "790.51" not in out
     assert "SUs" in out.splitlines()[0].split()     # the units column, as section B's
 
 
@@ -60,7 +60,7 @@ def test_plan_text_totals_are_section_bs(capsys):
     """The text table's total rows give the figures of section B's (plan --format markdown) total rows."""
     text = totals(cli(capsys, "plan", EXAMPLE))
     markdown = cli(capsys, "plan", EXAMPLE, "--format", "markdown")
-    assert len(text) == 4
+    assert len(text) == 3
     for label, figures in text.items():
         row = next(r for r in markdown.splitlines() if r.startswith(f"| **total, {label}** |"))
         assert re.findall(r"\*\*([\d,.]+)\*\*", row) == figures[-len(re.findall(r"\*\*([\d,.]+)\*\*", row)):]
@@ -76,8 +76,8 @@ def test_plan_text_cloud_totals_in_dollars_per_provider(capsys):
 
 def test_check_says_the_request_per_gpu_type_and_in_sus(capsys):
     out = cli(capsys, "check", EXAMPLE)
-    assert out == ("OK: 4 workloads in 1 file feasible; requested 238.68 GPU-hours of a100-40gb, 251.21 of h200, "
-                   "650.00 of a40 (1,317.31 SUs on ncsa-delta).\n")
+    assert out == ("OK: 4 workloads in 1 file feasible; requested 377.67 GPU-hours of h200, 650.00 of a40 "
+                   "(1,458.01 SUs on ncsa-delta).\n")
 
 
 def test_check_cloud_in_dollars_per_provider(capsys):
@@ -88,7 +88,7 @@ def test_check_cloud_in_dollars_per_provider(capsys):
 
 def test_check_names_the_all_types_sum_only_as_the_caps_figure(capsys):
     out = cli(capsys, "check", EXAMPLE, "--max-gpu-hours", "2000")
-    assert out.endswith("; 1,139.89 GPU-hours of all types within --max-gpu-hours 2,000.\n")
+    assert out.endswith("; 1,027.67 GPU-hours of all types within --max-gpu-hours 2,000.\n")
 
 
 def test_section_b_gives_every_providers_dollars(capsys):
