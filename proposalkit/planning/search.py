@@ -18,7 +18,7 @@ from ..estimate.memory import (
     DEFAULT_OVERHEAD, InferenceSetup, MemoryBreakdown, inference_memory, training_memory,
 )
 from ..catalog.shapes import ModelSpec
-from ..units import GiB, requested_gpu_hours, requested_per_run
+from ..units import GiB, gib_shown, requested_gpu_hours, requested_per_run
 from ..catalog import resources
 from . import charges, pilots, ranges
 from .speed import throughput, training_setup
@@ -355,10 +355,15 @@ def _why_not(c: Candidate, chosen: Candidate) -> str:
 
 
 def does_not_fit(c: Candidate) -> str:
+    """Why a configuration does not fit, with the settings of the smallest memory tried on it (search.fit): on
+    many GPUs the reviewer sees that sharding did not help (activations are per GPU, whatever the count)."""
+    tried = "" if c.zero_stage is None else (
+        f" with ZeRO stage {c.zero_stage} and activation checkpointing "
+        f"{'on' if c.activation_checkpointing else 'off'}")
+    # GiB to 0.01, as the table beside the reason prints them
+    need, has = f"{gib_shown(c.per_gpu_bytes):,} GiB", f"{gib_shown(c.usable_bytes):,} GiB"
     if c.per_gpu_bytes <= c.usable_bytes:     # within the memory, not within the validated margin above it
-        return (f"does not fit with the margin: needs {c.per_gpu_bytes / GiB:,.1f} GiB per GPU, at the memory "
-                f"p90 {c.per_gpu_bytes * ranges.memory_margins()[1] / GiB:,.1f} GiB; {c.gpu} has "
-                f"{c.usable_bytes / GiB:,.1f} GiB")
-    return (f"does not fit: needs {c.per_gpu_bytes / GiB:,.1f} GiB per GPU, "
-            f"{c.gpu} has {c.usable_bytes / GiB:,.1f} GiB")
+        return (f"does not fit with the margin: needs {need} per GPU{tried}, at the memory p90 "
+                f"{gib_shown(round(c.per_gpu_bytes * ranges.memory_margins()[1])):,} GiB; {c.gpu} has {has}")
+    return f"does not fit: needs {need} per GPU{tried}, {c.gpu} has {has}"
 
