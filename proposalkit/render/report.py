@@ -37,6 +37,7 @@ from ..planning.records import Plan
 from . import TEMPLATES_DIR, folder_lock, pdf
 from .context import ReportContext, report_context
 from .format import FILTERS, Safe, control_escape, formula_safe, md_escape
+from .section_b import NAME_BREAKS
 
 
 def _refuse_float(value: object) -> object:
@@ -66,12 +67,21 @@ def _finalize_md(value: object) -> object:
     return md_escape(value)
 
 
+def name_cell(text: object) -> Markup:
+    """A workload name for an HTML table cell: formula_safe, escaped, a <wbr> after each character it may break
+    after (escaping writes none of them: &amp; &lt; &gt; &#34; &#39;)."""
+    escaped = str(Markup.escape(formula_safe(text)))
+    return Markup(re.sub(f"([{re.escape(NAME_BREAKS)}])", r"\1<wbr>", escaped))
+
+
 def environment(kind: str):
     """The Jinja2 environment for 'md' or 'html': StrictUndefined, filters in one place.
 
     HTML autoescapes; Markdown escapes every printed string with md_escape
     (through `finalize`) unless it is already Safe. `cell` marks user text that
-    starts a table cell: formula_safe, so a spreadsheet reads it as text.
+    starts a table cell: formula_safe, so a spreadsheet reads it as text;
+    `name_cell` a workload name in section B's first column, which in HTML may
+    break only after '-', '_' or '.' (a <wbr> after each: section_b.NAME_BREAKS).
     """
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
@@ -88,8 +98,10 @@ def environment(kind: str):
     if kind == "md":
         env.filters["md"] = md_escape
         env.filters["cell"] = lambda text: md_escape(formula_safe(text))
+        env.filters["name_cell"] = env.filters["cell"]
     else:
         env.filters["cell"] = formula_safe     # then autoescaped
+        env.filters["name_cell"] = name_cell
     return env
 
 

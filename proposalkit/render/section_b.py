@@ -8,6 +8,8 @@ the same in section B, in the supplement and in `proposalkit plan` (tests/test_s
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 
 from ..planning.records import Plan, WorkloadPlan
@@ -57,6 +59,11 @@ class Row:
     covers: float | None         # the share of validated cases the request covers (request_coverage), with ranges
     amount: Safe | None          # in the resource's unit, "—" where no resource is targeted
 
+    @property
+    def long_name(self) -> bool:
+        """A part of the name wider than the first column can be (NAME_MAX_EM): it may break anywhere."""
+        return name_em(self.name) + NAME_PAD_EM > NAME_MAX_EM
+
 
 @dataclass(frozen=True)
 class TotalRow:
@@ -82,6 +89,7 @@ class SectionB:
     rows: tuple[Row, ...]
     totals: tuple[TotalRow, ...]
     has_units: bool              # some workload targets a resource: the table has a units column
+    name_width: str              # the first column's CSS width, "6.3em" (name_column_em)
     unit_heading: str            # the units column's heading: the one unit of every charge, else "units"
     has_ranges: bool             # the table gives the need's p10–p90 and the request's coverage
     ranges_note: str | None      # what those two columns are (section B's derivation, plan's Markdown table)
@@ -95,6 +103,41 @@ class SectionB:
     storage: str | None
     caveats: tuple[str, ...]
     storage_note: str | None = None     # under the supplement's storage table: what each store holds, its total
+
+
+# Section B's first column (HTML and PDF): a workload name (lower-case letters, digits, '-' and '_': schema.py)
+# breaks only after '-', '_' or '.' (table.html.j2 marks each with <wbr>), so the column is as wide as the
+# name's widest part. Widths are in em of the table's font: DejaVu Sans's advance widths (version 2.37, hmtx
+# table, units of 1/2048 em), the widest face of report.css's sans-serif stack and the one WeasyPrint falls
+# back on where Liberation Sans is not installed; any other character counted 1 em.
+NAME_BREAKS = "-_."
+_DEJAVU_SANS = dict(zip("abcdefghijklmnopqrstuvwxyz0123456789-_.", (
+    1255, 1300, 1126, 1300, 1260, 721, 1300, 1298, 569, 569, 1186, 569, 1995, 1298, 1253, 1300, 1300, 842, 1067,
+    803, 1298, 1212, 1675, 1212, 1212, 1075, *(1303,) * 10, 739, 1024, 651)))
+NAME_PAD_EM = 0.29       # the cell's 3 px of padding on the right (report.css): 0.28 em at section B's 8 pt
+NAME_MIN_EM = 5.5        # what the column had (9% of US Letter's text width at 8 pt, print.css): short names keep it
+NAME_MAX_EM = 12.0       # about a fifth of the text width; a part wider than that breaks anywhere
+
+
+def _char_em(c: str) -> float:
+    return _DEJAVU_SANS.get(c, 2048) / 2048
+
+
+def name_parts(name: str) -> list[str]:
+    """A workload name's parts between the points it may break at: 'code-1b-pretrain' → code-, 1b-, pretrain."""
+    return [p for p in re.findall(rf"[^{re.escape(NAME_BREAKS)}]*[{re.escape(NAME_BREAKS)}]?", name) if p]
+
+
+def name_em(name: str) -> float:
+    """The width, in em, of a name's widest part (an upper bound in the stylesheet's fonts)."""
+    return max((sum(map(_char_em, p)) for p in name_parts(name)), default=0.0)
+
+
+def name_column_em(names) -> float:
+    """The first column's width in em: its widest name part and the padding, within NAME_MIN_EM–NAME_MAX_EM,
+    rounded up to a tenth."""
+    widest = max((name_em(n) for n in names), default=0.0) + NAME_PAD_EM
+    return math.ceil(10 * min(max(widest, NAME_MIN_EM), NAME_MAX_EM)) / 10
 
 
 def _work(w: WorkloadPlan) -> Safe:
@@ -229,6 +272,7 @@ def section_b(plan: Plan) -> SectionB:
     parts = [p for r in _requests(plan) if r.system for p in r.parts]
     return SectionB(
         requests=_requests(plan), rows=tuple(rows), totals=total_rows(plan, unit), has_units=has_units,
+        name_width=f"{name_column_em(w.name for w in plan.workloads):g}em",
         unit_heading=unit_heading(unit),
         has_ranges=any(r.covers is not None for r in rows),
         ranges_note=_ranges_note(plan) if any(r.covers is not None for r in rows) else None,
