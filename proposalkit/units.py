@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
 KB, MB, GB, TB = 10**3, 10**6, 10**9, 10**12
@@ -130,6 +130,37 @@ def gib_shown(n_bytes: int) -> Decimal:
 def bytes_of_gib(gib: Decimal) -> int:
     """Whole bytes whose GiB, printed to 0.01, is `gib` (a total worked from printed sizes)."""
     return int((gib * GiB).to_integral_value(rounding=ROUND_HALF_UP))
+
+
+# Memory per GPU is printed in GiB to this many decimals (section B, the supplement, `plan`'s table, `check`).
+MEMORY_DECIMALS = 2
+_MEMORY_STEPS_PER_GIB = 10**MEMORY_DECIMALS
+
+
+def gib_up(n_bytes: int) -> Decimal:
+    """A memory figure in GiB as printed: rounded up to 0.01 GiB, never down (memory under-estimated is the
+    worse error: a run planned on it may not fit), exactly in integers (20.151 GiB → 20.16, 20.15 stays 20.15)."""
+    return Decimal(-(-n_bytes * _MEMORY_STEPS_PER_GIB // GiB)).scaleb(-MEMORY_DECIMALS)
+
+
+def memory_carried(n_bytes: int) -> int:
+    """A memory figure as the plan carries it: the whole bytes of its printed GiB (gib_up, bytes_at_gib), never
+    below `n_bytes`."""
+    return bytes_at_gib(gib_up(n_bytes))
+
+
+def bytes_at_gib(gib: Decimal) -> int:
+    """The whole bytes carried for a memory figure printed as `gib` GiB: the most not above it (0.01 GiB is
+    10,737,418.24 bytes), so gib_up gives the figure back and a sum of carried figures prints as the sum of their
+    printed figures (each is less than a byte below its own; render/format.fmt_gib rounds to the nearest 0.01)."""
+    return int((gib * GiB).to_integral_value(rounding=ROUND_FLOOR))
+
+
+def memory_share(n_bytes: int, share: float | Fraction) -> int:
+    """`share` of a memory figure as printed, rounded up as printed and carried (a reader takes 15% of the
+    printed 17.43 GiB, 2.6145, and gets 2.62): the caching allocator's reserve on the allocated bytes."""
+    factor = Decimal(repr(share)) if isinstance(share, float) else Decimal(share.numerator) / share.denominator
+    return bytes_at_gib((gib_up(n_bytes) * factor).quantize(Decimal(1).scaleb(-MEMORY_DECIMALS), ROUND_CEILING))
 
 
 # A millisecond figure is printed to 0.1 ms from this many up, else to three significant digits; a rate to whole

@@ -86,6 +86,6 @@ def test_hf_trainer_fp16_bert_adds_the_autocast_bytes(tmp_path, capsys):
     plain = _plan(tmp_path, capsys, None)
     extra = 24 * 8 * SBH + 2 * SBH + 2 * (24 * 12 * H * H + 30522 * H)
     assert extra == 1_073_336_320
-    assert amp["memory"]["components"]["activations"] - plain["memory"]["components"]["activations"] == extra
-    assert amp["memory"]["components"]["weights"] == plain["memory"]["components"]["weights"]
+    assert amp["memory"]["estimate"]["components"]["activations"] - plain["memory"]["estimate"]["components"]["activations"] == extra
+    assert amp["memory"]["estimate"]["components"]["weights"] == plain["memory"]["estimate"]["components"]["weights"]
     assert records(amp, "autocast-fp32-params") and not records(plain, "autocast-fp32-params")

@@ -52,7 +52,7 @@ def _plan(plan_workloads, rows: str) -> dict:
 
 
 def _activations(w: dict) -> int:
-    return w["memory"]["components"]["activations"]
+    return w["memory"]["estimate"]["components"]["activations"]
 
 
 def test_no_full_and_selective_checkpointing(plan_workloads):

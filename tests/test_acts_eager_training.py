@@ -30,13 +30,13 @@ def _text(dropout: str) -> str:
 
 
 def test_eager_softmax_in_fp32_keeps_six_bytes_per_score(plan_workloads):
-    got = plan_workloads(_text("false"))["a"]["memory"]["components"]["activations"]
+    got = plan_workloads(_text("false"))["a"]["memory"]["estimate"]["components"]["activations"]
     assert got == 2 * (PER_LAYER + 6 * SCORES) + HEAD_INPUTS + LOSS == 224_919_552
 
 
 def test_with_dropout_seven_bytes_per_score_and_the_masks(plan_workloads):
     # Dropout masks, 1 B per value: two per layer at the attention and MLP outputs (2·512·256) and one
     # at the embedding (512·256) (Korthikanti et al. 2022 §4.1, §4.3).
-    got = plan_workloads(_text("0.1"))["a"]["memory"]["components"]["activations"]
+    got = plan_workloads(_text("0.1"))["a"]["memory"]["estimate"]["components"]["activations"]
     layer = PER_LAYER + 7 * SCORES + 2 * 512 * 256
     assert got == 2 * layer + 512 * 256 + HEAD_INPUTS + LOSS == 227_672_064

@@ -48,14 +48,14 @@ def test_eager_attention_holds_the_scores_their_fp32_softmax_and_a_16_bit_copy(p
     fused = RESIDUAL + 2 * N * 3 * 1024 + LOGITS
     assert fused == 14_936_064 + 131_072_000
     for name in ("default", "flash", "sdpa"):
-        assert got[name]["memory"]["components"]["activations"] == fused
+        assert got[name]["memory"]["estimate"]["components"]["activations"] == fused
     # transformers eager_attention_forward: bf16 scores 2 + fp32 softmax 4 + bf16 copy 2 = 8 B per score,
     # 2 sequences × 4 heads × 1,024² scores = 67,108,864 B, in the attention phase with q, k, v, o.
     scores = 2 * 4 * 1024 * 1024 * 8
     eager = RESIDUAL + max(2 * N * 1024 + scores, 2 * N * 3 * 1024) + LOGITS
     assert eager == 73_656_320 + 131_072_000
-    assert got["eager"]["memory"]["components"]["activations"] == eager
-    assert got["no-flash"]["memory"]["components"]["activations"] == eager
+    assert got["eager"]["memory"]["estimate"]["components"]["activations"] == eager
+    assert got["no-flash"]["memory"]["estimate"]["components"]["activations"] == eager
     assert got["eager"]["settings"]["attention"] == "eager"
     assert records(got["no-flash"], "inference-attention-eager")
     (acts,) = records(got["no-flash"], "inference-activations-eager")

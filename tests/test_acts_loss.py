@@ -40,7 +40,7 @@ workloads:
 
 
 def _activations(plan_workloads) -> dict:
-    return {name: (w["memory"]["components"]["activations"], w) for name, w in plan_workloads(WORKLOADS).items()}
+    return {name: (w["memory"]["estimate"]["components"]["activations"], w) for name, w in plan_workloads(WORKLOADS).items()}
 
 
 def test_standard_cross_entropy_on_fp32_upcast_logits_keeps_12_bytes_per_logit(plan_workloads):

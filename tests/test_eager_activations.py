@@ -46,7 +46,7 @@ workloads:
 
 
 def _act(w: dict) -> int:
-    return w["memory"]["components"]["activations"]
+    return w["memory"]["estimate"]["components"]["activations"]
 
 
 def test_the_hand_count(plan_workloads):
@@ -87,7 +87,7 @@ def test_compiled_chunked_loss_keeps_16_bit_logits_and_row_statistics(plan_workl
     # 16-bit hidden-state gradient (0.5 B per value): the compiled chunked row peaks there.
     assert _act(got["standard"]) - _act(got["chunked"]) == 12 * logits - (3 * logits // 2 + TOKENS * H // 2)
     assert _act(got["standard"]) - _act(got["chunked"]) == 11_019_485_184
-    grads = got["chunked"]["memory"]["components"]["gradients"] - got["standard"]["memory"]["components"]["gradients"]
+    grads = got["chunked"]["memory"]["estimate"]["components"]["gradients"] - got["standard"]["memory"]["estimate"]["components"]["gradients"]
     assert grads == 3 * V * H * 2 == 2_364_014_592
     # Eager chunked: e + 4 + 4/8 = 6.5 B per logit, as before.
     assert _act(got["eager-standard"]) - _act(got["eager-chunked"]) == 12 * logits - 13 * logits // 2

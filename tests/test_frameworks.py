@@ -93,7 +93,7 @@ def test_megatron_distributed_optimizer_shards_the_optimizer_states(tmp_path, ca
     # Megatron-LM docs/distrib_optimizer.md, "bf16 param, fp32 grads": 6 + 12/d bytes per parameter with the
     # distributed optimizer: bf16 weights (2) and fp32 main gradients (4) whole on each rank, the fp32 main
     # params and Adam moments (12) over d = 8 data-parallel ranks.
-    components = w["memory"]["components"]
+    components = w["memory"]["estimate"]["components"]
     assert components["weights"] == 2 * LLAMA_31_8B_PARAMS
     assert components["gradients"] == 4 * LLAMA_31_8B_PARAMS
     assert components["optimizer"] == pytest.approx(12 * LLAMA_31_8B_PARAMS / 8, abs=8)
@@ -111,7 +111,7 @@ def test_deepspeed_bf16_optimizer_keeps_an_fp32_gradient_buffer(tmp_path, capsys
     (w,) = plan["workloads"]
     # DeepSpeed deepspeed/runtime/bf16_optimizer.py: the bf16 .grad (2) and the flat fp32 accumulation buffer
     # (4) of the whole replica; fp32 master + Adam moments (12) partitioned over the 8 ranks (its own ZeRO-1).
-    components = w["memory"]["components"]
+    components = w["memory"]["estimate"]["components"]
     assert w["settings"]["zero_stage"] == 0
     assert components["gradients"] == 6 * LLAMA_31_8B_PARAMS
     assert components["optimizer"] == pytest.approx(12 * LLAMA_31_8B_PARAMS / 8, abs=8)
@@ -130,7 +130,7 @@ def test_torchtune_trains_in_pure_bf16(tmp_path, capsys):
     """)
     code, plan, err = _plan(tmp_path, capsys, body)
     assert code == 0, err
-    by = {w["name"]: w["memory"]["components"] for w in plan["workloads"]}
+    by = {w["name"]: w["memory"]["estimate"]["components"] for w in plan["workloads"]}
     # full_finetune_single_device.py @ bd2a0fc7c: bf16 weights, gradients and AdamW moments, no fp32 master:
     # 2 + 2 + 4 bytes per parameter; with mixed_precision: true the workload's field wins (2 + 2 + 12).
     assert by["tt"]["optimizer"] == 4 * LLAMA_31_8B_PARAMS
@@ -236,7 +236,7 @@ def test_torchtunes_chunked_loss_keeps_less_than_the_standard_one(tmp_path, caps
     assert code == 0, err
     by = {w["name"]: w for w in plan["workloads"]}
     assert by["standard"]["settings"]["loss"] == "standard"
-    assert by["preset"]["memory"]["components"]["activations"] < by["standard"]["memory"]["components"]["activations"]
+    assert by["preset"]["memory"]["estimate"]["components"]["activations"] < by["standard"]["memory"]["estimate"]["components"]["activations"]
 
 
 def test_torchtitan_checkpoints_selectively_by_its_op_policy(tmp_path, capsys):
@@ -261,7 +261,7 @@ def test_torchtitan_checkpoints_selectively_by_its_op_policy(tmp_path, capsys):
     assert by["full"]["settings"]["activation_checkpointing"] is True
     assert not records(by["full"], "framework-selective-policy")
     # The op policy keeps every other matmul's output per layer: more than the layer input full checkpointing keeps.
-    assert by["preset"]["memory"]["components"]["activations"] > by["full"]["memory"]["components"]["activations"]
+    assert by["preset"]["memory"]["estimate"]["components"]["activations"] > by["full"]["memory"]["estimate"]["components"]["activations"]
 
 
 def test_megatrons_unfused_softmax_stays_16_bit(tmp_path, capsys):
@@ -289,7 +289,7 @@ def test_megatrons_unfused_softmax_stays_16_bit(tmp_path, capsys):
     # Megatron's attention_backend auto (flash/fused) keeps no s×s scores; its unfused path runs the
     # softmax in 16-bit unless --attention-softmax-in-fp32, where eager PyTorch under autocast runs it in fp32.
     assert by["fused"]["settings"]["flash_attention"] is True
-    acts = {name: w["memory"]["components"]["activations"] for name, w in by.items()}
+    acts = {name: w["memory"]["estimate"]["components"]["activations"] for name, w in by.items()}
     assert acts["fused"] < acts["local"] < acts["eager"]
     (softmax,) = records(by["local"], "framework-softmax-16bit")
     assert "--attention-softmax-in-fp32" in softmax["values"]["why"]

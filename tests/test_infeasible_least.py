@@ -33,7 +33,7 @@ def test_a_70b_batch_job_pinned_to_2_a100s_is_told_4_fit(tmp_path, capsys):
         - {name: b, kind: inference, model: llama-3.1-70b, gpu: a100-40gb, tensor_parallel: 2,
            requests: 10k, input_tokens: 2k, output_tokens: 256}
         """)
-    assert "b does not fit: it needs 73.9 GiB per GPU on 2× a100-40gb, which has 39.5 GiB usable" in err
+    assert "b does not fit: it needs 74.0 GiB per GPU on 2× a100-40gb, which has 39.5 GiB usable" in err
     assert err.endswith("it would fit on 4× a100-40gb (remove the gpu/gpus/tensor_parallel pin, or pin that)")
 
 

@@ -32,14 +32,15 @@ def test_vllm_holds_the_cuda_context_beside_its_budget(tmp_path, capsys):
     # vllm/v1/worker/gpu_worker.py @ 35d5cda1: requested_memory = total × 0.9 from a snapshot taken after the
     # context and NCCL exist; the KV cache is what the profiling run leaves of it (weights, activations).
     w = _plan(tmp_path, capsys, "vllm")
-    m, c = w["memory"], w["memory"]["components"]
+    m, c = w["memory"]["estimate"], w["memory"]["estimate"]["components"]
     pool = math.floor(0.9 * USABLE - WEIGHTS - ACTIVATIONS)
     assert c["kv_cache"] == pool == 59_549_447_807
     assert m["device_bytes"] == WEIGHTS + ACTIVATIONS + pool + CONTEXT == 77_523_085_951   # 0.9 × usable + 2^30
     assert m["allocated_bytes"] == m["device_bytes"] - CONTEXT
     (rule,) = records(w, "engine-reservation")
     assert rule["values"]["rule"] == "device" and rule["values"]["workspace_in_budget"]
-    assert rule["values"]["pool_bytes"] == pool
+    assert rule["values"]["pool_bytes"] == w["memory"]["components"]["kv_cache"]    # as printed, below
+    assert sum(w["memory"]["components"].values()) == w["memory"]["per_gpu_bytes"] >= m["per_gpu_bytes"]
     assert "vllm/v1/worker/gpu_worker.py" in rule["values"]["why"] and rule["sources"] == ["kwon-2023"]
 
 
@@ -48,7 +49,7 @@ def test_sglang_holds_the_workspace_and_the_context_beside_its_static_fraction(t
     # pool = 0.874 × (usable − context); mem_fraction_static is for "model weights and KV cache memory pool".
     # 0.874 = (usable MiB − 10 GiB reserve) / usable MiB on an 80 GB-class GPU at TP 1 (server_args.py).
     w = _plan(tmp_path, capsys, "sglang")
-    m, c = w["memory"], w["memory"]["components"]
+    m, c = w["memory"]["estimate"], w["memory"]["estimate"]["components"]
     pool = math.floor(0.874 * (USABLE - CONTEXT) - WEIGHTS)
     assert c["kv_cache"] == pool == 57_241_834_669
     assert c["activations"] == ACTIVATIONS
@@ -57,4 +58,4 @@ def test_sglang_holds_the_workspace_and_the_context_beside_its_static_fraction(t
     assert m["device_bytes"] > 0.874 * USABLE
     (rule,) = records(w, "engine-reservation")
     assert rule["values"]["rule"] == "device" and not rule["values"]["workspace_in_budget"]
-    assert rule["values"]["fraction"] == 0.874 and rule["values"]["pool_bytes"] == pool
+    assert rule["values"]["fraction"] == 0.874 and rule["values"]["pool_bytes"] == w["memory"]["components"]["kv_cache"]

@@ -40,7 +40,7 @@ def _plan(tmp_path, capsys, row: str) -> dict:
 def test_vllm_holds_0_9_of_the_device_whatever_the_batch(tmp_path, capsys):
     w = _plan(tmp_path, capsys, "name: svc, kind: inference, framework: vllm, model: llama-3.1-8b, context: 4096, "
                                 "batch: 8, hours: 100, gpu: h100-80gb, gpus: 1")
-    m, c = w["memory"], w["memory"]["components"]
+    m, c = w["memory"]["estimate"], w["memory"]["estimate"]["components"]
     # vLLM's budget, 0.9 × the device, holds weights, workspace and pool; the CUDA context sits beside it
     # (the budget is measured from a snapshot taken once the context exists: vllm/v1/worker/gpu_worker.py
     # init_device @ 35d5cda1).
@@ -56,19 +56,19 @@ def test_vllm_holds_0_9_of_the_device_whatever_the_batch(tmp_path, capsys):
     # The batch's use of the pool is stated: 8 × 4,096 × 131,072 B = 4.29 GB of 59.55 GB.
     tokens = c["kv_cache"] // KV_PER_TOKEN_8B
     (use,) = records(w, "kv-pool-use")
-    assert use["values"] == {"pool_bytes": c["kv_cache"], "kv_tokens": tokens, "batch": 8, "context": 4096,
+    assert use["values"] == {"pool_bytes": w["memory"]["components"]["kv_cache"], "kv_tokens": tokens, "batch": 8, "context": 4096,
                              "used_bytes": 8 * 4096 * KV_PER_TOKEN_8B}
     # Twice the batch: the same device figure (the pool is reserved at start-up).
     w2 = _plan(tmp_path, capsys, "name: svc, kind: inference, framework: vllm, model: llama-3.1-8b, context: 4096, "
                                  "batch: 16, hours: 100, gpu: h100-80gb, gpus: 1")
-    assert w2["memory"]["device_bytes"] == reservation
+    assert w2["memory"]["estimate"]["device_bytes"] == reservation
 
 
 def test_trt_llm_reservation_fits_the_usable_memory(tmp_path, capsys):
     # Llama 3.1 70B on 4× h100-80gb (the reviewer's case: 82.2 GiB per GPU was shown, above the 79.11 GiB usable).
     w = _plan(tmp_path, capsys, "name: svc, kind: inference, framework: trt-llm, model: llama-3.1-70b, "
                                 "context: 4096, batch: 8, hours: 100, gpu: h100-80gb, gpus: 4")
-    m, c = w["memory"], w["memory"]["components"]
+    m, c = w["memory"]["estimate"], w["memory"]["estimate"]["components"]
     weights = 70_553_706_496 * 2 // 4          # meta-llama/Llama-3.1-70B, bf16, tensor parallel 4
     assert c["weights"] == weights
     workspace = c["activations"] + CONTEXT
@@ -83,7 +83,7 @@ def test_trt_llm_reservation_fits_the_usable_memory(tmp_path, capsys):
 def test_transformers_allocates_what_the_batch_holds(tmp_path, capsys):
     w = _plan(tmp_path, capsys, "name: svc, kind: inference, framework: hf, model: llama-3.1-8b, context: 4096, "
                                 "batch: 8, hours: 100, gpu: h100-80gb, gpus: 1")
-    m, c = w["memory"], w["memory"]["components"]
+    m, c = w["memory"]["estimate"], w["memory"]["estimate"]["components"]
     assert c["weights"] == WEIGHTS_8B
     assert c["kv_cache"] == 8 * 4096 * KV_PER_TOKEN_8B
     allocated = sum(c[k] for k in ("weights", "gradients", "optimizer", "activations", "kv_cache"))

@@ -47,7 +47,7 @@ def test_hf_generate_keeps_the_16_bit_logits_of_every_prompt_position(plan_workl
     sampled = 4 * 1 * 49152                  # fp32 logits of the one sampled position
     prompt = 1 * 4060 * 49152 * 2            # bf16 logits of all 4,060 positions: 0.37 GiB
     assert prompt == 399_114_240
-    assert got["memory"]["components"]["activations"] == _octocoder_layer(4060) + sampled + prompt == 898_203_648
+    assert got["memory"]["estimate"]["components"]["activations"] == _octocoder_layer(4060) + sampled + prompt == 898_203_648
     (logits,) = records(got, "prompt-logits")
     assert logits["values"] == {"family": "", "kept": True, "batch": 1, "context": 4060, "vocab": 49_152,
                                 "value_bytes": 2}
@@ -57,7 +57,7 @@ def test_a_serving_engine_counts_only_the_sampled_positions(plan_workloads):
     # vLLM's profiled workspace: one 8,192-token chunk (max_num_batched_tokens) and the sampled logits, no
     # logits of prompt positions (vLLM's LogitsProcessor runs on the positions it samples).
     got = plan_workloads(HEADER.format(model=OCTO) + "  - {name: vllm, framework: vllm, gpu: a100-80gb}\n")["vllm"]
-    assert got["memory"]["components"]["activations"] == _octocoder_layer(8192) + 4 * 49152 == 1_006_829_568
+    assert got["memory"]["estimate"]["components"]["activations"] == _octocoder_layer(8192) + 4 * 49152 == 1_006_829_568
 
 
 def test_hf_prefills_the_whole_batch_in_one_pass_without_chunking(plan_workloads):
@@ -71,9 +71,9 @@ def test_hf_prefills_the_whole_batch_in_one_pass_without_chunking(plan_workloads
     n = 4 * 4096
     for name, e in (("bf16", 2), ("fp32", 4)):
         expected = e * n * 2 * 256 + e * n * 3 * 1024 + 4 * 4 * 32000 + 4 * 4096 * 32000 * e
-        assert got[name]["memory"]["components"]["activations"] == expected
-    assert got["bf16"]["memory"]["components"]["activations"] == 1_166_528_512
-    assert got["fp32"]["memory"]["components"]["activations"] == 2_332_545_024
+        assert got[name]["memory"]["estimate"]["components"]["activations"] == expected
+    assert got["bf16"]["memory"]["estimate"]["components"]["activations"] == 1_166_528_512
+    assert got["fp32"]["memory"]["estimate"]["components"]["activations"] == 2_332_545_024
 
 
 CONFIGS = Path(__file__).resolve().parent / "data" / "configs"
@@ -91,13 +91,13 @@ def test_only_families_without_logits_to_keep_keep_every_position(plan_workloads
     # plain MLP 2·n·2·8,192 (wider than q, k, v, o: 2,048 + 128 + 128 + 2,048); sampled 4·2·49,280;
     # every position's bf16 logits 2·1,024·49,280·2 = 201,850,880.
     n = 2 * 1024
-    assert got["bigcode"]["memory"]["components"]["activations"] == (
+    assert got["bigcode"]["memory"]["estimate"]["components"]["activations"] == (
         2 * n * 2 * 2048 + 2 * n * 2 * 8192 + 4 * 2 * 49280 + 2 * 1024 * 49280 * 2) == 286_131_200
     # Llama-3.1-8B's config.json: hidden 4,096, gated MLP 14,336, vocabulary 128,256: no prompt logits.
     llama = 2 * n * 2 * 4096 + 2 * n * 3 * 14336 + 4 * 2 * 128256
     assert llama == 210_741_248
-    assert got["llama"]["memory"]["components"]["activations"] == llama
-    assert got["catalog"]["memory"]["components"]["activations"] == llama
+    assert got["llama"]["memory"]["estimate"]["components"]["activations"] == llama
+    assert got["catalog"]["memory"]["estimate"]["components"]["activations"] == llama
     assert [(r["values"]["family"], r["values"]["kept"]) for r in records(got["catalog"], "prompt-logits")] == [
         ("llama", False)]
     assert [(r["values"]["family"], r["values"]["kept"]) for r in records(got["bigcode"], "prompt-logits")] == [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import ROUND_CEILING, Decimal
 from fractions import Fraction
 
 from hypothesis import given, settings
@@ -18,6 +19,8 @@ from proposalkit.estimate.memory import (
     zero3_gathered_bytes,
 )
 from proposalkit.catalog.shapes import ModelSpec, linear_weight_params
+from proposalkit.estimate.breakdown import Overhead, as_printed
+from proposalkit.units import GiB, gib_up
 
 FAST = settings(max_examples=60, deadline=None)
 
@@ -148,3 +151,24 @@ def test_components_are_non_negative_integers_that_sum_to_total(model, setup):
         adapters = lora_trainable_params(model, setup.lora)
         stage_layers = -(-model.layers // setup.pipeline_parallel)
         assert m.gradients == -(-adapters * 4 * stage_layers // (model.layers * setup.tensor_parallel))
+
+
+@FAST
+@given(architectures(), training_setups(), st.sampled_from([0.10, 0.15]), st.sampled_from([0.0, 0.38]))
+def test_a_breakdown_as_printed_adds_up_and_is_never_below_the_estimate(model, setup, reserve, ample):
+    """estimate/breakdown.as_printed: each component rounded up to 0.01 GiB, the reserve the share of the printed
+    allocated figure rounded up; the totals are sums of the printed components, never below the exact ones."""
+    overhead = Overhead(cuda_context_bytes=GiB, allocator_reserve=reserve, ample_reserve=ample)
+    exact = training_memory(model, setup, overhead)
+    m = as_printed(exact, overhead)
+    cents = {k: gib_up(v) for k, v in m.components().items()}
+    assert all(gib_up(v) == gib_up(getattr(exact, k)) for k, v in vars(m).items()
+               if k in ("weights", "gradients", "optimizer", "activations", "kv_cache"))
+    assert sum(cents.values()) == Decimal(f"{m.total / GiB:.2f}") == gib_up(m.total)
+    allocated = sum(v for k, v in cents.items() if k != "overhead")
+    assert gib_up(m.allocated_bytes) == allocated
+    assert gib_up(m.reserved_bytes - m.allocated_bytes) == (allocated * Decimal(repr(reserve))).quantize(
+        Decimal("0.01"), ROUND_CEILING)
+    for key in ("allocated_bytes", "reserved_bytes", "device_bytes"):
+        assert getattr(m, key) >= getattr(exact, key)
+    assert m.estimated is exact and as_printed(m, overhead).total == m.total

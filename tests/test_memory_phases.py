@@ -22,6 +22,7 @@ from __future__ import annotations
 import pytest
 
 from proposalkit.cli import main
+from proposalkit.units import memory_carried
 from conftest import records
 
 P = 3_212_749_824
@@ -52,7 +53,7 @@ workloads:
 
 
 def _mem(w: dict) -> dict:
-    return w["memory"]
+    return w["memory"]["estimate"]
 
 
 
@@ -81,7 +82,8 @@ def test_ga_1_on_one_gpu_peaks_at_the_loss_without_the_other_gradients(plan_work
     assert got["stepped"]["settings"]["gradient_accumulation_steps"] == 1
     assert "gradient_accumulation_steps" not in got["summed"]["settings"]
     (phase,) = records(got["stepped"], "peak-phase")
-    assert phase["values"]["peak"] == "loss" and phase["values"]["gradient_bytes"] == GRADIENTS
+    # The note's figures as printed: rounded up to 0.01 GiB (estimate/breakdown.as_printed).
+    assert phase["values"]["peak"] == "loss" and phase["values"]["gradient_bytes"] == memory_carried(GRADIENTS)
 
 
 def test_ga_1_peaks_later_in_the_backward_when_the_loss_is_small(plan_workloads):
@@ -101,8 +103,12 @@ def test_ga_1_peaks_later_in_the_backward_when_the_loss_is_small(plan_workloads)
     assert stepped["components"]["gradients"] == GRADIENTS
     assert sum(stepped["components"].values()) == stepped["per_gpu_bytes"]
     (phase,) = records(got["stepped"], "peak-phase")
-    assert phase["values"] == {"peak": "backward", "loss_bytes": stepped["phases"]["loss_allocated_bytes"],
-                               "backward_bytes": stepped["allocated_bytes"], "gradient_bytes": GRADIENTS}
+    # The note's figures as printed: the moment counted is the printed allocated figure (as_printed).
+    printed = got["stepped"]["memory"]
+    assert phase["values"] == {"peak": "backward", "loss_bytes": printed["phases"]["loss_allocated_bytes"],
+                               "backward_bytes": printed["allocated_bytes"],
+                               "gradient_bytes": memory_carried(GRADIENTS)}
+    assert printed["phases"]["loss_allocated_bytes"] == memory_carried(stepped["phases"]["loss_allocated_bytes"])
 
 
 def test_unset_and_accumulating_keep_the_sum(plan_workloads):
@@ -213,6 +219,6 @@ def test_the_report_says_which_moment_is_counted(tmp_path):
     assert main(["report", str(path), "-o", str(tmp_path / "out")]) == 0
     text = (tmp_path / "out" / "supplement.md").read_text(encoding="utf-8")
     # The body's memory line of each workload, and the assumption with both phases.
-    assert "0.73 gradients" in text and "; at the loss peak, before the other gradients exist)" in text
-    assert "5.98 gradients" in text and "; later in the backward, the loss's buffers freed)" in text
-    assert "all 5.98 GiB of gradients exist only later in the backward" in text
+    assert "0.74 gradients" in text and "; at the loss peak, before the other gradients exist)" in text
+    assert "5.99 gradients" in text and "; later in the backward, the loss's buffers freed)" in text
+    assert "all 5.99 GiB of gradients exist only later in the backward" in text

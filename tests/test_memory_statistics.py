@@ -34,6 +34,7 @@ from proposalkit.errors import InfeasibleError, InputError
 from proposalkit.estimate.breakdown import ALLOCATOR_RESERVE, CUDA_CONTEXT_BYTES, MULTI_GPU_ALLOCATOR_RESERVE
 from proposalkit.estimate.memory import InferenceSetup, MemoryBreakdown, Overhead, inference_memory
 from proposalkit.catalog.shapes import ModelSpec
+from proposalkit.units import memory_share
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "workloads" / "code-models.yaml"
@@ -89,7 +90,7 @@ def test_the_example_lora_sweep_through_the_cli(tmp_path, capsys):
     generic.write_text("\n".join(line for line in text.splitlines() if "framework: torchtune" not in line) + "\n",
                        encoding="utf-8")
     w = next(w for w in _plan_json(generic, capsys)["workloads"] if w["name"] == "lora-sweep")
-    memory = w["memory"]
+    memory = w["memory"]["estimate"]      # the exact bytes; the figures as printed: the test below
     allocated = sum(memory["components"][k] for k in COMPONENTS)
     eager = 73_728 * 2_048 * 32 + 4 * 2_048 * 4_096
     assert memory["allocated_bytes"] == allocated == 26_965_712_896 + 8 * 2_048 * 128_256 + eager == 33_932_451_840
@@ -102,20 +103,24 @@ def test_the_example_lora_sweep_through_the_cli(tmp_path, capsys):
 @pytest.mark.parametrize("path", [EXAMPLE, GOLDEN], ids=["example", "golden"])
 def test_every_workload_gives_the_three_statistics_and_fits_by_the_device_figure(path, capsys):
     for w in _plan_json(path, capsys)["workloads"]:
-        memory = w["memory"]
-        assert list(memory) == ["per_gpu_bytes", "allocated_bytes", "reserved_bytes", "device_bytes", "components"]
-        allocated = sum(memory["components"][k] for k in COMPONENTS)
-        assert memory["allocated_bytes"] == allocated
-        # A pre-allocating inference engine (vLLM, SGLang, TensorRT-LLM) allocates its weights and KV pool
-        # once: no caching-allocator reserve on top (estimate/reservation.py).
-        engine = (w.get("inference") or {}).get("engine")
-        # Training on more than one GPU holds 15% (estimate/breakdown.py's regimes); inference and one GPU 10%.
-        share = MULTI_GPU_RESERVE if w["kind"] != "inference" and w["gpu"]["count"] > 1 else RESERVE
-        reserve = 0 if engine not in (None, "hf") else math.ceil(allocated * share)
-        assert memory["reserved_bytes"] == allocated + reserve
-        assert memory["device_bytes"] == memory["reserved_bytes"] + CONTEXT == memory["per_gpu_bytes"]
-        # The fit is decided on the device figure against the usable memory.
-        assert memory["device_bytes"] <= w["gpu"]["memory_bytes"]
+        printed = w["memory"]
+        assert list(printed) == ["per_gpu_bytes", "allocated_bytes", "reserved_bytes", "device_bytes", "components",
+                                 "estimate"]
+        # The estimate in exact bytes, its reserve ⌈share × allocated⌉; the figures as printed (each component
+        # rounded up to 0.01 GiB), their reserve the share of the printed allocated figure, rounded up alike.
+        for memory, share_of in ((printed["estimate"], lambda a, s: math.ceil(a * s)), (printed, memory_share)):
+            allocated = sum(memory["components"][k] for k in COMPONENTS)
+            assert memory["allocated_bytes"] == allocated
+            # A pre-allocating inference engine (vLLM, SGLang, TensorRT-LLM) allocates its weights and KV pool
+            # once: no caching-allocator reserve on top (estimate/reservation.py).
+            engine = (w.get("inference") or {}).get("engine")
+            # Training on more than one GPU holds 15% (estimate/breakdown.py's regimes); inference and one GPU 10%.
+            share = MULTI_GPU_RESERVE if w["kind"] != "inference" and w["gpu"]["count"] > 1 else RESERVE
+            reserve = 0 if engine not in (None, "hf") else share_of(allocated, share)
+            assert memory["reserved_bytes"] == allocated + reserve
+            assert memory["device_bytes"] == memory["reserved_bytes"] + CONTEXT == memory["per_gpu_bytes"]
+        # The fit is decided on the device figure as printed, never below the exact one, against the usable memory.
+        assert printed["estimate"]["device_bytes"] <= printed["device_bytes"] <= w["gpu"]["memory_bytes"]
 
 
 def test_the_fit_uses_the_device_figure_not_the_reserved_one(tmp_path, capsys):
@@ -141,9 +146,10 @@ def test_the_report_line_names_the_three_statistics(tmp_path):
     lines = [x for x in (tmp_path / "supplement.md").read_text(encoding="utf-8").splitlines() if x.startswith("- **Which memory:**")]
     # 24.69 GiB allocated before the loss was counted at 12 B per logit, not 4 (estimate/loss.py):
     # + 8 × 2,048 tokens × 128,256 = 1.96 GiB; eager PyTorch's extras (as the example's lora-sweep above)
-    # + 4,865,392,640 B = 4.53 GiB: 31.17; reserved = allocated × 1.1, device = reserved + 1 GiB.
-    assert lines[0] == (r"- **Which memory:** allocated 31.17 GiB (torch.cuda.max\_memory\_allocated) · "
-                        r"reserved 34.29 GiB (torch.cuda.max\_memory\_reserved) · device 35.29 GiB (nvidia-smi), per GPU")
+    # + 4,865,392,640 B = 4.53 GiB: 31.17, 31.20 with each component rounded up to 0.01 GiB as printed;
+    # reserved = 31.20 + 10% of 31.20 (3.12) = 34.32, device = reserved + 1.00 GiB.
+    assert lines[0] == (r"- **Which memory:** allocated 31.20 GiB (torch.cuda.max\_memory\_allocated) · "
+                        r"reserved 34.32 GiB (torch.cuda.max\_memory\_reserved) · device 35.32 GiB (nvidia-smi), per GPU")
     assert len(lines) == len(plan.workloads)
 
 
@@ -254,13 +260,18 @@ def test_cpu_offload_states_its_pool_and_fits_by_the_reserve_without_it(plan_wor
     # The ample pool + the context (42,971,189,740) exceeds the GPU; the device figure × the memory's p90 (about
     # 1.02) does not: planned on it, not tight, not refused.
     w = plan_workloads(OFFLOAD_WORKLOAD)["offload"]
-    m = w["memory"]
+    m = w["memory"]["estimate"]
     allocated = m["allocated_bytes"]
     assert allocated == 30_360_469_504
     assert m["reserved_bytes"] == allocated + math.ceil(allocated * MULTI_GPU_RESERVE) == 34_914_539_930
     assert m["device_bytes"] == m["per_gpu_bytes"] == 34_914_539_930 + CONTEXT == 35_988_281_754
     assert m["reserved_ample_bytes"] == allocated + math.ceil(allocated * OFFLOAD_RESERVE) == 41_897_447_916
     assert m["reserved_ample_bytes"] + CONTEXT > w["gpu"]["memory_bytes"] > m["device_bytes"]
+    # As printed: the pool is 38% of the printed allocated figure, rounded up to 0.01 GiB, and still fits as above.
+    printed = w["memory"]
+    assert printed["reserved_ample_bytes"] == printed["allocated_bytes"] + memory_share(printed["allocated_bytes"],
+                                                                                       OFFLOAD_RESERVE)
+    assert printed["reserved_ample_bytes"] + CONTEXT > w["gpu"]["memory_bytes"] > printed["device_bytes"]
     assert w["gpu"] == {**w["gpu"], "type": "a100-40gb", "count": 2}
     assert not [text for text in w["warnings"] if "tight on" in text]
     (overhead,) = [a for a in w["assumptions"] if a.startswith("overhead:")]
@@ -272,7 +283,7 @@ def test_fsdp2_offload_keeps_the_reserve_of_more_than_one_gpu(plan_workloads):
     w = plan_workloads(OFFLOAD_WORKLOAD.replace("  loss: transformers-4.37\n", "  framework: torchtune\n"))["offload"]
     m = w["memory"]
     assert "reserved_ample_bytes" not in m
-    assert m["reserved_bytes"] == m["allocated_bytes"] + math.ceil(m["allocated_bytes"] * MULTI_GPU_RESERVE)
+    assert m["reserved_bytes"] == m["allocated_bytes"] + memory_share(m["allocated_bytes"], MULTI_GPU_RESERVE)
 
 
 def test_without_offload_there_is_no_ample_pool(plan_workloads):

@@ -69,7 +69,7 @@ def test_partial_shape_is_completed_as_the_gpt_block_and_warned(tmp_path, capsys
     assert [r["values"]["model"] for r in records(w, "shape-default") + [given]] == ["custom"] * 4
     assert w["model"]["params"] == 3_000_000_000
     # No longer "parameter count only": the activations are modelled.
-    assert w["memory"]["components"]["activations"] > 0
+    assert w["memory"]["estimate"]["components"]["activations"] > 0
     assert not records(w, "parameter-count-only")
 
 
@@ -129,7 +129,7 @@ def test_params_alone_gets_a_standard_shape_stated_in_full(tmp_path, capsys):
     # 206,045,184; final norm 2,048: 1,011,419,136 (Pythia-1b itself, with biases: 1,011,781,632).
     w = _plan(tmp_path, capsys, "    kind: pretrain\n    tokens: 1B\n    model: {params: 1B}\n")
     assert w["model"]["params"] == 10**9                              # params still sets weights and FLOPs
-    assert w["memory"]["components"]["activations"] > 0
+    assert w["memory"]["estimate"]["components"]["activations"] > 0
     [r] = records(w, "shape-assumed")
     assert r["values"] == {"model": "custom", "params": 10**9, "basis": "table", "family": "",
                            "origin": "Pythia-1.0B", "origin_params": 1_011_419_136, "table": "Biderman et al. 2023, Table 1", "layers": 16, "hidden": 2048,
@@ -199,7 +199,7 @@ def test_given_params_sets_int8_weight_bytes(tmp_path, capsys):
     # the rest at 2 bytes: 2·10⁹ − linear.
     linear_num = 10**9 * 1_073_741_824
     expected = -(-(2 * 10**9 * 1_204_881_408 - linear_num) // 1_204_881_408)     # ceil
-    assert w["memory"]["components"]["weights"] == expected     # 1,108,834,... not 1,073,741,824 (the shape alone)
+    assert w["memory"]["estimate"]["components"]["weights"] == expected     # 1,108,834,... not 1,073,741,824 (the shape alone)
     # 10⁹ / 1,204,881,408 − 1 = −17.0%
     assert any(x.endswith("counts 1,204,881,408; params is -17.0% from it") for x in w["warnings"])
 
@@ -291,10 +291,10 @@ def test_head_dim_and_tied_embeddings(tmp_path, capsys):
 
 def test_dropout_takes_a_boolean_or_a_probability(tmp_path, capsys):
     base = "    kind: pretrain\n    tokens: 1B\n    model: {layers: 2, hidden: 64, heads: 4, vocab: 100, dropout: %s}\n"
-    off = _plan(tmp_path, capsys, base % "0")["memory"]["components"]["activations"]
-    on = _plan(tmp_path, capsys, base % "0.1")["memory"]["components"]["activations"]
+    off = _plan(tmp_path, capsys, base % "0")["memory"]["estimate"]["components"]["activations"]
+    on = _plan(tmp_path, capsys, base % "0.1")["memory"]["estimate"]["components"]["activations"]
     assert on > off        # dropout masks stored (activations.py)
-    assert _plan(tmp_path, capsys, base % "true")["memory"]["components"]["activations"] == on
+    assert _plan(tmp_path, capsys, base % "true")["memory"]["estimate"]["components"]["activations"] == on
     err = _error(tmp_path, capsys, base % "1.5")
     assert err == ("FILE:5: workloads[0].model.dropout: out of range (got 1.5, expected true, false, or a "
                    "probability from 0 to below 1)\n")

@@ -211,7 +211,7 @@ def test_falcon_kv_cache_in_the_plan(tmp_path, capsys):
     plan = json.loads(capsys.readouterr().out)["workloads"][0]
     # 2 × 32 layers × 1 KV head × 64 × 2 bytes × 2,000 tokens × 4 sequences = 65,536,000 bytes
     # (the multi-head reading, 71 KV heads, would be 71× as much).
-    assert plan["memory"]["components"]["kv_cache"] == 65_536_000
+    assert plan["memory"]["estimate"]["components"]["kv_cache"] == 65_536_000
     [read] = records(plan, "config-read-as")
     assert (read["values"]["model"], read["values"]["model_type"]) == ("falcon", "falcon")
 

@@ -89,7 +89,7 @@ def test_the_checkpoints_format_sets_the_weight_bits(tmp_path, capsys, case):
     code, w = plan(tmp_path, capsys, quantization)
     assert code == 0, w
     assert w["settings"]["precision"] == precision
-    assert abs(w["memory"]["components"]["weights"] - weights(bits)) <= 1
+    assert abs(w["memory"]["estimate"]["components"]["weights"] - weights(bits)) <= 1
     assert [r["values"] for r in records(w, "precision-checkpoint")] == [{"precision": precision}]
     [stated] = records(w, "quantized-checkpoint")
     assert (stated["values"]["precision"], stated["values"]["bits_per_param"]) == (precision, float(bits))
@@ -99,7 +99,7 @@ def test_the_checkpoints_format_sets_the_weight_bits(tmp_path, capsys, case):
 def test_the_workloads_precision_overrides_the_checkpoint(tmp_path, capsys):
     code, w = plan(tmp_path, capsys, CASES["gptq 4-bit group 128"][0], precision="bf16")
     assert code == 0, w
-    assert w["memory"]["components"]["weights"] == 8_030_261_248 * 2
+    assert w["memory"]["estimate"]["components"]["weights"] == 8_030_261_248 * 2
     (given,) = records(w, "precision-given")
     assert given["values"] == {"precision": "bf16", "checkpoint_method": "GPTQ 4-bit, group 128"}
 

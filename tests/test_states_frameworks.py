@@ -68,7 +68,7 @@ def _plan(tmp_path, capsys, extra: str) -> dict:
     gpu: h100-80gb
 """ + extra, encoding="utf-8")
     assert main(["plan", str(path), "--format", "json"]) == 0, capsys.readouterr().err
-    return json.loads(capsys.readouterr().out)["workloads"][0]["memory"]["components"]
+    return json.loads(capsys.readouterr().out)["workloads"][0]["memory"]["estimate"]["components"]
 
 
 def test_the_fullest_pipeline_stage_is_counted(tmp_path, capsys):

@@ -34,6 +34,6 @@ def test_the_hand_count():
 
 def test_torchtitan_counts_the_fp32_reduce_scatter_input(plan_workloads):
     got = plan_workloads(WORKLOADS)
-    assert got["titan"]["memory"]["components"]["gradients"] == GRADIENTS
+    assert got["titan"]["memory"]["estimate"]["components"]["gradients"] == GRADIENTS
     # A workload naming no framework keeps the unit's unsharded gradient alone (its ZeRO-3 need not copy it).
-    assert got["ddp"]["memory"]["components"]["gradients"] == GRADIENTS - UNIT * 4
+    assert got["ddp"]["memory"]["estimate"]["components"]["gradients"] == GRADIENTS - UNIT * 4

@@ -43,7 +43,7 @@ def test_zero_offload_moves_master_and_moments_to_the_host(tmp_path, capsys):
     gpus: 1
     offload: {optimizer: cpu}
 """)
-    m = w["memory"]
+    m = w["memory"]["estimate"]
     c = m["components"]
     # the bf16 gradients stream to the host through one reduce bucket of 5e8 values (DeepSpeed default), beside
     # the autograd gradient of the parameter being copied in: the largest, the 128,256 × 4,096 embeddings
@@ -69,7 +69,7 @@ def test_fsdp_cpu_offload_keeps_only_the_gathered_working_set(tmp_path, capsys):
     mixed_precision: false
     offload: {optimizer: cpu, params: cpu}
 """)
-    m = w["memory"]
+    m = w["memory"]["estimate"]
     c = m["components"]
     assert c["weights"] == 2 * EMBED_70B * 2         # the embedding unit gathered, twice for the prefetch
     assert c["gradients"] == EMBED_70B * 2            # its unsharded bf16 gradient
@@ -90,8 +90,8 @@ def test_parameter_offload_chooses_full_sharding(tmp_path, capsys):
     gpus: 8
     offload: {optimizer: cpu, params: cpu}
 """)
-    assert w["memory"]["components"]["optimizer"] == 0
-    assert w["memory"]["host_bytes"] == P_70B * 16 // 8     # mixed precision: 2 + 2 + 12 per parameter, ÷ 8
+    assert w["memory"]["estimate"]["components"]["optimizer"] == 0
+    assert w["memory"]["estimate"]["host_bytes"] == P_70B * 16 // 8     # mixed precision: 2 + 2 + 12 per parameter, ÷ 8
 
 
 ZERO_OFFLOAD_13B = """  - name: zero-offload-13b
@@ -112,7 +112,7 @@ def test_published_zero_offload_trains_13b_on_one_v100(tmp_path, capsys):
     w = _plan(tmp_path, capsys, ZERO_OFFLOAD_13B + "    offload: {optimizer: cpu}\n")
     assert w["model"]["params"] > 13 * 10**9
     assert w["gpu"]["count"] == 1
-    assert w["memory"]["components"]["weights"] == 2 * w["model"]["params"]     # fp16 weights stay
+    assert w["memory"]["estimate"]["components"]["weights"] == 2 * w["model"]["params"]     # fp16 weights stay
     without = _plan(tmp_path, capsys, ZERO_OFFLOAD_13B)
     assert without["gpu"]["count"] > 1
 

@@ -51,25 +51,25 @@ FULL_8B = """  - name: ft
 
 def test_mixed_precision_default_keeps_16_bytes_per_parameter(tmp_path, capsys):
     w = _plan(tmp_path, capsys, FULL_8B.replace("gpu: h100-80gb\n    gpus: 1\n", "gpu: h200\n    gpus: 1\n"))
-    c = w["memory"]["components"]
+    c = w["memory"]["estimate"]["components"]
     # 2 (bf16 weights) + 2 (bf16 gradients) + 12 (fp32 master, m, v): the planner's default, unchanged
     assert (c["weights"], c["gradients"], c["optimizer"]) == (2 * P_8B, 2 * P_8B, 12 * P_8B)
     same = _plan(tmp_path, capsys, FULL_8B.replace("gpu: h100-80gb\n    gpus: 1\n", "gpu: h200\n    gpus: 1\n")
                  + "    mixed_precision: true\n", "explicit.yaml")
-    assert same["memory"] == w["memory"]
+    assert same["memory"]["estimate"] == w["memory"]["estimate"]
 
 
 def test_pure_bf16_full_training_is_8_bytes_per_parameter(tmp_path, capsys):
     w = _plan(tmp_path, capsys, FULL_8B + "    mixed_precision: false\n")
-    c = w["memory"]["components"]
+    c = w["memory"]["estimate"]["components"]
     # torchtune: bf16 weights 2 + bf16 gradients 2 + AdamW moments in bf16 2 + 2, no master copy
     assert (c["weights"], c["gradients"], c["optimizer"]) == (2 * P_8B, 2 * P_8B, 4 * P_8B)
-    assert "paged_optimizer_bytes" not in w["memory"] and "host_bytes" not in w["memory"]
+    assert "paged_optimizer_bytes" not in w["memory"]["estimate"] and "host_bytes" not in w["memory"]["estimate"]
 
 
 def test_optimizer_in_backward_keeps_only_the_largest_gradient(tmp_path, capsys):
     w = _plan(tmp_path, capsys, FULL_8B + "    mixed_precision: false\n    optimizer_in_backward: true\n")
-    c = w["memory"]["components"]
+    c = w["memory"]["estimate"]["components"]
     # the largest parameter is the embedding table (the LM head is as large; the MLP's 4096 × 14336 is less)
     assert EMBED_8B > 4_096 * 14_336
     assert c["gradients"] == EMBED_8B * 2 == 1_050_673_152
@@ -80,7 +80,7 @@ def test_paged_8bit_adamw_states_are_outside_the_memory_that_must_fit(tmp_path, 
     # torchtune llama3_1/8B_full_single_device (A-TT31-1): PagedAdamW8bit + optimizer_in_bwd, pure bf16.
     w = _plan(tmp_path, capsys, FULL_8B + "    mixed_precision: false\n    optimizer_in_backward: true\n"
                                           "    optimizer: paged-adamw-8bit\n")
-    m = w["memory"]
+    m = w["memory"]["estimate"]
     # the norms' states whole, and every paged tensor's fp32 absmax (torch.zeros on the GPU, not get_state_buffer):
     # 266,240 × 65/32 + 8,029,995,008 × 8/256 = 540,800 + 250,937,344
     assert m["components"]["optimizer"] == NORMS_8B * ADAM8 + (P_8B - NORMS_8B) * Fraction(8, 256) == 251_478_144
@@ -91,13 +91,13 @@ def test_paged_8bit_adamw_states_are_outside_the_memory_that_must_fit(tmp_path, 
 
 def test_paged_32bit_adamw_keeps_fp32_moments_even_in_pure_bf16(tmp_path, capsys):
     w = _plan(tmp_path, capsys, FULL_8B + "    mixed_precision: false\n    optimizer: paged-adamw\n")
-    assert w["memory"]["paged_optimizer_bytes"] == 8 * (P_8B - NORMS_8B)
-    assert w["memory"]["components"]["optimizer"] == 8 * NORMS_8B
+    assert w["memory"]["estimate"]["paged_optimizer_bytes"] == 8 * (P_8B - NORMS_8B)
+    assert w["memory"]["estimate"]["components"]["optimizer"] == 8 * NORMS_8B
     # under mixed precision the fp32 master stays on the GPU; only the moments are paged
     mixed = _plan(tmp_path, capsys, FULL_8B.replace("gpu: h100-80gb\n    gpus: 1\n", "gpu: h200\n    gpus: 1\n")
                   + "    optimizer: paged-adamw\n", "mixed.yaml")
-    assert mixed["memory"]["components"]["optimizer"] == 4 * P_8B + 8 * NORMS_8B
-    assert mixed["memory"]["paged_optimizer_bytes"] == 8 * (P_8B - NORMS_8B)
+    assert mixed["memory"]["estimate"]["components"]["optimizer"] == 4 * P_8B + 8 * NORMS_8B
+    assert mixed["memory"]["estimate"]["paged_optimizer_bytes"] == 8 * (P_8B - NORMS_8B)
 
 
 GUANACO_65B = """  - name: guanaco-65b
@@ -125,14 +125,14 @@ def test_published_qlora_65b_fits_one_48gb_gpu_with_the_papers_mechanisms(tmp_pa
     nf4_bits = 4 + Fraction(8, 64) + Fraction(32, 64 * 256)     # QLoRA §3, double quantization
     adapters = layers * 64 * (4 * (h + h) + 2 * (h + f) + (f + h))   # r·(d_in + d_out), all 7 linears
     assert adapters == 799_539_200
-    c = w["memory"]["components"]
+    c = w["memory"]["estimate"]["components"]
     assert c["weights"] == math.ceil(linear * nf4_bits / 8 + rest * 2 + adapters * 2) == 36_058_005_504
     assert c["gradients"] == adapters * 2                        # bf16 adapter gradients
     assert c["optimizer"] == 0
-    assert w["memory"]["paged_optimizer_bytes"] == adapters * 8  # fp32 m and v, paged
+    assert w["memory"]["estimate"]["paged_optimizer_bytes"] == adapters * 8  # fp32 m and v, paged
     assert w["gpu"] == {"type": "a40", "count": 1, "memory_bytes": A40_USABLE, "nominal_memory_bytes": 48 * 10**9,
                         "peak_16bit_flops": 149.7e12}          # A40 datasheet: 149.7 TFLOPS BF16 dense
-    assert w["memory"]["device_bytes"] <= A40_USABLE
+    assert w["memory"]["estimate"]["device_bytes"] <= A40_USABLE
     assert any(text.startswith("guanaco-65b: tight on 1× a40") for text in w["warnings"])
 
 
@@ -159,5 +159,5 @@ def test_small_lora_matrices_keep_their_paged_optimizer_states_in_gpu_memory(tmp
 """)
     adapters = 32 * 2 * 8 * (4096 + 4096)       # Hu et al. 2021: 4,194,304
     assert adapters == 4_194_304
-    assert "paged_optimizer_bytes" not in w["memory"]
-    assert w["memory"]["components"]["optimizer"] == adapters * 8
+    assert "paged_optimizer_bytes" not in w["memory"]["estimate"]
+    assert w["memory"]["estimate"]["components"]["optimizer"] == adapters * 8

@@ -49,7 +49,7 @@ def test_deepspeed_zero_1_runs_the_zero_optimizer_with_bf16_gradients(tmp_path, 
     code, out, err = _run(tmp_path, capsys, f"gpu: h100-80gb\nframework: deepspeed\n{stage}")
     assert code == 0, err
     (w,) = json.loads(out)["workloads"]
-    components = w["memory"]["components"]
+    components = w["memory"]["estimate"]["components"]
     assert w["settings"]["zero_stage"] == 1
     assert components["weights"] == 2 * P
     assert components["gradients"] == 2 * P
@@ -61,8 +61,8 @@ def test_deepspeed_without_zero_keeps_bf16_optimizer_buffer(tmp_path, capsys):
     code, out, err = _run(tmp_path, capsys, "gpu: h200\nframework: deepspeed\nzero_stage: 0")
     assert code == 0, err
     (w,) = json.loads(out)["workloads"]
-    assert w["memory"]["components"]["gradients"] == 6 * P
-    assert w["memory"]["components"]["optimizer"] == 12 * P // 8
+    assert w["memory"]["estimate"]["components"]["gradients"] == 6 * P
+    assert w["memory"]["estimate"]["components"]["optimizer"] == 12 * P // 8
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -109,7 +109,7 @@ def test_torchtitan_preset_shards_with_fsdp_under_pipeline_parallelism(tmp_path,
             if r["values"]["field"] == "zero_stage"] == [(3, "torchtitan")]
     # fullest stage, the last: 16 layers × 218,112,000 + the 128,256 × 4,096 LM head + the final norm (4,096)
     stage = 16 * 218_112_000 + 128_256 * 4_096 + 4_096
-    c = w["memory"]["components"]
+    c = w["memory"]["estimate"]["components"]
     assert c["weights"] == 2 * stage                         # bf16, gathered across micro-batches
     assert c["gradients"] == 4 * stage + 4 * stage // 8      # unsharded fp32 + the fp32 shard
 
@@ -122,7 +122,7 @@ def test_deepspeed_offload_runs_under_zero(tmp_path, capsys):
     assert code == 0, err
     (w,) = json.loads(out)["workloads"]
     assert w["settings"]["zero_stage"] == 1
-    c = w["memory"]["components"]
+    c = w["memory"]["estimate"]["components"]
     # bf16 weights whole; the reduce bucket (5e8 values) + the embedding's bf16 gradient; no states on the GPU
     assert (c["weights"], c["gradients"], c["optimizer"]) == (2 * P, 2 * 500_000_000 + 2 * 128_256 * 4_096, 0)
     code, out, err = _run(tmp_path, capsys, "framework: deepspeed\noffload: {optimizer: cpu}\nzero_stage: 0")
@@ -155,7 +155,7 @@ def test_deepspeed_tensor_parallel_keeps_whole_layer_inputs(tmp_path, capsys):
         path.write_text(body + f"    framework: {framework}\n    loss: fused\n", encoding="utf-8")
         assert cli.main(["plan", str(path), "--format", "json"]) == 0
         (w,) = json.loads(capsys.readouterr().out)["workloads"]
-        acts[framework] = w["memory"]["components"]["activations"]
+        acts[framework] = w["memory"]["estimate"]["components"]["activations"]
         if framework == "deepspeed":
             assert records(w, "framework-no-sequence-parallel")
     # 32 layer inputs (+ the final norm's input) whole instead of halved; the recomputed layer's norm/qkv/mlp

@@ -12,12 +12,13 @@ Overhead's, each constant with its source.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from .arith import fraction, memo
 from ..notes import Note, note
-from ..units import GiB
+from ..units import GiB, memory_carried, memory_share
 
 # CUDA context and library workspaces, per GPU. The context alone is ~300 MB
 # with CUDA >= 11.7 lazy kernel loading and was > 1000 MB before it
@@ -156,6 +157,9 @@ class MemoryBreakdown:
     phases: PeakPhases | None = None
     """Training where gradients are freed between optimizer steps (phases.py): the components are those
     of the peak phase, and the gradients that exist only in the other phase are shown here, not dropped."""
+    estimated: MemoryBreakdown | None = field(default=None, compare=False, repr=False)
+    """A breakdown as printed (as_printed): the estimate it was rounded from, in exact bytes (the plan JSON's
+    memory.estimate); None on the estimate itself."""
 
     @property
     def overhead(self) -> int:
@@ -250,3 +254,51 @@ def overhead_note(overhead: Overhead) -> Note:
     extra = {"ample_reserve": overhead.ample_reserve} if overhead.ample_reserve else {}
     return note(OVERHEAD, sources, cuda_context_bytes=overhead.cuda_context_bytes,
                 allocator_reserve=overhead.allocator_reserve, regime=overhead.regime, **extra)
+
+
+# The notes that state a moment of the step in bytes (phases.py): their figures are carried as the components are.
+MOMENT_NOTES = ("peak-phase", "optimizer-step", "tied-embeddings-end", "chunked-head-accumulation")
+_MOMENT_FIELDS = ("allocated_bytes", "loss_bytes", "backward_bytes")
+# The notes that state the figures beside the total (paged and host memory: model_states.py), carried alike.
+STATE_NOTES = ("paged-optimizer", "optimizer-offloaded", "params-offloaded")
+
+
+def as_printed(m: MemoryBreakdown, overhead: Overhead | None) -> MemoryBreakdown:
+    """The breakdown as the plan carries it and the documents print it (issue 23: every figure from the printed
+    ones): each component rounded up to 0.01 GiB (units.memory_carried), the caching allocator's reserve
+    `overhead`'s share of the printed allocated figure, rounded up (units.memory_share), so the allocated,
+    reserved and device figures and the total are sums of printed components, a reader who adds them gets the
+    printed total, and the fit compares that total (never below the exact one). `overhead` None: the breakdown's
+    own reserve, carried (a pre-allocating engine's, 0). The moments the notes state are carried alike, the
+    counted one as the allocated figure."""
+    parts = {k: memory_carried(getattr(m, k)) for k in ("weights", "gradients", "optimizer", "activations",
+                                                          "kv_cache")}
+    allocated = sum(parts.values())
+    if overhead is None:
+        reserve, cached = memory_carried(m.allocator_reserve), memory_carried(m.cached_bytes)
+    else:
+        reserve = memory_share(allocated, overhead.allocator_reserve)
+        cached = max(0, memory_share(allocated, overhead.ample_reserve) - reserve) if overhead.ample_reserve else 0
+
+    def moment(n_bytes: int) -> int:
+        return allocated if n_bytes == m.allocated_bytes else memory_carried(n_bytes)
+
+    phases = m.phases
+    if phases is not None:
+        phases = replace(phases, loss_bytes=moment(phases.loss_bytes), backward_bytes=moment(phases.backward_bytes),
+                         gradients=memory_carried(phases.gradients),
+                         step_bytes=moment(phases.step_bytes) if phases.step_bytes else 0)
+
+    def carried(kind: str, key: str, value):
+        if not key.endswith("_bytes") or isinstance(value, bool) or not isinstance(value, (int, float)):
+            return value
+        value = math.ceil(value)
+        carried_value = moment(value) if kind in MOMENT_NOTES and key in _MOMENT_FIELDS else memory_carried(value)
+        return float(carried_value) if isinstance(value, float) else carried_value
+
+    notes = tuple(Note(n.kind, tuple((k, carried(n.kind, k, v)) for k, v in n.values), n.sources)
+                  if n.kind in MOMENT_NOTES + STATE_NOTES else n for n in m.notes)
+    return MemoryBreakdown(**parts, allocator_reserve=reserve, cuda_context=memory_carried(m.cuda_context),
+                           notes=notes, paged_bytes=memory_carried(m.paged_bytes),
+                           host_bytes=memory_carried(m.host_bytes), cached_bytes=cached, phases=phases,
+                           estimated=m.estimated or m)

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from .breakdown import CUDA_CONTEXT_BYTES, MemoryBreakdown
 from ..catalog.engines import engine_memory_fraction
-from ..notes import note
+from ..notes import Note, note
+from ..units import memory_carried
 from .memory import BATCH_SIZED_KINDS
 
 
@@ -58,3 +59,27 @@ def engine_memory(rep, batch_memory: MemoryBreakdown, batch: int, context: int) 
     ]
     return MemoryBreakdown(weights=rep.weights_bytes, gradients=0, optimizer=0, activations=activations,
                            kv_cache=pool, allocator_reserve=0, cuda_context=context_bytes, notes=tuple(notes))
+
+
+def reservation_as_printed(m: MemoryBreakdown) -> MemoryBreakdown:
+    """engine_memory()'s reservation as the plan carries it and the documents print it (breakdown.as_printed's
+    rule, the engine's order): weights and workspace rounded up to 0.01 GiB; under a budget of the device the
+    budget rounded up too (0.9 × 44.34 GiB = 39.906 → 39.91) and the KV pool what it leaves, as the engine sizes
+    it, so weights + workspace + CUDA context + pool is the printed total; under a fraction of the free memory
+    the pool rounded up and the total their sum."""
+    said = next(n for n in m.notes if n.kind == "engine-reservation")
+    weights, workspace, context = (memory_carried(x) for x in (m.weights, m.activations, m.cuda_context))
+    carried = {"weights_bytes": weights, "workspace_bytes": workspace, "context_bytes": context}
+    if said["rule"] == "device":
+        # The pool in whole bytes is the budget's less the others' (each less than a byte below its printed
+        # figure), so it prints as their difference and the total is never below the exact one.
+        carried["inside_bytes"] = memory_carried(said["inside_bytes"])
+        pool = carried["inside_bytes"] - weights - (workspace if said["workspace_in_budget"] else 0)
+    else:
+        pool = memory_carried(m.kv_cache)
+    carried.update(pool_bytes=pool, total_bytes=weights + workspace + context + pool)
+    notes = tuple(
+        Note(n.kind, tuple((k, carried.get(k, v)) for k, v in n.values), n.sources)
+        if n.kind in ("engine-reservation", "kv-pool-use") else n for n in m.notes)
+    return MemoryBreakdown(weights=weights, gradients=0, optimizer=0, activations=workspace, kv_cache=pool,
+                           allocator_reserve=0, cuda_context=context, notes=notes, estimated=m.estimated or m)

@@ -33,9 +33,9 @@ from ..estimate.batch import batch_job
 from ..estimate.lengths import Spread
 from ..estimate.serving import DEFAULT_TTFT_PERCENTILE, replicas_needed, service, ttft_floor
 from ..estimate.memory import InferenceSetup, inference_memory
-from ..estimate.reservation import engine_memory
-from ..estimate.breakdown import DEFAULT_OVERHEAD
-from ..units import SECONDS_PER_HOUR, hours_per_run, requested_gpu_hours
+from ..estimate.reservation import engine_memory, reservation_as_printed
+from ..estimate.breakdown import DEFAULT_OVERHEAD, as_printed
+from ..units import SECONDS_PER_HOUR, GiB, hours_per_run, requested_gpu_hours
 from ..catalog import resources
 from . import charges, search
 from .derivation import (
@@ -118,7 +118,8 @@ def _memory(model, s: Settings, rep: Replica, batch: int, context: int):
     setup = InferenceSetup(context=context, batch=batch, precision=s.precision, kv_precision=rep.kv_precision,
                            tensor_parallel=rep.tensor_parallel, attention=s.attention, engine=rep.engine.id)
     mem = inference_memory(model, setup, DEFAULT_OVERHEAD)
-    return mem if rep.engine.fraction_of == "none" else engine_memory(rep, mem, batch, context)
+    return (as_printed(mem, DEFAULT_OVERHEAD) if rep.engine.fraction_of == "none"
+            else reservation_as_printed(engine_memory(rep, mem, batch, context)))
 
 
 def spread_of(lw) -> Spread | None:
@@ -357,11 +358,19 @@ def choose(lw, s: Settings, target, gpus: dict, e: Engine, notes: list[Note] | N
                             kv_precision=default_kv_precision(s.precision, e), tensor_parallel=t,
                             attention=s.attention, engine=e.id),
                             DEFAULT_OVERHEAD)
+                        mem = as_printed(mem, DEFAULT_OVERHEAD)
                         candidates.append(Candidate(gpu.id, t, False, mem.total, gpu.usable_memory_bytes, None, None,
                                                     None, False))
                         failed[(gpu.id, t)] = str(error)
                     continue
                 mem = _memory(model, s, rep, option.batch, s.context)
+                if mem.total > gpu.usable_memory_bytes:    # sized in exact bytes; as printed it must fit too
+                    if (gpu.id, t) not in failed:
+                        candidates.append(Candidate(gpu.id, t, False, mem.total, gpu.usable_memory_bytes, None,
+                                                    None, None, False))
+                        failed[(gpu.id, t)] = (f"its memory as printed, {mem.total / GiB:,.2f} GiB per GPU, exceeds "
+                                               f"the {gpu.usable_memory_bytes / GiB:,.2f} GiB usable")
+                    continue
                 count, hours = option.gpus, option.hours
                 requested = requested_gpu_hours(hours, s.buffer, count, s.variants)
                 charge = None

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..catalog import GPUSpec
 from ..estimate.flops import runtime_hours
-from ..estimate.breakdown import gpus_overhead
+from ..estimate.breakdown import as_printed, gpus_overhead
 from ..estimate.inference import default_kv_precision
 from ..estimate.memory import (
     DEFAULT_OVERHEAD, InferenceSetup, MemoryBreakdown, inference_memory, training_memory,
@@ -38,16 +38,18 @@ SCALING_RULE = ("the runtime is taken to scale linearly with the GPU count (data
 
 def memory_of(model: ModelSpec, w, s: Settings, count: int, zero_stage: int | None,
               checkpointing: bool | None) -> MemoryBreakdown:
-    """Bytes per GPU of the workload on `count` GPUs at this ZeRO stage and checkpointing."""
+    """Bytes per GPU of the workload on `count` GPUs at this ZeRO stage and checkpointing, as printed (each
+    component rounded up to 0.01 GiB, the total their sum: breakdown.as_printed), the figure the fit compares."""
     if w.kind == "inference":
         setup = InferenceSetup(context=s.context, batch=s.batch, precision=s.precision,
                                kv_precision=default_kv_precision(s.precision, s.framework),
                                tensor_parallel=count, attention=s.attention, engine=s.framework)
-        return inference_memory(model, setup, DEFAULT_OVERHEAD)
+        return as_printed(inference_memory(model, setup, DEFAULT_OVERHEAD), DEFAULT_OVERHEAD)
     setup = training_setup(w, s, count, zero_stage, checkpointing)
     # CPU offload's allocator regime where FSDP1 or DeepSpeed copies (FSDP2 copies without recordStream: breakdown.py).
     offload = (setup.offload_params or setup.offload_optimizer) and setup.data_parallel_impl != "fsdp2"
-    return training_memory(model, setup, gpus_overhead(count, offload))
+    overhead = gpus_overhead(count, offload)
+    return as_printed(training_memory(model, setup, overhead), overhead)
 
 
 def fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict, margin: float = 1.0):

@@ -29,6 +29,15 @@ def _candidate(c: Candidate) -> dict:
             "cost": _round(c.cost), "cost_unit": c.cost_unit if c.fits else None, "reason": c.reason}
 
 
+def _memory(m) -> dict:
+    """The plan JSON's `memory`: the figures as printed (each component rounded up to 0.01 GiB, the totals their
+    sums: estimate/breakdown.as_printed) and, under `estimate`, the same keys in the exact bytes they come from."""
+    fields = {"per_gpu_bytes": m.total, **m.statistics(), "components": m.components(), **m.phase_fields()}
+    if m.estimated is not None:
+        fields["estimate"] = _memory(m.estimated)
+    return fields
+
+
 def workload_dict(w: WorkloadPlan) -> dict:
     tp = w.throughput
     s = w.settings
@@ -39,8 +48,7 @@ def workload_dict(w: WorkloadPlan) -> dict:
         "model": {"id": w.model.id, "params": w.model.params, "active_params": w.model.active_params},
         "gpu": {"type": w.gpu.id, "count": w.gpu_count, "memory_bytes": w.gpu.usable_memory_bytes,
                 "nominal_memory_bytes": w.gpu.memory_bytes, "peak_16bit_flops": w.gpu.peak_16bit_flops},
-        "memory": {"per_gpu_bytes": w.memory.total, **w.memory.statistics(), "components": w.memory.components(),
-                   **w.memory.phase_fields()},
+        "memory": _memory(w.memory),
         "tokens": w.tokens,
         "tokens_per_second": _round(tp.tokens_per_second, 3),
         "runtime_hours": _round(w.runtime_hours),
