@@ -39,12 +39,25 @@ TYPED = CATALOGS
 UNADDRESSED = {("gpus", "b200", "usable_memory_source")}
 # Resource figures read only in a third party's restatement (kind secondary, confidence secondhand): the
 # provider's page was not found. The list may only shrink: a new entry needs the provider's page instead.
-# Last searched 2026-11-26 in the stored pages and public repositories: the Exchange Calculator's rates are
-# drawn in the browser (allocations.access-ci.org; access-ci-org/xras-ui reads them from an API); PSC's
-# Bridges-2 user guide is not stored (pscedu/psc-wpdocs has no partition or charging table); the stored copies
-# of docs.nersc.gov/jobs/policy and nairrpilot.org stop before their QOS and track tables, and NERSC's
-# documentation repository (GitLab) and NCSA's DeltaAI one are not stored; the cloud prices exist only in
-# third parties' captures of the price lists and APIs.
+# Searched again 2026-11-27, in the stored pages (each read from its beginning only) and in the providers'
+# own repositories, each entry's provider first:
+# - ACCESS rates: allocations.access-ci.org/exchange_calculator and the ACCESS wiki's copy hold only the
+#   explanatory text; access-ci-org/xras-ui (7a0662f) reads the rates from the API and holds none;
+#   ncsa/Delta_doc (826840d) and ncsa/ncsa_system_documentation (977070d) name no rate; PurdueRCAC/RCAC-Docs
+#   (db2e6ff) gives '~6000 GPU hours' for 400,000 credits on Anvil, cited beside Anvil's rate but too rounded
+#   to fix it (66.7 or 67.3).
+# - PSC: www.psc.edu/resources/bridges-2/ and /bridges-2-system-configuration/ list the V100 nodes only (no
+#   H100, charging or partition table); the stored user guide is the retired Bridges one; pscedu/psc-wpdocs
+#   (7d06efa) and pscedu/bridges2-examples have no partition or charging table.
+# - NERSC: the copies of docs.nersc.gov/jobs/policy and nersc.gitlab.io/jobs/policy stop before the QOS table;
+#   docs.nersc.gov/policies/charging-policy is stored only with its AY2020-2021 factors; the documentation
+#   repository (gitlab.com/NERSC/nersc.gitlab.io) is not stored, and its copies on GitHub are other sites' forks.
+# - DeltaAI: its Running Jobs page is not stored and NCSA keeps no DeltaAI repository that is.
+# - NAIRR tracks: of nairrpilot.org only reporting-guidance is stored (reports at 1, 3 and 9 months); the NSF
+#   letters name no cap; jetstream-cloud/js2docs (ff1af4a) does not mention NAIRR.
+# - Cloud prices: AWS's on-demand and P4/P5 pages are not stored (its Capacity Blocks page is: another price);
+#   the copy of cloud.google.com/compute/vm-instance-pricing stops before the accelerator-optimized tables;
+#   Azure's pricing page builds its table in the browser; no provider's repository publishes these prices.
 SECONDHAND = {
     ("resources", row, "access_credits.source")
     for row in ("ncsa-delta-a100", "ncsa-delta-a100x8", "ncsa-delta-a40", "ncsa-delta-h200", "psc-bridges2-v100",
