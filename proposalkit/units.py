@@ -121,10 +121,13 @@ def shown(x: float) -> float:
     return float(Decimal(repr(x)).quantize(_HOURS_STEP, rounding=ROUND_CEILING))
 
 
+GIB_DECIMALS = 2       # a size in GiB is printed to 0.01 GiB (render/format.fmt_gib)
+
+
 def gib_shown(n_bytes: int) -> Decimal:
     """A size in GiB as the documents print it (render/format.fmt_gib to 0.01), as a decimal to add and
     multiply: storage's totals are worked from these figures (estimate/storage.py)."""
-    return Decimal(f"{n_bytes / GiB:.2f}")
+    return Decimal(f"{n_bytes / GiB:.{GIB_DECIMALS}f}")
 
 
 def bytes_of_gib(gib: Decimal) -> int:
@@ -173,8 +176,12 @@ RATE_WHOLE_FROM = 100
 def ms_shown(seconds: float) -> float:
     """A duration as printed in milliseconds (0.1 ms from MS_TENTHS_FROM up, else three significant digits), in
     seconds: a training step's rate is worked from this figure (estimate/step_time.py)."""
-    ms = seconds * 1e3
-    return float(f"{ms:.1f}" if ms >= MS_TENTHS_FROM else f"{ms:.3g}") / 1e3
+    return ms_figure(seconds * 1e3) / 1e3
+
+
+def ms_figure(ms: float) -> float:
+    """A duration in milliseconds as printed, in milliseconds (ms_shown's rule): a latency's range starts from it."""
+    return float(f"{ms:.1f}" if ms >= MS_TENTHS_FROM else f"{ms:.3g}")
 
 
 def ms_text(seconds: float) -> str:
@@ -184,10 +191,11 @@ def ms_text(seconds: float) -> str:
 
 
 def rate_shown(tokens_per_second: float) -> float:
-    """A rate (tokens/s) as printed: whole numbers from RATE_WHOLE_FROM up, else three significant digits. A
-    run's hours are worked from this figure (estimate/flops.runtime_hours)."""
+    """A rate (tokens/s) as printed: whole numbers from RATE_WHOLE_FROM up (half up, from the float's shortest
+    decimal form, as a reader rounds 12,269.5), else three significant digits. A run's hours are worked from this
+    figure (estimate/flops.runtime_hours)."""
     if tokens_per_second >= RATE_WHOLE_FROM:
-        return float(round(tokens_per_second))
+        return float(Decimal(repr(tokens_per_second)).to_integral_value(rounding=ROUND_HALF_UP))
     return float(f"{tokens_per_second:.3g}")
 
 
@@ -195,6 +203,23 @@ def rate_text(tokens_per_second: float) -> str:
     """A rate as printed (render/format.fmt_rate): rate_shown's figure, '18,493', '12.3'."""
     shown_rate = rate_shown(tokens_per_second)
     return f"{shown_rate:,.0f}" if tokens_per_second >= RATE_WHOLE_FROM else f"{shown_rate:.3g}"
+
+
+# A ratio that carries a rate to other GPUs (planning/speed.py carried_throughput, estimate/flops.scale_pilot) is
+# printed to this many decimals, rounded half up, and the carried rate is the measured rate as printed × it.
+RATIO_DECIMALS = 3
+
+
+def ratio_shown(numerator: float, denominator: float = 1.0) -> float:
+    """A carrying ratio numerator ÷ denominator as printed: worked in decimal, to RATIO_DECIMALS decimals, half up
+    (17,497 ÷ 4,420 = 3.95860… is 3.959)."""
+    x = Decimal(repr(numerator)) / Decimal(repr(denominator))
+    return float(x.quantize(Decimal(1).scaleb(-RATIO_DECIMALS), rounding=ROUND_HALF_UP))
+
+
+def ratio_text(x: float) -> str:
+    """A carrying ratio as printed ('3.959'): ratio_shown's figure."""
+    return f"{ratio_shown(x):.{RATIO_DECIMALS}f}"
 
 
 def pct_text(fraction: float) -> str:
@@ -216,9 +241,14 @@ def days_shown(hours: float) -> float:
     return float(days.quantize(Decimal(1).scaleb(-DAYS_DECIMALS), rounding=ROUND_HALF_UP))
 
 
+def decimal_sum(figures) -> float:
+    """The sum of printed figures, worked in decimal (7.7 + 0.8 + 6.6 + 20.8 is 35.9, not 35.900000000000006)."""
+    return float(sum((Decimal(repr(f)) for f in figures), Decimal(0)))
+
+
 def days_total(days) -> float:
-    """The sum of printed calendar days, worked in decimal (7.7 + 0.8 + 6.6 + 20.8 is 35.9, not 35.900000000000006)."""
-    return float(sum((Decimal(repr(d)) for d in days), Decimal(0)))
+    """The sum of printed calendar days (decimal_sum)."""
+    return decimal_sum(days)
 
 
 def product(*factors: float) -> float:
@@ -249,3 +279,63 @@ def requested_per_run(hours: float, buffer: float) -> float:
 def requested_gpu_hours(hours: float, buffer: float, gpus: int, runs: int) -> float:
     """GPU-hours requested: hours per run × (1 + buffer) × GPUs × runs, rounded up as printed (`shown`)."""
     return shown(product(requested_per_run(hours, buffer), gpus, runs))
+
+
+# A range (planning/ranges.py) prints its factors, the 10th and 90th percentiles of the estimate's validated error
+# (measured ÷ planned), to this many decimals, rounded outward: the p10 down, the p90 up. Its ends are the estimate
+# as printed × those printed factors (÷ them for the hours a rate gives, which are its inverse), worked in decimal,
+# the low end rounded down and the high end up to the figure's printed step. So a reader who multiplies the printed
+# figures and rounds outward gets the printed range, and the printed range holds the unrounded one (issue 23).
+FACTOR_DECIMALS = 3
+
+
+def _outward(x: Decimal, step: Decimal, up: bool) -> Decimal:
+    return x.quantize(step, rounding=ROUND_CEILING if up else ROUND_FLOOR)
+
+
+def rounded_outward(x: float, decimals: int, up: bool) -> float:
+    """`x` to `decimals`, rounded up (a range's high end) or down (its low end), from its shortest decimal form: a
+    range printed shorter than the plan carries it still holds it (review/diff.py's 0.1 GPU-h)."""
+    return float(_outward(Decimal(repr(x)), Decimal(1).scaleb(-decimals), up))
+
+
+def range_factors(low: float, high: float) -> tuple[float, float]:
+    """A range's p10 and p90 factors as printed: to FACTOR_DECIMALS, the p10 rounded down, the p90 up."""
+    step = Decimal(1).scaleb(-FACTOR_DECIMALS)
+    low_shown = max(_outward(Decimal(repr(low)), step, False), step)      # never 0: the hours divide by it
+    return float(low_shown), float(_outward(Decimal(repr(high)), step, True))
+
+
+def factor_text(x: float) -> str:
+    """A range's factor as printed: FACTOR_DECIMALS decimals ('1.137')."""
+    return f"{x:.{FACTOR_DECIMALS}f}"
+
+
+def range_ends(value: float, factors: tuple[float, float], step: float, inverse: bool = False) -> tuple[float, float]:
+    """The low and high ends of a range (the rule above): `value` (the estimate as printed) × the printed factors, or
+    ÷ them where `inverse` (hours from a rate: the high factor gives the low end), rounded outward to `step`."""
+    low, high = (Decimal(repr(f)) for f in factors)
+    v, q = Decimal(repr(value)), Decimal(repr(step)).normalize()
+    a, b = (v / high, v / low) if inverse else (v * low, v * high)
+    return float(_outward(a, q, False)), float(_outward(b, q, True))
+
+
+def hours_step() -> float:
+    """The step hours and amounts are printed to (HOURS_DECIMALS)."""
+    return float(_HOURS_STEP)
+
+
+def rate_step(tokens_per_second: float) -> float:
+    """The step a rate is printed to (rate_shown): 1 token/s from RATE_WHOLE_FROM up, else its third significant
+    digit."""
+    if tokens_per_second >= RATE_WHOLE_FROM or tokens_per_second <= 0:
+        return 1.0
+    return 10.0 ** (math.floor(math.log10(tokens_per_second)) - 2)
+
+
+def ms_step(ms: float) -> float:
+    """The step a duration in milliseconds is printed to (ms_shown): 0.1 ms from MS_TENTHS_FROM up, else its third
+    significant digit."""
+    if ms >= MS_TENTHS_FROM or ms <= 0:
+        return 0.1
+    return 10.0 ** (math.floor(math.log10(ms)) - 2)

@@ -185,7 +185,7 @@ def test_pilot_on_another_gpu(tmp_path, capsys):
     assert err.startswith(f"{path}:{at}: workloads[0].extrapolation: sweep is measured on a100-80gb and planned on "
                           "1× h100-80gb: the rate is carried there by the estimate's model of the two setups "
                           "(55,000 tokens/s measured on 1× a100-80gb × (the step-time model's 10,012 tokens/s on 1× "
-                          "h100-80gb ÷ its 4,136 on 1× a100-80gb = 2.421) = 133,137 tokens/s on 1× h100-80gb")
+                          "h100-80gb ÷ its 4,136 on 1× a100-80gb = 2.421) = 133,155 tokens/s on 1× h100-80gb")
     assert err.endswith("; state it in extrapolation: (e.g. a published a100-80gb to h100-80gb speed ratio for this "
                         "kind of job, with its source), run the pilot on h100-80gb, or pin gpu: a100-80gb\n")
 
@@ -200,7 +200,7 @@ def test_stated_extrapolation_is_shown_in_the_report(tmp_path, capsys):
     assert main(["report", str(path), "-o", str(tmp_path / "out"), "--format", "md"]) == 0
     capsys.readouterr()
     report = (tmp_path / "out" / "supplement.md").read_text()
-    assert "= 133,137 tokens/s on 1× h100-80gb" in report and f"; {said}" in report
+    assert "= 133,155 tokens/s on 1× h100-80gb" in report and f"; {said}" in report     # 55,000 × 2.421
 
 
 def test_another_count_of_the_same_gpu_is_not_this_rule(tmp_path, capsys):

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from pathlib import Path
 
 import pytest
@@ -98,10 +99,19 @@ def test_hand_arithmetic_matches_the_plans(files, capsys):
         assert got == pytest.approx(expected, abs=1e-6)
 
 
+def outward(x: float, up: bool) -> float:
+    """A range's end to the diff's 0.1 GPU-h: the p10 rounded down, the p90 up (the range shown holds the plan's)."""
+    return float(Decimal(repr(x)).quantize(Decimal("0.1"), ROUND_CEILING if up else ROUND_FLOOR))
+
+
+def span(r: dict) -> str:
+    """A p10–p90 as the diff writes it, from the plan JSON's."""
+    return f"{outward(r['p10'], False):,.1f}–{outward(r['p90'], True):,.1f}"
+
+
 def needed(plan: dict) -> str:
     """The whole request's p10–p90 as the diff writes it, from the plan JSON's totals."""
-    r = plan["totals"]["ranges"]["gpu_hours"]
-    return f"{r['p10']:,.1f}–{r['p90']:,.1f}"
+    return span(plan["totals"]["ranges"]["gpu_hours"])
 
 
 def covers(c: float) -> str:
@@ -127,7 +137,7 @@ def test_table_rows(files, capsys):
     _, out, _ = run(capsys, "diff", *files)
     old, new = (plan_json(capsys, p) for p in files)
     sweep = [next(w for w in plan["workloads"] if w["name"] == "sweep")["ranges"]["gpu_hours"] for plan in (old, new)]
-    spans = [f"{r['p10']:,.1f}–{r['p90']:,.1f} GPU-h" for r in sweep]
+    spans = [f"{span(r)} GPU-h" for r in sweep]
     lines = out.splitlines()
     table = lines[lines.index("| workload | change | before | after | delta | what changed |"):]
     # Category order (added, removed, renamed, changed), then name. The GPU-hours needed move with the request.
@@ -152,7 +162,7 @@ def test_totals_table(files, capsys):
     assert "| GPU-hours before the buffer | 12.5 | 43.2 | +30.8 (+246.8%) |" in out
     old, new = (plan_json(capsys, p)["totals"] for p in files)
     for p in ("p10", "p90"):
-        a, b = old["ranges"]["gpu_hours"][p], new["ranges"]["gpu_hours"][p]
+        a, b = (outward(t["ranges"]["gpu_hours"][p], up=p == "p90") for t in (old, new))
         assert f"| GPU-hours needed, {p} | {a:,.1f} | {b:,.1f} | +{b - a:,.1f} (+{100 * (b - a) / a:.1f}%) |" in out
     share = covers(new["request_coverage"])
     assert f"| request covers (validated cases) | {share} | {share} | +0.0 points |" in out
@@ -286,19 +296,18 @@ def test_a_change_of_range_and_of_coverage(tmp_path, capsys):
     auto.write_text(FLOPS + "    buffer: auto\n    coverage: 0.9\n", encoding="utf-8")
     plans = {p.stem: plan_json(capsys, p)["workloads"][0] for p in (measured, flops, auto)}
 
-    def span(w):
-        r = w["ranges"]["gpu_hours"]
-        return f"{r['p10']:,.1f}–{r['p90']:,.1f} GPU-h"
+    def hours(w):
+        return f"{span(w['ranges']['gpu_hours'])} GPU-h"
 
     _, out, _ = run(capsys, "diff", measured, flops)
     row = next(line for line in out.splitlines() if line.startswith("| `pretrain` |"))
     a, b = plans["measured"], plans["flops"]
     assert b["request_coverage"] < a["request_coverage"]
-    assert f"needed p10–p90 {span(a)} → {span(b)}" in row
+    assert f"needed p10–p90 {hours(a)} → {hours(b)}" in row
     assert f"request covers {covers(a['request_coverage'])} → {covers(b['request_coverage'])}" in row
     assert out.splitlines()[0].startswith(
         f"Requested GPU-hours: {a['gpu_hours_requested']:,.1f} → {b['gpu_hours_requested']:,.1f} (")
-    assert (f"needed p10–p90 {span(a).removesuffix(' GPU-h')} → {span(b)}, the request covering "
+    assert (f"needed p10–p90 {hours(a).removesuffix(' GPU-h')} → {hours(b)}, the request covering "
             f"{covers(a['request_coverage'])} → {covers(b['request_coverage'])} of validated cases; 1 changed.") \
         in out.splitlines()[0]
 

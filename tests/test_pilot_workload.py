@@ -118,11 +118,13 @@ def test_extrapolation_to_another_gpu_carries_the_step_time_models_ratio(tmp_pat
     #                 = 463.3 ms, above the host's 5,090 × 46 µs = 234.1 ms: 2,048 ÷ 0.4633 s = 4,420 tokens/s
     #   2× h100-80gb: 33.24e9 × 2,048 ÷ 603.8e12 = 112.7 ms + 184.5e9 ÷ (0.68 × 3.35e12) = 81.0 ms
     #                 = 193.7 ms, under the host's 234.1 ms, which the step takes: 2 × 2,048 ÷ 0.2341 s = 17,497
-    #   (each rate from the step as printed, units.ms_shown: 4,420.5 and 17,496.8 tokens/s)
-    #   ratio 17,496.8 ÷ 4,420.5 = 3.958, where the dense peaks × the count gave 989 ÷ 312 × 2 = 6.340
-    assert w["tokens_per_second"] == pytest.approx(3000 * 3.958, rel=1e-3)
+    #   (each rate from the step as printed, units.ms_shown: 4,420.5 and 17,496.8 tokens/s, printed 4,420 and 17,497)
+    #   ratio of the printed rates 17,497 ÷ 4,420 = 3.95860 → 3.959 (issue 23: before, the unrounded 3.95810 printed
+    #   as 3.958, which the printed rates do not give), where the dense peaks × the count gave 989 ÷ 312 × 2 = 6.340;
+    #   3,000 × 3.959 = 11,877 exactly
+    assert w["tokens_per_second"] == 3000 * 3.959 == 11877
     assert ("3,000 tokens/s measured on 1× a100-80gb × (the step-time model's 17,497 tokens/s on 2× h100-80gb ÷ "
-            "its 4,420 on 1× a100-80gb = 3.958) = 11,874 tokens/s on 2× h100-80gb") in w["derivation"]["throughput"]
+            "its 4,420 on 1× a100-80gb = 3.959) = 11,877 tokens/s on 2× h100-80gb") in w["derivation"]["throughput"]
     assert any("extrapolated from the pilot" in x for x in w["warnings"])
     # The two modelled rates are the plans of the same workload without the pilot on each setup.
     modelled = {}
@@ -134,12 +136,12 @@ def test_extrapolation_to_another_gpu_carries_the_step_time_models_ratio(tmp_pat
         [alone] = plan(capsys, bare)["workloads"]
         assert alone["throughput_source"] == "flops"
         modelled[gpu] = alone["tokens_per_second"]
-    assert w["tokens_per_second"] == pytest.approx(3000 * modelled["h100-80gb"] / modelled["a100-80gb"], rel=1e-5)
+    assert w["tokens_per_second"] == 3000 * round(round(modelled["h100-80gb"]) / round(modelled["a100-80gb"]), 3)
     # The report writes both modelled steps out, so that a reviewer can redo the ratio.
     out = tmp_path / "out"
     assert main(["report", str(path), "-o", str(out), "--format", "md"]) == 0
     md = (out / "report.md").read_text(encoding="utf-8") + (out / "supplement.md").read_text(encoding="utf-8")
-    assert "= 3.958) = 11,874 tokens/s on 2× h100-80gb" in md
+    assert "= 3.959) = 11,877 tokens/s on 2× h100-80gb" in md
     for label in ("Step time, 2× h100-80gb (planned)", "Step time, 1× a100-80gb (the pilot's)"):
         assert label in md
     assert "2,048 tokens per step ÷ 463.3 ms = 4,420 tokens/s" in md and "4,096 tokens per step ÷ 234.1 ms" in md
@@ -150,8 +152,11 @@ def test_a_pilot_on_fewer_gpus_than_one_model_copy_is_carried_by_the_peaks(tmp_p
     path = workload(tmp_path, "{log: tt.txt, gpu: a100-80gb, gpus: 1}",
                     extra="    gpu: h100-80gb\n    gpus: 2\n    tensor_parallel: 2\n")
     [w] = plan(capsys, path)["workloads"]
-    # The pilot's one GPU is no copy over two: 3000 × (2/1 GPUs) × (989 ÷ 312 dense 16-bit TFLOP/s)
-    assert w["tokens_per_second"] == pytest.approx(3000 * 2 * 989 / 312, rel=1e-6)
+    # The pilot's one GPU is no copy over two: 3000 × (2/1 GPUs) × (989 ÷ 312 dense 16-bit TFLOP/s = 3.16987 → 3.170),
+    # the product of the printed figures
+    assert w["tokens_per_second"] == 3000 * 2 * 3.170 == 19020
+    assert "× (2/1 GPUs) × (dense 16-bit peak h100-80gb ÷ a100-80gb = 3.170) = 19,020 tokens/s" in \
+        w["derivation"]["throughput"]
     assert "no whole number of model copies of 2" in w["derivation"]["throughput"]
 
 
@@ -176,8 +181,9 @@ def test_two_pilots_give_the_scaling_efficiency(tmp_path, capsys, gpus, per_gpu)
     assert w["pilot_scaling"]["per_doubling"] == pytest.approx(math.sqrt(0.8), abs=1e-6)
     assert w["pilot_scaling"]["gpus"] == [2, 8]
     assert [p["log"] for p in w["pilot"]] == ["on2.log", "on8.log"]
-    assert w["tokens_per_second"] == pytest.approx(per_gpu * gpus, abs=1e-3)
     measured = gpus in (2, 8)
+    # Off the measured counts, the rate is the per-GPU rate as printed (whole tokens/s) × the GPUs (issue 23).
+    assert w["tokens_per_second"] == (per_gpu * gpus if measured else round(per_gpu) * gpus)
     assert w["throughput_source"] == ("pilot" if measured else "pilot-extrapolated")
     if not measured:
         assert "scaling efficiency 0.800" in w["derivation"]["throughput"]
@@ -191,10 +197,11 @@ def test_two_pilots_carried_to_another_gpu_type_at_the_count_planned(tmp_path, c
     # h100-80gb ÷ its rate on 4× a100-80gb, as one pilot is carried.
     text = w["derivation"]["throughput"]
     assert w["throughput_source"] == "pilot-extrapolated"
-    assert "= 10,733 tokens/s on 4× a100-80gb" in text and "10,733 tokens/s measured on 4× a100-80gb × (the " \
-        "step-time model's " in text
+    # 2,683 per GPU as printed × 4 = 10,732 (issue 23: before, the unrounded 2,683.28 × 4 printed 10,733).
+    assert "2,683 per GPU × 4 = 10,732 tokens/s on 4× a100-80gb" in text and "10,732 tokens/s measured on 4× " \
+        "a100-80gb × (the step-time model's " in text
     ratio = float(text.split(" on 4× a100-80gb = ")[1].split(")")[0])
-    assert w["tokens_per_second"] == pytest.approx(3000 * 0.8 ** 0.5 * 4 * ratio, rel=1e-3)
+    assert w["tokens_per_second"] == pytest.approx(10732 * ratio, abs=1e-9)
     assert 1 < ratio < 989 / 312
 
 
@@ -334,11 +341,13 @@ def test_inference_log_on_batch_inference(tmp_path, capsys):
 def test_two_scales_fixture(capsys):
     """tests/data/pilot/two-scales (docs/pilot-logs.md's example): torchtune logs on 2 and 8 GPUs.
     Medians after the 1 warm-up step: 2,900 (2 GPUs) and 2,552 per GPU (8 GPUs);
-    e = 2552 / 2900 = 0.88; on 4 GPUs 2900 × 0.88^(ln 2 / ln 4) × 4 = 10,881.8 tokens/s."""
+    e = 2552 / 2900 = 0.88; on 4 GPUs 2900 × 0.88^(ln 2 / ln 4) = 2,720.45 per GPU, printed 2,720, × 4 = 10,880
+    tokens/s."""
     [w] = plan(capsys, DATA / "two-scales" / "workload.yaml")["workloads"]
     assert w["pilot_scaling"]["efficiency"] == pytest.approx(0.88)
-    assert w["tokens_per_second"] == pytest.approx(2900 * math.sqrt(2552 / 2900) * 4, abs=1e-3)
-    assert w["runtime_hours"] == per_run(500e6 / (2900 * math.sqrt(0.88) * 4) / 3600)
+    assert round(2900 * math.sqrt(2552 / 2900)) == 2720
+    assert w["tokens_per_second"] == 2720 * 4
+    assert w["runtime_hours"] == per_run(500e6 / (2720 * 4) / 3600)
     assert [p["tokens_per_second"] for p in w["pilot"]] == [5800.0, 20416.0]
 
 

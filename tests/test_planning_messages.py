@@ -4,6 +4,7 @@ and why there is no GPU configuration to consider. Exact text, through the CLI."
 from __future__ import annotations
 
 import re
+from decimal import ROUND_FLOOR, Decimal
 
 import pytest
 
@@ -104,18 +105,22 @@ def test_training_suggestions_fit_the_larger_part_and_the_settings_given(tmp_pat
     # checkpointing) holds 8 B per logit more than the 4 once counted: 343.6 + 8·4·4096·128,256/2^30 = 359.3 GiB,
     # plus eager PyTorch's extras (compile unset): per token and layer two fp32 norm copies 2·4·8,192, the SiLU
     # output 2·28,672 and K/V copied to 64 heads 2·2·(64 - 8)·128 = 151,552 B × 16,384 tokens × 80 layers +
-    # the final norm's copy 4·16,384·8,192 = 185.5 GiB: 544.8 GiB; the total 1,552.7 + 185.5 × 1.1 (reserve), each component rounded up to 0.01 GiB.
+    # the final norm's copy 4·16,384·8,192 = 185.5 GiB: 544.8 GiB; the total 1,552.7 + 185.5 × 1.1 (reserve).
     # "states" on 2 GPUs: (531.5 + 11.1 GiB + buffers) × 1.15, the reserve of more than one GPU (estimate/breakdown.py).
     # A pinned configuration is refused only where the memory's p10 does not fit (planning/ranges.py memory_margins,
     # from the validation rows): the message says that figure, which moves with them.
-    low = re.search(r"\(([\d,.]+) GiB at the memory p10\)", err).group(1)
-    assert float(low.replace(",", "")) == pytest.approx(1756.8 * memory_margins()[0], abs=0.1)
-    err = re.sub(r"\([\d,.]+ GiB at the memory p10\)", "(P10 GiB at the memory p10)", err)
+    # The message works it from the printed figures: the GiB × the factor as printed, rounded down to 0.01 GiB.
+    needs, factor, low = (Decimal(x.replace(",", "")) for x in re.search(
+        r"pinned does not fit: it needs ([\d,.]+) GiB per GPU \(× ([\d.]+) = ([\d,.]+) GiB at the memory p10\)",
+        err).groups())
+    assert float(factor) == memory_margins()[0]
+    assert low == (needs * factor).quantize(Decimal("0.01"), ROUND_FLOOR)
+    err = re.sub(r"\(× [\d.]+ = [\d,.]+ GiB at the memory p10\)", "(P10 GiB at the memory p10)", err)
     assert err.splitlines() == [
         f"{path}:2: workloads[0]: states does not fit in any job tacc-lonestar6-h100 takes: on 2× h100-pcie "
         "(tacc-lonestar6-h100 allows 1 node of 2 GPUs per job) it needs 625.1 GiB per GPU, which has 79.1 GiB usable; it would fit on 32× h100-pcie, more than tacc-lonestar6-h100 takes in one job: target another resource; or per GPU the model states take 531.5 GiB and the activations 11.1 GiB: try method: lora or qlora, "
         "or a larger tensor_parallel or pipeline_parallel (now 1 × 1)",
-        f"{path}:3: workloads[1]: pinned does not fit: it needs 1,756.8 GiB per GPU (P10 GiB at the memory p10) on "
+        f"{path}:3: workloads[1]: pinned does not fit: it needs 1,756.76 GiB per GPU (P10 GiB at the memory p10) on "
         "1× h100-pcie, which has "
         "79.1 GiB usable; per GPU the model states take 1,051.3 GiB and the activations 544.8 GiB: try method: lora "
         "or qlora, zero_stage: 3 (now 2), more GPUs (gpus: now 1), activation_checkpointing: true, a smaller "

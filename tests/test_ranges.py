@@ -12,6 +12,7 @@ import importlib.util
 import json
 import shutil
 import statistics
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 import sys
 from pathlib import Path
 
@@ -81,10 +82,17 @@ def test_quantiles_interpolate_between_sorted_rows_as_numpy_and_statistics_do():
                                                                                  method="inclusive")[-1])
 
 
-def test_a_time_is_the_inverse_of_a_rate():
-    i = intervals.interval(10.0, (0.5, 1.0, 2.0), inverse=True)
-    r = intervals.interval(10.0, (0.5, 1.0, 2.0))
-    assert i.p10 == pytest.approx(10 / r.p90 * 10) and i.p90 == pytest.approx(10 / r.p10 * 10)
+def test_a_time_is_the_inverse_of_a_rate_and_its_ends_are_worked_from_printed_figures():
+    # Percentiles of (0.5, 1.0, 2.0): 0.6 and 1.8; a time's are 1 ÷ 1.8 = 0.5556 and 1 ÷ 0.6 = 1.6667, printed to
+    # 3 decimals rounded outward (units.range_factors): 0.555 and 1.667.
+    assert intervals.factors((0.5, 1.0, 2.0)) == (0.6, 1.8)
+    assert intervals.factors((2.0, 0.5, 1.0), inverse=True) == (0.555, 1.667)
+    # Hours from a rate: 10.00 ÷ 1.8 = 5.555… rounded down, 10.00 ÷ 0.6 = 16.666… rounded up; the rate itself × them.
+    i = intervals.interval(10.0, 10.0, (0.6, 1.8), 0.01, inverse=True)
+    r = intervals.interval(10.0, 10.0, (0.6, 1.8), 0.01)
+    assert (i.p10, i.p50, i.p90) == (5.55, 10.0, 16.67) and (r.p10, r.p90) == (6.0, 18.0)
+    # The estimate as printed, not the one carried: 10.004 printed 10.00 gives what 10.00 does.
+    assert intervals.interval(10.004, 10.0, (0.6, 1.8), 0.01, inverse=True).p90 == 16.67
 
 
 def test_coverage_counts_cases_and_auto_buffer_reaches_it():
@@ -138,8 +146,12 @@ def test_a_flops_plan_has_its_ranges_their_basis_and_its_coverage(plan_workloads
     b = errors.basis("flops-single-node")
     assert basis["gpu_hours"] == {"regime": "flops-single-node", "rows": len(b.rows), "ids": list(b.ids),
                                   "pooled": False, "own_rows": len(b.rows)}
-    low = intervals.quantile(b.residuals, 0.1)
-    assert r["gpu_hours"]["p90"] == pytest.approx(w["gpu_hours"] / low, rel=1e-6)
+    # The p90 is the GPU-hours as printed ÷ the residuals' 10th percentile rounded down to 3 decimals, rounded up
+    # to 0.01 h (units.range_ends): a product of printed figures.
+    low = Decimal(repr(intervals.quantile(b.residuals, 0.1))).quantize(Decimal("0.001"), ROUND_FLOOR)
+    assert basis["gpu_hours"] == basis["tokens_per_second"]
+    assert Decimal(repr(r["gpu_hours"]["p90"])) == (Decimal(repr(w["gpu_hours"])) / low).quantize(Decimal("0.01"),
+                                                                                                   ROUND_CEILING)
     assert w["request_coverage"] == pytest.approx(intervals.covered(tuple(1 / x for x in b.residuals), 1.3), abs=1e-6)
     (note,) = records(w, "request-coverage")
     assert note["values"]["coverage"] == pytest.approx(w["request_coverage"], abs=1e-6)

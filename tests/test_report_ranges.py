@@ -124,8 +124,9 @@ def test_derivation_says_where_each_range_comes_from(built):
                                "runs"),
                     (tune, f"{tune['ranges_basis']['gpu_hours']['rows']:,} steps of measured training runs")):
         r = w["ranges"]["gpu_hours"]
-        assert (f"- **Range:** p10–p90 {fmt_hours(r['p10'])}–{fmt_hours(r['p90'])} GPU-h ({rows}); covers "
-                f"{fmt_pct(w['request_coverage'])}") in md
+        assert re.search(rf"- \*\*Range:\*\* p10–p90 {re.escape(fmt_hours(w['gpu_hours']))} ÷ [\d.]+ to ÷ [\d.]+ = "
+                         rf"{re.escape(fmt_hours(r['p10']))}–{re.escape(fmt_hours(r['p90']))} GPU-h "
+                         rf"\({re.escape(rows)}\); covers {re.escape(fmt_pct(w['request_coverage']))}", md)
     assert "- **Range:** none: a service's GPU-hours are its hours" in md
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from ..catalog.shapes import ModelSpec, attention_head_size, is_mla, is_moe, matmul_params, projection_widths
-from ..units import SECONDS_PER_HOUR, rate_shown
+from ..units import SECONDS_PER_HOUR, rate_shown, rate_text, ratio_shown, ratio_text
 
 # Without a pilot or a workload MFU the training rate is timed by the step's parts (estimate/step_time.py, which
 # replaced the default MFU 0.51, the median published HFU); a workload's own MFU is applied to model FLOPs here.
@@ -209,8 +209,11 @@ def scale_pilot(tokens_per_second: float, *, from_gpu: str, from_count: int, fro
     communication-heavy jobs; the plan flags every such estimate as an
     extrapolation.
     """
-    scaled = tokens_per_second * (to_count / from_count) * (to_rate / from_rate)
-    rule = (f"{tokens_per_second:,.0f} tokens/s measured on {from_count}× {from_gpu} "
+    # Worked from the printed figures: the measured rate as printed × the counts' fraction × the rates' ratio as
+    # printed (units.RATIO_DECIMALS), so that a reader redoes the product.
+    ratio = ratio_shown(to_rate, from_rate)
+    scaled = float(Decimal(repr(rate_shown(tokens_per_second))) * to_count / from_count * Decimal(repr(ratio)))
+    rule = (f"{rate_text(tokens_per_second)} tokens/s measured on {from_count}× {from_gpu} "
             f"× ({to_count}/{from_count} GPUs) × ({rate_name} {to_gpu} ÷ {from_gpu} = "
-            f"{to_rate / from_rate:.3f}) = {scaled:,.0f} tokens/s on {to_count}× {to_gpu}")
+            f"{ratio_text(ratio)}) = {rate_text(scaled)} tokens/s on {to_count}× {to_gpu}")
     return ScaledThroughput(scaled, rule)

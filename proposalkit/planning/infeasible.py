@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from ..catalog import PRECISION_FALLBACK, PRECISION_HARDWARE
 from ..errors import Problem
-from ..units import GiB
+from ..units import GiB, factor_text, gib_shown
 from .records import Candidate, Settings
 from . import ranges, search
 from .search import Target
@@ -94,9 +94,10 @@ def does_not_fit(lw, s: Settings, closest: Candidate, relaxed: str | None) -> st
     """The message for a workload that fits on no configuration tried, with what to change."""
     w = lw.spec
     where = f"{lw.path}:{lw.line}: workloads[{lw.index}]" if lw.line else lw.path
-    low = (f" ({_gib(closest.per_gpu_bytes * ranges.memory_margins()[0])} at the memory p10)"
-           if w.kind != "inference" else "")
-    msg = (f"{where}: {w.name} does not fit: it needs {closest.per_gpu_bytes / GiB:,.1f} GiB per GPU{low} on "
+    margin, p10 = factor_text(ranges.memory_margins()[0]), ranges.memory_range(closest.per_gpu_bytes)[0]
+    low = f" (× {margin} = {p10:,.2f} GiB at the memory p10)" if w.kind != "inference" else ""
+    needs = f"{gib_shown(closest.per_gpu_bytes):,.2f}" if low else f"{closest.per_gpu_bytes / GiB:,.1f}"
+    msg = (f"{where}: {w.name} does not fit: it needs {needs} GiB per GPU{low} on "
            f"{closest.count}× {closest.gpu}, which has {closest.usable_bytes / GiB:,.1f} GiB usable")
     if relaxed:
         return msg + would_fit(w, relaxed)
@@ -198,12 +199,14 @@ def tight_warning(lw, s: Settings, chosen: Candidate, memory, low: float, high: 
     for text, settings, ckpt in levers:
         total = search.memory_of(lw.model, w, settings, chosen.count, chosen.zero_stage, ckpt).total
         if total < memory.total:
-            cuts.append((total, f"{text} (p90 {_gib(total * high)}{', fits' if total * high <= usable else ''})"))
+            cuts.append((total, f"{text} (p90 {ranges.memory_range(total)[1]:,.2f} GiB"
+                                f"{', fits' if total * high <= usable else ''})"))
     cuts.sort()
     share = ranges.memory_fit_share(memory.total, usable)
-    return (f"{w.name}: tight on {chosen.count}× {chosen.gpu}: {_gib(memory.total)} per GPU planned of "
-            f"{_gib(usable)} usable, {memory.total * low / GiB:,.1f}–{_gib(memory.total * high)} at the memory "
-            "p10–p90: "
+    p10, p90 = ranges.memory_range(memory.total)
+    return (f"{w.name}: tight on {chosen.count}× {chosen.gpu}: {gib_shown(memory.total):,.2f} GiB per GPU planned "
+            f"of {gib_shown(usable):,.2f} GiB usable, × {factor_text(low)}–{factor_text(high)} = "
+            f"{p10:,.2f}–{p90:,.2f} GiB at the memory p10–p90: "
             f"it fits in {share:.0%} of the validated cases (whole-device memory, measured ÷ planned), so a run may "
             "need more than the GPU has; to cut: "
             + (_or([c for _, c in cuts]) if cuts else "a shorter seq_len, or more GPUs"))

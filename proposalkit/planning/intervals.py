@@ -3,15 +3,18 @@ on samples of residuals that makes them (pure; planning/ranges.py applies it to 
 
 An interval is the estimate (p50) times the 10th and 90th percentiles of its regime's residuals
 (catalog/errors.py: measured ÷ planned); a quantity that is the inverse of a rate (hours, a latency) takes
-the inverse residuals. Percentiles are interpolated between the sorted rows (Hyndman & Fan 1996 type 7,
-numpy's default and Python's statistics.quantiles(method="inclusive")). The share of validated cases a
-request covers is counted, not interpolated: the rows whose need is at most the request, ÷ all rows.
+the inverse residuals. Both are carried as printed (units.range_factors, range_ends): the percentiles
+rounded outward to units.FACTOR_DECIMALS, the ends worked from the estimate as printed and those factors,
+rounded outward to the figure's printed step, so that a reader redoes each end from printed figures.
+Percentiles are interpolated between the sorted rows (Hyndman & Fan 1996 type 7, numpy's default and
+Python's statistics.quantiles(method="inclusive")). The share of validated cases a request covers is
+counted, not interpolated: the rows whose need is at most the request, ÷ all rows.
 
 The total of a plan combines its workloads by one explicit rule: their errors are taken as fully
 correlated (one planner, one bias: the workloads' needs rise and fall together), so the total's p10 and
-p90 are the sums of the workloads' and its need at any share u of cases is the sum of each workload's
-need at u (comonotonic addition). It is the widest interval any dependence gives, and it is computed
-exactly, without sampling: the outputs are byte-deterministic.
+p90 are the sums of the workloads' (as printed, added in decimal) and its need at any share u of cases is
+the sum of each workload's need at u (comonotonic addition). It is the widest interval any dependence
+gives, and it is computed exactly, without sampling: the outputs are byte-deterministic.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+
+from ..units import decimal_sum, range_ends, range_factors
 
 LOW, HIGH = 0.10, 0.90
 # A share is "at most the request" up to this relative tolerance (floating point of the same product).
@@ -65,13 +70,19 @@ class Interval:
         return self.p90 / self.p10 if self.p10 else math.inf
 
 
-def interval(p50: float, residuals: tuple[float, ...], inverse: bool = False) -> Interval:
-    """The estimate times its residuals' 10th and 90th percentiles (`inverse`: a time, which divides)."""
+def factors(residuals: tuple[float, ...], inverse: bool = False) -> tuple[float, float]:
+    """The printed p10 and p90 factors of the residuals (units.range_factors: rounded outward); `inverse`: of a
+    time, the inverse of the rate the residuals measure (its p10 is 1 ÷ their p90)."""
     ascending = tuple(sorted(residuals))
     low, high = quantile(ascending, LOW), quantile(ascending, HIGH)
-    if inverse:
-        return Interval(p50 / high, p50, p50 / low)
-    return Interval(p50 * low, p50, p50 * high)
+    return range_factors(*((1 / high, 1 / low) if inverse else (low, high)))
+
+
+def interval(p50: float, shown: float, printed: tuple[float, float], step: float, inverse: bool = False) -> Interval:
+    """The estimate `p50` with its ends (units.range_ends): `shown`, the estimate as printed, × the printed factors,
+    or ÷ them where `inverse` (hours from a rate), rounded outward to `step`."""
+    low, high = range_ends(shown, printed, step, inverse)
+    return Interval(low, p50, high)
 
 
 @dataclass(frozen=True)
@@ -91,6 +102,9 @@ class RangeBasis:
     """The regime's own rows."""
     why: str = ""
     """For no spread: why (hours-given, engine-reservation)."""
+    factors: tuple[float, float] = (1.0, 1.0)
+    """The p10 and p90 factors as printed, of the first quantity it gives (tokens/s for the speed; the others it
+    gives are that or its inverse)."""
 
 
 @dataclass(frozen=True)
@@ -128,11 +142,12 @@ def total(workloads: list[tuple[float, float, Ranges]]) -> TotalRange | None:
     if not workloads:
         return None
     groups: dict[tuple[float, ...], float] = {}
-    p10 = p50 = p90 = requested = 0.0
+    requested = 0.0
     for hours, asked, r in workloads:
         groups[r.need_factors] = groups.get(r.need_factors, 0.0) + hours
-        g = r.get("gpu_hours")
-        p10, p50, p90, requested = p10 + g.p10, p50 + g.p50, p90 + g.p90, requested + asked
+        requested += asked
+    p10, p50, p90 = (decimal_sum(getattr(r.get("gpu_hours"), p) for _, _, r in workloads)
+                     for p in ("p10", "p50", "p90"))
     # need(u) = Σ hours × the ⌈u·n⌉-th smallest factor: a step function of u, constant between the points k/n.
     points = sorted({Fraction(k, len(f)) for f in groups for k in range(1, len(f) + 1)})
     coverage = Fraction(0)

@@ -17,12 +17,14 @@ The request stays gpu_hours × (1 + buffer); request_coverage is the share of va
 from __future__ import annotations
 
 import functools
+from decimal import Decimal
 
 from ..catalog import engines
 from ..catalog.errors import MIN_ROWS, REGIMES, Basis, basis, speed_regime
 from ..estimate.links import NODE_GPUS
 from ..notes import Note, note
-from .intervals import HIGH, LOW, Interval, RangeBasis, Ranges, buffer_for, covered, interval, quantile
+from ..units import GIB_DECIMALS, bytes_of_gib, gib_shown, hours_step, ms_figure, ms_step, range_ends, rate_shown, rate_step
+from .intervals import Interval, RangeBasis, Ranges, buffer_for, covered, factors, interval
 
 DEVICE_REGIME = "memory-device"
 PILOT_LOG = "pilot-log"
@@ -37,15 +39,27 @@ def _basis(regime: str) -> Basis:
     return basis(regime)
 
 
-def _record(b: Basis) -> RangeBasis:
-    return RangeBasis(b.regime, len(b.rows), b.ids, b.pooled, b.own_rows)
+def _record(b: Basis, inverse: bool = False) -> RangeBasis:
+    """Where a range comes from, with its factors as printed (`inverse`: of a time the regime's rate measures)."""
+    return RangeBasis(b.regime, len(b.rows), b.ids, b.pooled, b.own_rows, factors=factors(b.residuals, inverse))
 
 
 def memory_margins() -> tuple[float, float]:
-    """The whole-device memory error's 10th and 90th percentiles (measured ÷ planned): a training configuration
-    is chosen where its memory × the 90th fits; one pinned is refused only where × the 10th does not."""
-    residuals = _basis(DEVICE_REGIME).residuals
-    return quantile(residuals, LOW), quantile(residuals, HIGH)
+    """The whole-device memory error's 10th and 90th percentiles (measured ÷ planned) as printed (rounded outward,
+    units.range_factors): a training configuration is chosen where its memory × the 90th fits; one pinned is refused
+    only where × the 10th does not."""
+    return factors(_basis(DEVICE_REGIME).residuals)
+
+
+def memory_range(device_bytes: float) -> tuple[float, float]:
+    """The memory per GPU at the p10 and p90, in GiB as printed: the estimate's GiB as printed × memory_margins,
+    rounded outward to 0.01 GiB (units.range_ends)."""
+    return range_ends(float(gib_shown(round(device_bytes))), memory_margins(), 10.0 ** -GIB_DECIMALS)
+
+
+def _bytes(gib: float) -> int:
+    """Whole bytes of a range's end printed in GiB (the plan JSON gives bytes)."""
+    return bytes_of_gib(Decimal(repr(gib)))
 
 
 def memory_fit_share(total: float, usable: float) -> float:
@@ -106,13 +120,13 @@ def workload_ranges(w) -> Ranges:
     regime = rate_regime(w.kind, tp.source, w.gpu_count, w.settings.tensor_parallel)
     if tp.tokens_per_second is not None and regime is not None:
         if steps:
-            speed, residuals = RangeBasis(PILOT_LOG, run.steps_used or len(steps)), steps
+            speed = RangeBasis(PILOT_LOG, run.steps_used or len(steps), factors=factors(steps))
         else:
-            b = _basis(regime)
-            speed, residuals = _record(b), b.residuals
-        intervals += [("tokens_per_second", interval(tp.tokens_per_second, residuals)),
-                      ("runtime_hours", interval(w.runtime_hours, residuals, inverse=True)),
-                      ("gpu_hours", interval(w.gpu_hours, residuals, inverse=True))]
+            speed = _record(_basis(regime))
+        rate, f = tp.tokens_per_second, speed.factors
+        intervals += [("tokens_per_second", interval(rate, rate_shown(rate), f, rate_step(rate))),
+                      ("runtime_hours", interval(w.runtime_hours, w.runtime_hours, f, hours_step(), inverse=True)),
+                      ("gpu_hours", interval(w.gpu_hours, w.gpu_hours, f, hours_step(), inverse=True))]
         bases += [("tokens_per_second", speed), ("runtime_hours", speed), ("gpu_hours", speed)]
     else:
         fixed = RangeBasis(None, 0, why=HOURS_GIVEN)
@@ -125,17 +139,17 @@ def workload_ranges(w) -> Ranges:
         intervals.append(("device_bytes", Interval(device, device, device)))
         bases.append(("device_bytes", RangeBasis(None, 0, why=ENGINE_RESERVATION)))
     else:
-        b = _basis(DEVICE_REGIME)
-        intervals.append(("device_bytes", interval(device, b.residuals)))
-        bases.append(("device_bytes", _record(b)))
+        low, high = memory_range(device)
+        intervals.append(("device_bytes", Interval(_bytes(low), device, _bytes(high))))
+        bases.append(("device_bytes", _record(_basis(DEVICE_REGIME))))
     if served is not None:
         intervals, bases = _inference(served, intervals, bases, speed_basis=dict(bases).get("tokens_per_second"))
-    factors = need_factors(w.kind, tp.source, w.gpu_count, w.settings.tensor_parallel, steps) \
+    needs = need_factors(w.kind, tp.source, w.gpu_count, w.settings.tensor_parallel, steps) \
         if tp.tokens_per_second is not None else (1.0,)
     order = {q: i for i, q in enumerate(QUANTITIES)}
     intervals.sort(key=lambda item: order[item[0]])
     bases.sort(key=lambda item: order[item[0]])
-    return Ranges(tuple(intervals), tuple(bases), factors, covered(factors, 1 + w.settings.buffer))
+    return Ranges(tuple(intervals), tuple(bases), needs, covered(needs, 1 + w.settings.buffer))
 
 
 def _inference(served, intervals, bases, speed_basis: RangeBasis | None):
@@ -146,9 +160,9 @@ def _inference(served, intervals, bases, speed_basis: RangeBasis | None):
     for quantity, regime in (("ttft_ms", "inference-prefill"), ("tpot_ms", "inference-decode")):
         value = getattr(served, quantity)
         if value is not None:
-            b = _basis(regime)
-            intervals.append((quantity, interval(value, b.residuals, inverse=True)))
-            bases.append((quantity, _record(b)))
+            b = _record(_basis(regime), inverse=True)
+            intervals.append((quantity, interval(value, ms_figure(value), b.factors, ms_step(value))))
+            bases.append((quantity, b))
     return intervals, bases
 
 
@@ -169,13 +183,11 @@ def range_notes(r: Ranges, s, illustrative: bool = False) -> list[Note]:
     for quantity, b in r.bases:
         grouped.setdefault(b, []).append(quantity)
     for b, quantities in grouped.items():
-        first = r.get(quantities[0])
         regime = REGIMES.get(b.regime)
         out.append(note("range-basis", quantities=tuple(quantities), regime=b.regime,
                         what=regime.what if regime else None, short=regime.short if regime else None, rows=b.rows,
                         own_rows=b.own_rows, pooled=b.pooled, min_rows=MIN_ROWS, why=b.why or None,
-                        low=first.p10 / first.p50 if first.p50 else 1.0,
-                        high=first.p90 / first.p50 if first.p50 else 1.0,
+                        low=b.factors[0], high=b.factors[1],
                         **({"illustrative": True} if illustrative and b.regime == "pilot-log" else {})))
     hours = r.basis("gpu_hours")
     out.append(note("request-coverage", ("nairr-guide",), buffer=s.buffer, coverage=r.request_coverage,

@@ -18,7 +18,7 @@ from ..estimate.memory import (
     DEFAULT_OVERHEAD, InferenceSetup, MemoryBreakdown, inference_memory, training_memory,
 )
 from ..catalog.shapes import ModelSpec
-from ..units import GiB, gib_shown, requested_gpu_hours, requested_per_run
+from ..units import GiB, factor_text, gib_shown, requested_gpu_hours, requested_per_run
 from ..catalog import resources
 from . import charges, pilots, ranges
 from .speed import throughput, training_setup
@@ -314,18 +314,34 @@ def alternatives(candidates: list[Candidate], chosen: Candidate) -> tuple[Candid
     """Per GPU type, the best candidate (or the largest that did not fit), and on node-hour
     resources every count that cost more because it left GPUs of a charged node idle;
     each with why it lost."""
-    by_type: dict[str, Candidate] = {}
+    of_type: dict[str, list[Candidate]] = {}
     for c in candidates:
-        if c.gpu == chosen.gpu and c.count == chosen.count:
-            continue
-        current = by_type.get(c.gpu)
-        if c.fits and (current is None or not current.fits or c.cost < current.cost):
-            by_type[c.gpu] = c
-        elif not c.fits and (current is None or (not current.fits and c.count > current.count)):
-            by_type[c.gpu] = c
+        if not (c.gpu == chosen.gpu and c.count == chosen.count):
+            of_type.setdefault(c.gpu, []).append(c)
+    by_type = {gpu: _type_best(cs) for gpu, cs in of_type.items()}
     return tuple(c._replace(reason=_why_not(c, chosen)) for c in candidates
                  if not (c.gpu == chosen.gpu and c.count == chosen.count)
                  and (by_type[c.gpu] is c or (c.fits and c.idle_gpus and c.cost > chosen.cost * (1 + 1e-9))))
+
+
+# Costs of one GPU type within this share of its cheapest are one cost in the alternatives listed: a pilot's rate
+# carried to other GPUs is worked from printed figures (speed.carried_throughput: the modelled rates to whole
+# tokens/s, their ratio to 3 decimals), which moves a count's cost by up to about 0.07% (0.0005 ÷ a ratio near 1,
+# plus 0.5 ÷ rates of thousands of tokens/s), and that is no reason to show more GPUs.
+PRINTED_TIE = 0.001
+
+
+def _type_best(candidates: list[Candidate]) -> Candidate:
+    """One GPU type's best candidate: of those that fit, the cheapest, where the rates are carried from a pilot
+    the fewest GPUs within PRINTED_TIE of it; where none fits, the largest count tried."""
+    fitting = [c for c in candidates if c.fits]
+    if not fitting:
+        return max(candidates, key=lambda c: c.count)
+    cheapest = min(fitting, key=lambda c: c.cost)
+    if not cheapest.extrapolated:
+        return cheapest
+    return min((c for c in fitting if c.extrapolated and c.cost <= cheapest.cost * (1 + PRINTED_TIE)),
+               key=lambda c: (c.count, c.cost))
 
 
 def _why_not(c: Candidate, chosen: Candidate) -> str:
@@ -365,7 +381,8 @@ def does_not_fit(c: Candidate) -> str:
     # GiB to 0.01, as the table beside the reason prints them
     need, has = f"{gib_shown(c.per_gpu_bytes):,} GiB", f"{gib_shown(c.usable_bytes):,} GiB"
     if c.per_gpu_bytes <= c.usable_bytes:     # within the memory, not within the validated margin above it
-        return (f"does not fit with the margin: needs {need} per GPU{tried}, at the memory p90 "
-                f"{gib_shown(round(c.per_gpu_bytes * ranges.memory_margins()[1])):,} GiB; {c.gpu} has {has}")
+        margin, p90 = factor_text(ranges.memory_margins()[1]), ranges.memory_range(c.per_gpu_bytes)[1]
+        return (f"does not fit with the margin: needs {need} per GPU{tried}, × {margin} = {p90:,.2f} GiB at the "
+                f"memory p90; {c.gpu} has {has}")
     return f"does not fit: needs {need} per GPU{tried}, {c.gpu} has {has}"
 

@@ -23,6 +23,7 @@ from ..estimate.step_time import (
     COMPUTE_FRACTION_REFERENCES, COMPUTE_FRACTION_SOURCE, MAMF_FRACTION, StepTime, matmul_fraction, training_step,
 )
 from ..knobs import KNOBS
+from ..units import product, rate_shown, rate_text, ratio_shown, ratio_text
 from . import pilots
 from .derivation import step_summary, step_text
 from .records import Settings, Throughput
@@ -172,11 +173,14 @@ def carried_throughput(model: ModelSpec, w, s: Settings, rate: float, source: GP
     fpt = training_flops_per_token(model, w.method or "full", s.seq_len, checkpointing, s.selective_policy)
     to, _ = modelled_step(model, w, s, gpu, count, checkpointing, zero_stage, fpt)
     was, _ = modelled_step(model, w, s, source, from_count, checkpointing, zero_stage, fpt)
-    ratio = to.tokens_per_second / was.tokens_per_second
-    carried = rate * ratio
-    text = (f"{rate:,.0f} tokens/s measured on {from_count}× {source.id} × (the step-time model's "
-            f"{to.tokens_per_second:,.0f} tokens/s on {count}× {gpu.id} ÷ its {was.tokens_per_second:,.0f} on "
-            f"{from_count}× {source.id} = {ratio:.3f}) = {carried:,.0f} tokens/s on {count}× {gpu.id} ({CARRY_RULE})")
+    # Worked from the printed figures: the modelled rates as printed, their ratio to units.RATIO_DECIMALS, the
+    # measured rate as printed × that ratio.
+    to_rate, was_rate = rate_shown(to.tokens_per_second), rate_shown(was.tokens_per_second)
+    ratio = ratio_shown(to_rate, was_rate)
+    carried = product(rate_shown(rate), ratio)
+    text = (f"{rate_text(rate)} tokens/s measured on {from_count}× {source.id} × (the step-time model's "
+            f"{rate_text(to_rate)} tokens/s on {count}× {gpu.id} ÷ its {rate_text(was_rate)} on {from_count}× "
+            f"{source.id} = {ratio_text(ratio)}) = {rate_text(carried)} tokens/s on {count}× {gpu.id} ({CARRY_RULE})")
 
     def written(step: StepTime, on: GPUSpec) -> str:
         implied = step.tokens_per_second * fpt.model / (step.gpus * on.peak_16bit_flops)
@@ -196,19 +200,20 @@ def two_scale_throughput(model: ModelSpec, w, s: Settings, sc: pilots.Scaling, g
         if run.gpu == gpu.id and run.gpus == count:
             return Throughput(run.tokens_per_second, "pilot",
                               f"{run.tokens_per_second:,.0f} tokens/s measured on {count}× {gpu.id} (pilot {run.log})")
-    per_gpu = sc.per_gpu(count)
-    rate = per_gpu * count
-    text = (f"{sc.text()}; on {count} GPUs {per_gpu:,.0f} per GPU × {count} = {rate:,.0f} tokens/s on {count}× "
-            f"{sc.small.gpu} ({pilots.SCALING_RULE}, not linear scaling)")
+    per_gpu = rate_shown(sc.per_gpu(count))      # the rate worked from the per-GPU rate as printed
+    rate = product(per_gpu, count)
+    text = (f"{sc.text()}; on {count} GPUs {rate_text(per_gpu)} per GPU × {count} = {rate_text(rate)} tokens/s on "
+            f"{count}× {sc.small.gpu} ({pilots.SCALING_RULE}, not linear scaling)")
     if gpu.id == sc.small.gpu:
         return Throughput(rate, "pilot-extrapolated", text)
     source = gpus[sc.small.gpu]
     if w.kind != "inference":
         carried = carried_throughput(model, w, s, rate, source, count, gpu, count, checkpointing, zero_stage)
         return dataclasses.replace(carried, derivation=f"{text}; {carried.derivation}")
-    ratio = gpu.memory_bandwidth / source.memory_bandwidth
+    ratio = ratio_shown(gpu.memory_bandwidth, source.memory_bandwidth)
     rate = scale_pilot(rate, from_gpu=source.id, from_count=count, from_rate=source.memory_bandwidth,
                        to_gpu=gpu.id, to_count=count, to_rate=gpu.memory_bandwidth,
                        rate_name="memory bandwidth").tokens_per_second
-    text += f"; × (memory bandwidth {gpu.id} ÷ {source.id} = {ratio:.3f}) = {rate:,.0f} tokens/s on {count}× {gpu.id}"
+    text += (f"; × (memory bandwidth {gpu.id} ÷ {source.id} = {ratio_text(ratio)}) = {rate_text(rate)} tokens/s on "
+             f"{count}× {gpu.id}")
     return Throughput(rate, "pilot-extrapolated", text)

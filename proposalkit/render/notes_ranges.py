@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..notes import Note
+from ..units import factor_text
 from .format import and_list, fmt_hours, fmt_pct
 
 # The quantities of a plan's ranges, as a sentence names them.
@@ -48,12 +49,21 @@ def source(n: Note) -> str:
     return f"the {n['rows']} validation rows of {n['what']} (measured ÷ planned)"
 
 
+# The quantities worked as the inverse of a group's first (hours from a rate: the estimate ÷ the factors).
+INVERSE = ("runtime_hours", "gpu_hours")
+
+
 def range_basis(n: Note) -> str:
-    """Where one group of quantities' p10–p90 comes from."""
-    names = _names(n["quantities"])
+    """Where one group of quantities' p10–p90 comes from, and how its ends are worked from the printed factors."""
+    quantities = n["quantities"]
+    names = _names(quantities)
     if n["regime"] is None:
         return f"range of {names}: none ({source(n)})"
-    spread = f"p10–p90 = {n['low']:.2f}–{n['high']:.2f} × the estimate of {QUANTITY_WORDS[n['quantities'][0]]}"
+    low, high = factor_text(n["low"]), factor_text(n["high"])
+    spread = f"p10–p90 = {low}–{high} × the estimate of {QUANTITY_WORDS[quantities[0]]}"
+    inverse = [q for q in quantities[1:] if q in INVERSE]
+    if inverse:
+        spread += f" ({_names(inverse)}: the estimate ÷ {high} to ÷ {low})"
     return f"range of {names}: {spread}, from {source(n)}"
 
 
@@ -82,15 +92,16 @@ def request_coverage(n: Note) -> str:
 
 def fit_margin(n: Note) -> str:
     if n["tight"]:
-        return (f"no configuration tried fits at the memory p90 (the estimate × {n['margin']:.3f}): the one chosen "
-                "fits at the p10, planned tight (see its warning)")
-    return (f"configurations chosen where the memory p90 fits: the estimate × {n['margin']:.3f} (the whole-device "
-            "rows' 90th percentile, measured ÷ planned) within the GPU's usable memory")
+        return (f"no configuration tried fits at the memory p90 (the estimate × {factor_text(n['margin'])}): the one "
+                "chosen fits at the p10, planned tight (see its warning)")
+    return (f"configurations chosen where the memory p90 fits: the estimate × {factor_text(n['margin'])} (the "
+            "whole-device rows' 90th percentile, measured ÷ planned) within the GPU's usable memory")
 
 
-def range_line(low: float, high: float, basis: Note, coverage: Note) -> str:
-    """The report's derivation line, short enough for one line of the PDF: the GPU-hours needed at p10–p90,
-    the rows the spread comes from (their factors: Appendix A's range note), the share the request covers."""
+def range_line(hours, basis: Note, coverage: Note) -> str:
+    """The report's derivation line: the GPU-hours needed at p10–p90 worked from the printed GPU-hours and factors
+    (units.range_ends: the low end rounded down, the high end up), the rows the spread comes from, the share the
+    request covers. `hours`: the GPU-hours' interval (planning/intervals.Interval)."""
     if basis["regime"] is None:
         return f"none: {SHORT_NO_SPREAD[basis['why']]}"
     if basis["regime"] == "pilot-log":
@@ -101,7 +112,9 @@ def range_line(low: float, high: float, basis: Note, coverage: Note) -> str:
         rows = f"{basis['short']}: {_plural(basis['own_rows'], 'validation run')}, pooled to {basis['rows']}"
     else:
         rows = f"{basis['short']}: {_plural(basis['rows'], 'validation run')}"
-    return f"p10–p90 {fmt_hours(low)}–{fmt_hours(high)} GPU-h ({rows}); covers {fmt_pct(coverage['coverage'])}"
+    worked = (f"{fmt_hours(hours.p50)} ÷ {factor_text(basis['high'])} to ÷ {factor_text(basis['low'])} = "
+              f"{fmt_hours(hours.p10)}–{fmt_hours(hours.p90)} GPU-h")
+    return f"p10–p90 {worked} ({rows}); covers {fmt_pct(coverage['coverage'])}"
 
 
 RANGE_WORDS: dict[str, Callable[[Note], str]] = {"range-basis": range_basis, "request-coverage": request_coverage,

@@ -207,8 +207,9 @@ def _need(w: WorkloadPlan) -> tuple[float, float] | None:
 def _ranges_note(plan: Plan) -> str:
     """What the need and covers columns are (planning/ranges.py), and what a buffer set by coverage is for."""
     auto = any(w.settings.coverage is not None for w in plan.workloads)
-    return ("Need p10–p90: GPU-hours before the buffer at the 10th and 90th percentiles of the estimate's error on "
-            "validation runs; covers: the share of those runs the request suffices for"
+    # units.range_ends: the printed GPU-hours ÷ the printed factors, the low end rounded down and the high end up.
+    return ("Need p10–p90: GPU-hours before the buffer ÷ the 90th and 10th percentiles of the estimate's error on "
+            "validation runs, rounded outward; covers: the share of those runs the request suffices for"
             + ("; a buffer set by coverage covers the estimate's error only" if auto else "") + ".")
 
 

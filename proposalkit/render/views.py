@@ -271,8 +271,7 @@ def _range_step(w: WorkloadPlan) -> Step | None:
         return None
     basis = next(n for n in of_kind(w.assumptions, "range-basis") if "gpu_hours" in n["quantities"])
     (coverage,) = of_kind(w.assumptions, "request-coverage")
-    hours = r.get("gpu_hours")
-    return Step("Range", range_line(hours.p10, hours.p90, basis, coverage))
+    return Step("Range", range_line(r.get("gpu_hours"), basis, coverage))
 
 
 def _walltime_step(w: WorkloadPlan) -> Step | None:

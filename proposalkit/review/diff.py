@@ -19,7 +19,7 @@ from typing import Callable
 from ..catalog.resources import dollars
 from ..render.format import fmt_pct, md_code, md_escape
 from ..text import control_escape, json_control_escape
-from ..units import GiB, pct_text
+from ..units import GiB, pct_text, rounded_outward
 from .sides import EMPTY, Side, Version, read_side  # noqa: F401  (EMPTY, Side: this module's API too)
 
 SCHEMA_VERSION = 1
@@ -160,10 +160,13 @@ def _range(v: Version) -> tuple[float, float] | None:
 
 
 def _span(r: tuple[float, float] | None) -> str:
-    """'9.9–10.5 GPU-h'; one figure where the two ends agree (no spread: a service's hours)."""
+    """'9.9–10.5 GPU-h', the low end rounded down and the high end up to the 0.1 shown (the range printed holds the
+    plan's); one figure where the two ends agree (no spread: a service's hours)."""
     if r is None:
         return "unset"
-    low, high = _hours(r[0]), _hours(r[1])
+    if r[0] == r[1]:
+        return f"{_hours(r[0])} GPU-h"
+    low, high = _hours(rounded_outward(r[0], 1, up=False)), _hours(rounded_outward(r[1], 1, up=True))
     return f"{low if low == high else f'{low}–{high}'} GPU-h"
 
 
@@ -417,8 +420,10 @@ def markdown(d: Diff) -> str:
     out.append(row("GPU-hours before the buffer", t0["gpu_hours"], t1["gpu_hours"]))
     spans = _total_range(d.old), _total_range(d.new)
     if None not in spans:
-        out.append(row("GPU-hours needed, p10", spans[0][0], spans[1][0]))
-        out.append(row("GPU-hours needed, p90", spans[0][1], spans[1][1]))
+        # Each end to the 0.1 shown, outward (as _span): the p10 down, the p90 up; the change is of those figures.
+        low, high = ([rounded_outward(span[end], 1, up=end == 1) for span in spans] for end in (0, 1))
+        out.append(row("GPU-hours needed, p10", *low))
+        out.append(row("GPU-hours needed, p90", *high))
         c0, c1 = t0.get("request_coverage"), t1.get("request_coverage")
         points = 100 * (c1 - c0) if c0 is not None and c1 is not None else None
         out.append(f"| request covers (validated cases) | {_share(c0) if c0 is not None else '—'} | "
