@@ -155,7 +155,7 @@ def diff(old: str, new: str, *, format: Literal["markdown", "json"] = "markdown"
     """
     if format not in ("markdown", "json"):
         raise ValueError(f"diff(): unknown format {format!r} (expected 'markdown' or 'json')")
-    from .review.diff import run_diff
+    from .review.diff_output import run_diff
 
     return run_diff(old, new, format)
 

@@ -166,7 +166,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_diff(args) -> int:
-    from .review.diff import run_diff
+    from .review.diff_output import run_diff
 
     _emit(run_diff(args.old, args.new, args.format))
     return EXIT_OK

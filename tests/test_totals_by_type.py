@@ -14,6 +14,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from proposalkit.cli import main
 from proposalkit.render.format import fmt_hours, fmt_in_unit
 
@@ -111,3 +113,37 @@ def test_supplement_units_table_totals_every_cloud_provider(tmp_path, capsys):
     html = (tmp_path / "supplement.html").read_text(encoding="utf-8")
     assert ('<tr class="total"><th scope="row">total, gcp</th><td></td><td class="num">156.00</td><td class="basis">'
             '12 months, at prices read 2025-03-06</td><td class="num">$2,300.74</td>') in html
+
+
+PR = ROOT / "docs/examples/pr"     # before: a100-40gb, h200 and a40 on Delta; after: code-1b-pretrain dropped, more
+
+
+def test_diff_gives_the_request_per_gpu_type_and_in_sus(capsys):
+    """before.yaml requests 238.68 + 251.21 + 650.00 GPU-hours of three types (1,139.89 summed), after.yaml
+    431.8 + 90.6 + 650.0 (1,172.4): the change is given per type and in Delta's SUs, never as the sums."""
+    out = cli(capsys, "diff", PR / "before.yaml", PR / "after.yaml")
+    first = out.splitlines()[0]
+    assert first.startswith("Requested GPU-hours: a100-40gb 238.7 → 431.8 (+193.1, +80.9%), a40 650.0 → 650.0 "
+                            "(+0.0), h200 251.2 → 90.6 (-160.6, -63.9%); ncsa-delta 1,317.3 → 1,028.6 SUs "
+                            "(-288.7, -21.9%); needed p10–p90 ")
+    assert "GPU-h of all GPU types together" in first
+    for total in ("1,139.9", "1,172.4", "876.8", "901.8"):      # requested and before the buffer, summed
+        assert total not in out, total
+    assert "| **requested GPU-hours, h200** | 251.2 | 90.6 | -160.6 (-63.9%) |" in out
+    assert "| **ncsa-delta, SUs** | 1,317.3 | 1,028.6 | -288.7 (-21.9%) |" in out
+    assert "| GPU-hours needed, p10 (all GPU types together) |" in out
+
+
+def test_diff_json_keeps_its_fields_and_adds_each_systems_change(capsys):
+    data = json.loads(cli(capsys, "diff", PR / "before.yaml", PR / "after.yaml", "--format", "json"))
+    delta = data["totals"]["delta"]
+    assert {"gpu_hours", "gpu_hours_requested", "by_gpu_type", "by_resource"} <= set(delta)   # CONTRACT.md's
+    assert delta["by_system"] == {"ncsa-delta": {"unit": "SUs", "amount": pytest.approx(1028.58 - 1317.31)}}
+    assert data["summary"] == cli(capsys, "diff", PR / "before.yaml", PR / "after.yaml").splitlines()[0]
+
+
+def test_diff_with_one_gpu_type_keeps_its_total(tmp_path, capsys):
+    """One GPU type on both sides: its GPU-hours are the request, as before."""
+    out = cli(capsys, "diff", ROOT / "workloads/inference/evaluation.yaml", ROOT / "workloads/inference/evaluation.yaml")
+    assert out.startswith("Requested GPU-hours: 5,647.8 → 5,647.8 (+0.0); no workload changed.")
+    assert "| **requested GPU-hours** | 5,647.8 | 5,647.8 | +0.0 |" in out

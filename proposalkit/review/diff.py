@@ -5,22 +5,21 @@ OLD and NEW are workload files, `REV:PATH` read with `git show`, or
 sides.py; every number comes from the plans' JSON form (output.plan_dict),
 never recomputed here. Workloads are matched by name;
 a removed and an added workload whose settings are identical except the
-name (and description) are one renamed workload.
+name (and description) are one renamed workload. diff_output.py writes the
+comparison as Markdown and as JSON.
 """
 
 from __future__ import annotations
 
 import collections
-import json
-import re
 from dataclasses import dataclass
 from typing import Callable
 
 from ..catalog.resources import dollars
-from ..render.format import fmt_pct, md_code, md_escape
-from ..text import control_escape, json_control_escape
+from ..render.format import fmt_pct, md_escape
+from ..text import control_escape
 from ..units import GiB, pct_text, rounded_outward
-from .sides import EMPTY, Side, Version, read_side  # noqa: F401  (EMPTY, Side: this module's API too)
+from .sides import EMPTY, Side, Version  # noqa: F401  (EMPTY, Side: this module's API too)
 
 SCHEMA_VERSION = 1
 
@@ -318,176 +317,3 @@ def compare(old: Side, new: Side) -> Diff:
     entries += [Entry("removed", a.name, None, a, None, ()) for a in removed if a.name not in paired]
     entries.sort(key=lambda e: (CATEGORIES.index(e.category), e.name))
     return Diff(old, new, tuple(entries))
-
-
-# ----------------------------------------------------------------- output
-
-def summary(d: Diff, dollar: str = "$") -> str:
-    """'Requested GPU-hours: 1,234.5 → 1,600.0 (+365.5, +29.6%); 1 added, 1 removed, 2 changed.' Where either
-    side charges a cloud resource, its dollars too: '; in dollars $191.57 → $139.22 (-$52.35, -27.3%)'
-    (`dollar`: '\\$' for Markdown); where the GPU-hours needed at p10–p90 or the request's coverage changed, they
-    too (_needed)."""
-    before = d.old.totals["gpu_hours_requested"]
-    after = d.new.totals["gpu_hours_requested"]
-    pct = _pct(before, after)
-    counts = [f"{len(d.of(c))} {c}" for c in CATEGORIES[:-1] if d.of(c)]
-    what = ", ".join(counts) if counts else "no workload changed"
-    usd = [(side.totals.get("usd") or {}).get("amount", 0.0) for side in (d.old, d.new)]
-    dollars = ""
-    if any(usd):
-        change, usd_pct = usd[1] - usd[0], _pct(*usd)
-        change = 0.0 if abs(change) < 0.005 else change
-        dollars = (f"; in dollars {dollar}{usd[0]:,.2f} → {dollar}{usd[1]:,.2f} ({'-' if change < 0 else '+'}"
-                   f"{dollar}{abs(change):,.2f}{', ' + usd_pct if usd_pct else ''})")
-    return (f"Requested GPU-hours: {_hours(before)} → {_hours(after)} "
-            f"({_delta(after - before)}{', ' + pct if pct else ''}){dollars}{_needed(d)}; {what}.")
-
-
-def _total_range(side: Side) -> tuple[float, float] | None:
-    """(p10, p90) of the GPU-hours the whole request needs; (0, 0) for a side without workloads (/dev/null)."""
-    r = (side.totals.get("ranges") or {}).get("gpu_hours")
-    if r is None:
-        return None if side.workloads else (0.0, 0.0)
-    return r["p10"], r["p90"]
-
-
-def _needed(d: Diff) -> str:
-    """'; needed p10–p90 12.1–12.9 → 42.1–44.8 GPU-h, the request covering 99% → 96% of validated cases' where
-    the whole request's range or coverage changed (a side without workloads has no coverage to name)."""
-    spans = [_span(_total_range(side)).removesuffix(" GPU-h") for side in (d.old, d.new)]
-    covers = [_share(c) for c in (d.old.totals.get("request_coverage"), d.new.totals.get("request_coverage"))]
-    if spans[0] == spans[1] and covers[0] == covers[1]:
-        return ""
-    shares = [c for c in covers if c != "unset"]
-    covering = shares[0] if len(set(shares)) == 1 else " → ".join(shares)
-    return (f"; needed p10–p90 {spans[0]} → {spans[1]} GPU-h"
-            + (f", the request covering {covering} of validated cases" if shares else ""))
-
-
-def _describe(v: Version) -> str:
-    p = v.plan
-    where = f"{p['gpu']['count']}× {markdown_text(p['gpu']['type'])}"
-    if p["kind"] == "inference" and not p["tokens"]:
-        return f"{where}, service {_hours(p['runtime_hours'])} h"
-    runs = f", {p['variants']} variants" if p["variants"] != 1 else ""
-    return f"{where}, {_count(p['tokens'])} tokens{runs}"
-
-
-def markdown(d: Diff) -> str:
-    out = [summary(d, "\\$"), ""]
-    rows = [e for e in d.entries if e.category != "unchanged"]
-    if rows:
-        out += ["| workload | change | before | after | delta | what changed |",
-                "| --- | --- | ---: | ---: | ---: | --- |"]
-        for e in rows:
-            name = f"{md_code(e.old_name)} → {md_code(e.name)}" if e.category == "renamed" else md_code(e.name)
-            before = _hours(e.before.requested) if e.before else "—"
-            after = _hours(e.after.requested) if e.after else "—"
-            delta = _delta(e.delta)
-            if e.before and e.after and _pct(e.before.requested, e.after.requested):
-                delta += f" ({_pct(e.before.requested, e.after.requested)})"
-            if e.category == "added":
-                what = _describe(e.after)
-            elif e.category == "removed":
-                what = "was " + _describe(e.before)
-            else:
-                what = "; ".join(c.markdown for c in e.changes) or "name only"
-            out.append(f"| {name} | {e.category} | {before} | {after} | {delta} | {what} |")
-        out.append("")
-    unchanged = d.of("unchanged")
-    if unchanged:
-        hours = sum(e.after.requested for e in unchanged)
-        noun = "workload" if len(unchanged) == 1 else "workloads"
-        out += [f"{len(unchanged)} {noun} unchanged ({_hours(hours)} requested GPU-hours).", ""]
-    t0, t1 = d.old.totals, d.new.totals
-    out += ["| totals | before | after | delta |", "| --- | ---: | ---: | ---: |"]
-
-    def row(label: str, a: float, b: float, usd: bool = False) -> str:
-        pct = _pct(a, b)
-        if usd:     # dollars to the cent, '$' escaped for Markdown (GitHub reads $...$ as math)
-            return (f"| {label} | \\${a:,.2f} | \\${b:,.2f} | {_dollar_delta(b - a)}{f' ({pct})' if pct else ''} |")
-        return f"| {label} | {_hours(a)} | {_hours(b)} | {_delta(b - a)}{f' ({pct})' if pct else ''} |"
-
-    out.append(row("**requested GPU-hours**", t0["gpu_hours_requested"], t1["gpu_hours_requested"]))
-    for gpu in sorted(set(t0["by_gpu_type"]) | set(t1["by_gpu_type"])):
-        out.append(row(f"GPU-hours on {markdown_text(gpu)}", t0["by_gpu_type"].get(gpu, 0.0),
-                       t1["by_gpu_type"].get(gpu, 0.0)))
-    r0, r1 = t0.get("by_resource", {}), t1.get("by_resource", {})
-    for rid in sorted(set(r0) | set(r1)):
-        unit = (r1.get(rid) or r0[rid])["unit"]
-        out.append(row(f"{markdown_text(rid)}, {markdown_text(unit)}", r0.get(rid, {}).get("amount", 0.0),
-                       r1.get(rid, {}).get("amount", 0.0), usd=unit == "USD"))
-    out.append(row("GPU-hours before the buffer", t0["gpu_hours"], t1["gpu_hours"]))
-    spans = _total_range(d.old), _total_range(d.new)
-    if None not in spans:
-        # Each end to the 0.1 shown, outward (as _span): the p10 down, the p90 up; the change is of those figures.
-        low, high = ([rounded_outward(span[end], 1, up=end == 1) for span in spans] for end in (0, 1))
-        out.append(row("GPU-hours needed, p10", *low))
-        out.append(row("GPU-hours needed, p90", *high))
-        c0, c1 = t0.get("request_coverage"), t1.get("request_coverage")
-        points = 100 * (c1 - c0) if c0 is not None and c1 is not None else None
-        out.append(f"| request covers (validated cases) | {_share(c0) if c0 is not None else '—'} | "
-                   f"{_share(c1) if c1 is not None else '—'} | "
-                   f"{'—' if points is None else _delta(points) + ' points'} |")
-    return "\n".join(out) + "\n"
-
-
-def _numbers(v: Version | None) -> dict | None:
-    if v is None:
-        return None
-    p = v.plan
-    return {"model": p["model"]["id"], "kind": p["kind"], "method": p["method"],
-            "gpu": {"type": p["gpu"]["type"], "count": p["gpu"]["count"]},
-            "per_gpu_bytes": p["memory"]["per_gpu_bytes"], "tokens": p["tokens"],
-            "tokens_per_second": p["tokens_per_second"], "runtime_hours": p["runtime_hours"],
-            "variants": p["variants"], "buffer": p["buffer"], "gpu_hours": p["gpu_hours"],
-            "gpu_hours_requested": p["gpu_hours_requested"], "resource": v.resource_id,
-            "gpu_hours_range": (p.get("ranges") or {}).get("gpu_hours"), "request_coverage": p.get("request_coverage")}
-
-
-def _round(x: float) -> float:
-    return round(x, 6) + 0.0
-
-
-def diff_dict(d: Diff) -> dict:
-    """The JSON form (schema_version 1): every category a list, sorted by name."""
-    def entry(e: Entry) -> dict:
-        out = {"name": e.name}
-        if e.category == "renamed":
-            out["old_name"] = e.old_name
-        out |= {"before": _numbers(e.before), "after": _numbers(e.after),
-                "delta_gpu_hours_requested": _round(e.delta),
-                "changes": [{"field": c.key, "before": c.before, "after": c.after, "text": c.text}
-                            for c in e.changes]}
-        return out
-
-    t0, t1 = d.old.totals, d.new.totals
-    gpus = sorted(set(t0["by_gpu_type"]) | set(t1["by_gpu_type"]))
-    r0, r1 = t0.get("by_resource", {}), t1.get("by_resource", {})
-    by_resource = {rid: {"unit": (r1.get(rid) or r0[rid])["unit"],
-                         "amount": _round(r1.get(rid, {}).get("amount", 0.0) - r0.get(rid, {}).get("amount", 0.0))}
-                   for rid in sorted(set(r0) | set(r1))}
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "old": d.old.label,
-        "new": d.new.label,
-        "summary": summary(d),
-        **{c: [entry(e) for e in d.of(c)] for c in CATEGORIES},
-        "totals": {
-            "before": t0,
-            "after": t1,
-            "delta": {"gpu_hours": _round(t1["gpu_hours"] - t0["gpu_hours"]),
-                      "gpu_hours_requested": _round(t1["gpu_hours_requested"] - t0["gpu_hours_requested"]),
-                      "by_gpu_type": {g: _round(t1["by_gpu_type"].get(g, 0.0) - t0["by_gpu_type"].get(g, 0.0))
-                                      for g in gpus},
-                      "by_resource": by_resource},
-        },
-    }
-
-
-def run_diff(old: str, new: str, fmt: str = "markdown") -> str:
-    """`proposalkit diff OLD NEW`: the budget change as Markdown or JSON."""
-    d = compare(read_side(old), read_side(new))
-    if fmt == "json":
-        return json_control_escape(json.dumps(diff_dict(d), indent=2, ensure_ascii=False) + "\n")
-    return markdown(d)
