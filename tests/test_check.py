@@ -108,6 +108,17 @@ def test_startup_track_cap(tmp_path, capsys):
                              head="proposal:\n  track: standard\n"))[0] == 0
 
 
+def test_startup_track_cap_over_two_gpu_types_says_they_are_counted_together(tmp_path, capsys):
+    """800 runs on a100-80gb and 800 on h100-80gb, each 800 × 1.02 h × 1.3 = 1,060.8: the cap counts the 2,121.6
+    GPU-hours of both types together, and the message says so instead of naming them one request."""
+    head = "proposal:\n  track: startup\n"
+    path = write(tmp_path, "w.yaml", workload("sweep", variants=800),
+                 workload("other", variants=800, gpu="h100-80gb"), head=head)
+    code, out, err = run(capsys, path)
+    assert (code, out) == (1, "")
+    assert err.startswith(f"{path}:2: proposal.track: The plan requests 2,122 GPU-hours of all GPU types together; ")
+
+
 def test_track_cap_and_given_cap_both_reported(tmp_path, capsys):
     path = write(tmp_path, "w.yaml", workload("sweep", variants=1600), head="proposal:\n  track: startup\n")
     code, _, err = run(capsys, path, "--max-gpu-hours", "1000")

@@ -397,7 +397,7 @@ def cap_warnings(track_name: str, total_gpu_hours_requested: float, resources_us
 
 
 def cap_findings(track_name: str, total_gpu_hours_requested: float, resources_used: Iterable[str],
-                 calendar_days: float, *, jetstream2_sus: float | None = None) -> list[CapFinding]:
+                 calendar_days: float, *, jetstream2_sus: float | None = None, gpu_types: int = 1) -> list[CapFinding]:
     """Each cap or period of the track that the plan exceeds.
 
     * Start-Up: about 2,000 GPU-hours on one resource over 3 months (second-hand:
@@ -407,14 +407,17 @@ def cap_findings(track_name: str, total_gpu_hours_requested: float, resources_us
     ACCESS project types are checked apart (access_findings).
 
     ``resources_used`` are resource or system ids; partitions of one system
-    (Delta's A100 and A40 nodes) count as one resource.
+    (Delta's A100 and A40 nodes) count as one resource. ``gpu_types``: how many
+    GPU types the GPU-hours are of (the cap counts them together; the message
+    says so where there are several, never as one request of one kind).
     """
     t = track(track_name)
     out = []
     if t.gpu_hours_cap is not None and total_gpu_hours_requested > t.gpu_hours_cap:
         out.append(CapFinding(
             "proposal.track", "gpu_hours", total_gpu_hours_requested, t.gpu_hours_cap,
-            f"The plan requests {total_gpu_hours_requested:,.0f} GPU-hours; the {t.name} track is capped "
+            f"The plan requests {total_gpu_hours_requested:,.0f} GPU-hours"
+            f"{' of all GPU types together' if gpu_types > 1 else ''}; the {t.name} track is capped "
             f"near {t.gpu_hours_cap:,.0f} GPU-hours ({t.confidence}: re-check at nairrpilot.org). "
             "Trim the plan or request the standard track (proposal.track: standard)"))
     used = list(dict.fromkeys(system_of(r) for r in resources_used))

@@ -443,7 +443,7 @@ def assemble(plans: list[WorkloadPlan], proposal) -> Plan:
     used = [p.charge.resource_id for p in plans if p.charge is not None]
     charged = [p.charge for p in plans if p.charge is not None]
     findings = charges.cap_findings(track, plan.gpu_hours_requested, used, plan.calendar_days,
-                                    jetstream2_sus=charges.jetstream2_sus(charged))
+                                    jetstream2_sus=charges.jetstream2_sus(charged), gpu_types=len(plan.by_gpu_type()))
     access = charges.access_credits(charged, [p.name for p in plans if p.charge is None])
     tier_id = proposal.access_tier if proposal is not None else None
     findings += charges.access_findings(access, tier_id)
