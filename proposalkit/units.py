@@ -186,8 +186,14 @@ def ms_figure(ms: float) -> float:
 
 def ms_text(seconds: float) -> str:
     """A duration in milliseconds as the derivations print it: ms_shown's figure, '443.0 ms', '0.123 ms'."""
-    ms = ms_shown(seconds) * 1e3
-    return f"{ms:,.1f} ms" if seconds * 1e3 >= MS_TENTHS_FROM else f"{ms:.3g} ms"
+    return f"{ms_number(seconds * 1e3)} ms"
+
+
+def ms_number(ms: float) -> str:
+    """A duration given in milliseconds as printed, without the unit (ms_figure's rule): '371.7', '0.123'. A
+    latency reads the same in the settings line, its derivation and `plan`'s table."""
+    figure = ms_figure(ms)
+    return f"{figure:,.1f}" if ms >= MS_TENTHS_FROM else f"{figure:.3g}"
 
 
 def rate_shown(tokens_per_second: float) -> float:

@@ -65,7 +65,7 @@ def test_a_service_shows_replicas_tensor_parallel_and_latency_as_in_the_json(tmp
     by_name = {r["workload"]: r for r in rows}
     assert by_name["assistant"]["replicas × TP"] == f"{service['replicas']} × {service['tensor_parallel']}"
     assert by_name["assistant"]["GPUs"] == f"{service['replicas'] * service['tensor_parallel']}× h200"
-    assert by_name["assistant"]["TTFT / TPOT ms"] == f"{service['ttft_ms']:,.0f} (p99) / {service['tpot_ms']:,.1f}"  # as the supplement
+    assert by_name["assistant"]["TTFT / TPOT ms"] == f"{service['ttft_ms']:,.1f} (p99) / {service['tpot_ms']:,.1f}"  # as the supplement
     batch = workloads["generations"]["inference"]
     assert by_name["generations"]["replicas × TP"] == f"1 × {batch['tensor_parallel']}"
     assert by_name["generations"]["TTFT / TPOT ms"] == "—"      # a batch job has no latency target

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..estimate.inference import Replica, prefill, prefill_attention_flops, prefill_flops_per_sequence
 from ..estimate.queueing import EXACT_TERMS
 from ..estimate.step_time import LINK_FRACTION, MAMF_FRACTION, matmul_fraction
-from ..units import GiB, SECONDS_PER_HOUR, ms_text
+from ..units import GiB, SECONDS_PER_HOUR, ms_number, ms_text
 
 def mfu_text(x: float) -> str:
     """An MFU as the report writes it (render/words.py _mfu): three decimals, two when the third is zero."""
@@ -168,8 +168,8 @@ def ttft_line(svc, rate: float, q: float) -> str:
     riding = (f"{passes}{ms_text(r.attention_seconds)} attention + {ms_text(r.linear_seconds)} matrix multiplies of the "
               f"{svc.step.batch:,} running sequence{'s' if svc.step.batch > 1 else ''}) in its prefill "
               f"pass{'es' if r.passes > 1 else ''} (chunks of {svc.prefill_chunk:,} tokens)")
-    return (head + wait + f"; TTFT = {ms_text(S)} prefill + {svc.ttft_wait_ms:,.1f} ms + {ms_text(step)} decode step "
-            f"under way + {riding} = {svc.ttft_ms:,.1f} ms")
+    return (head + wait + f"; TTFT = {ms_text(S)} prefill + {ms_number(svc.ttft_wait_ms)} ms + {ms_text(step)} decode step "
+            f"under way + {riding} = {ms_number(svc.ttft_ms)} ms")
 
 
 def step_text(step, gpu, fpt, fraction: float, implied_mfu: float) -> str:

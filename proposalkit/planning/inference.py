@@ -35,7 +35,7 @@ from ..estimate.serving import DEFAULT_TTFT_PERCENTILE, replicas_needed, service
 from ..estimate.memory import InferenceSetup, inference_memory
 from ..estimate.reservation import engine_memory, reservation_as_printed
 from ..estimate.breakdown import DEFAULT_OVERHEAD, as_printed
-from ..units import SECONDS_PER_HOUR, GiB, hours_per_run, requested_gpu_hours
+from ..units import SECONDS_PER_HOUR, GiB, hours_per_run, ms_number, requested_gpu_hours
 from ..catalog import resources
 from . import charges, search
 from .derivation import (
@@ -203,8 +203,8 @@ def _rate_plan(model, w, s: Settings, rep: Replica, variants: int) -> _Option:
     rate = svc.rate_per_replica
     steps.append(("Per replica", f"at {rate:,.3g} request{'' if f'{rate:,.3g}' == '1' else 's'}/s prefill keeps the GPUs busy u = "
                                  f"{rate:,.3g} × {ms_text(svc.prefill.seconds)} = {busy:.3f}; TPOT = "
-                                 f"{ms_text(svc.step.seconds)} ÷ (1 − u) = {svc.tpot_ms:,.2f} ms; requests in flight "
-                                 f"(Little's law, TTFT ≈ prefill ÷ (1 − u) = {svc.ttft_mean_ms:,.1f} ms) = "
+                                 f"{ms_text(svc.step.seconds)} ÷ (1 − u) = {ms_number(svc.tpot_ms)} ms; requests in flight "
+                                 f"(Little's law, TTFT ≈ prefill ÷ (1 − u) = {ms_number(svc.ttft_mean_ms)} ms) = "
                                  f"{rate:,.3g} × ({svc.ttft_mean_ms / 1e3:,.3f} s + "
                                  f"{O:,} × {svc.tpot_ms / 1e3:,.4f} s) = {svc.in_flight_mean:,.1f}, "
                                  f"rounded up to {svc.concurrency:,}; {pool_text(svc, q, w.ttft_ms is not None)}"))

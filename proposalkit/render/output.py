@@ -14,6 +14,7 @@ from ..planning.records import Candidate, Plan, WorkloadPlan
 from ..text import json_control_escape
 from .format import control_escape, fmt_gib, fmt_hours, fmt_si
 from .notes import note_record, note_texts
+from ..units import ms_number
 from .section_b import amount_cell, total_rows, unit_heading, units_column
 
 SCHEMA_VERSION = 1
@@ -301,8 +302,8 @@ def _latency(inference) -> str:
     if inference is None or inference.mode == "batch" or inference.ttft_ms is None or inference.tpot_ms is None:
         return "—"
     percentile = f" (p{inference.ttft_percentile:g})" if inference.ttft_percentile else ""
-    tpot = f"{inference.tpot_ms:,.1f}"     # as the supplement's settings line gives it
-    return f"{inference.ttft_ms:,.0f}{percentile} / {tpot}"
+    # as the supplement's settings line and derivation give them (units.ms_number)
+    return f"{ms_number(inference.ttft_ms)}{percentile} / {ms_number(inference.tpot_ms)}"
 
 
 def plan_text(plan: Plan) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..notes import of_kind
 from ..planning.records import Candidate, WorkloadPlan, WorkloadStorage
-from ..units import SECONDS_PER_HOUR
+from ..units import SECONDS_PER_HOUR, ms_number
 from .format import fmt_count, fmt_days, fmt_gib, fmt_hours, fmt_pct, fmt_rate, limit_hours, unpinned
 from .notes import document_notes, note_texts
 from .notes_ranges import range_line
@@ -353,9 +353,9 @@ def _inference_settings(w: WorkloadPlan) -> list[Setting]:
     out.append(Setting("concurrent sequences per replica", f"{fmt_count(i.batch)} (the KV cache holds "
                                                            f"{fmt_count(i.max_concurrency)})"))
     p = f" p{i.ttft_percentile:g}" if i.ttft_percentile is not None else ""
-    latency = [f"TTFT{p} {i.ttft_ms:,.0f} ms"] if i.ttft_ms is not None else []
+    latency = [f"TTFT{p} {ms_number(i.ttft_ms)} ms"] if i.ttft_ms is not None else []
     if i.tpot_ms is not None:
-        latency.append(f"TPOT {i.tpot_ms:,.1f} ms")
+        latency.append(f"TPOT {ms_number(i.tpot_ms)} ms")
     out.append(Setting("latency (estimated)", ", ".join(latency) or "not modelled for this engine"))
     return out
 
