@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from .notes import Note, Reference
     from .planning.charge_records import AccessCredits, CapFinding, Charge, ChargeGroup, SystemTotal
     from .planning.records import Candidate, InferencePlan, Plan, Settings, Throughput, WorkloadPlan
-    from .planning.usage_records import Burn, LostHours, MeasuredRate, UnattributedJob, Usage, WorkloadUsage
+    from .planning.usage_records import (Burn, GpuTypeUsage, LostHours, MeasuredRate, UnattributedJob, Usage,
+                                         WorkloadUsage)
     from .render.report import WrittenReports
 
 # Record → the module that defines it, imported when the name is first asked for (PEP 562).
@@ -52,7 +53,7 @@ _RECORDS = {
     "WrittenReports": "render.report",
     "Usage": "planning.usage_records", "WorkloadUsage": "planning.usage_records", "Burn": "planning.usage_records",
     "LostHours": "planning.usage_records", "MeasuredRate": "planning.usage_records",
-    "UnattributedJob": "planning.usage_records",
+    "UnattributedJob": "planning.usage_records", "GpuTypeUsage": "planning.usage_records",
 }
 
 __all__ = [

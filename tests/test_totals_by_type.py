@@ -1,6 +1,6 @@
 """Totals per GPU type and in each resource's units, never GPU-hours summed across GPU types as one request
-(issue 23, item 2), through the CLI: `plan`'s text table, `check`'s line, section B's table and the
-supplement's units table.
+(issue 23, item 2), through the CLI: `plan`'s text table, `check`'s line, section B's table, the
+supplement's units table, `diff`, and `usage`'s tables, JSON and Python API.
 
 The example (workloads/code-models.yaml) asks for H200 and A40 hours on NCSA Delta: 377.67 (114.40 + 47.43 +
 215.84) + 650.00 = 1,027.67 GPU-hours of two types, which no one can be allocated as one figure; Delta charges
@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+import proposalkit
 from proposalkit.cli import main
 from proposalkit.render.format import fmt_hours, fmt_in_unit
+from proposalkit.render.usage import _h, runs_out_text, usage_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "workloads/code-models.yaml"
@@ -147,3 +149,87 @@ def test_diff_with_one_gpu_type_keeps_its_total(tmp_path, capsys):
     out = cli(capsys, "diff", ROOT / "workloads/inference/evaluation.yaml", ROOT / "workloads/inference/evaluation.yaml")
     assert out.startswith("Requested GPU-hours: 5,647.8 → 5,647.8 (+0.0); no workload changed.")
     assert "| **requested GPU-hours** | 5,647.8 | 5,647.8 | +0.0 |" in out
+
+# ------------------------------------------------------------------ usage (the after-award report)
+# The example's accounting (workloads/accounting/2026-10.sacct) runs lora-sweep, full-finetune and code-1b-pretrain
+# on H200s and eval-service on A40s: h200 used 79.53 + 38.57 + 124.50 = 242.60 of 114.40 + 47.43 + 215.84 = 377.67
+# GPU-hours at 2.06 + 1.29 + 4.15 = 7.50 a day (runs out 2026-11-19); a40 277.67 of 650.00 at 9.26 a day (runs out
+# 2026-12-11). The row these replace added them (and 6.05 unattributed A100 hours): 526.3 of 1,028 at 17.0 a day,
+# running out 2026-11-30, a day on which neither type runs out.
+
+USAGE_JOBS = ROOT / "workloads/accounting/2026-10.sacct"
+
+
+def usage_by_type(capsys) -> dict[str, list[dict]]:
+    """GPU type → the usage JSON's workload entries on it (the plan's JSON says which type each runs on)."""
+    plan = json.loads(cli(capsys, "plan", EXAMPLE, "--format", "json"))
+    usage = json.loads(cli(capsys, "usage", EXAMPLE, "--jobs", USAGE_JOBS, "--format", "json"))
+    gpu = {w["name"]: w["gpu"]["type"] for w in plan["workloads"]}
+    out: dict[str, list[dict]] = {}
+    for w in usage["workloads"]:
+        out.setdefault(gpu[w["name"]], []).append(w)
+    return out
+
+
+def test_text_table_has_one_total_row_per_gpu_type_summing_its_workloads(capsys):
+    groups = usage_by_type(capsys)
+    assert {g: [w["name"] for w in ws] for g, ws in groups.items()} == {
+        "h200": ["lora-sweep", "full-finetune", "code-1b-pretrain"], "a40": ["eval-service"]}
+    out = cli(capsys, "usage", EXAMPLE, "--jobs", USAGE_JOBS)
+    table = out.split("\n\n")[1].splitlines()
+    totals = {m.group(1): line.split()[2:] for line in table if (m := re.match(r"total, (\S+)\s", line))}
+    assert list(totals) == ["h200", "a40"]
+    assert not any(re.match(r"total\s", line) for line in table)       # no row adds the types
+    for gpu, ws in groups.items():
+        jobs = sum(w["jobs"] for w in ws)
+        used = sum(w["gpu_hours_used"] for w in ws)
+        planned = sum(w["gpu_hours_planned"] for w in ws)
+        lost = sum(sum(w["gpu_hours_lost"].values()) for w in ws)
+        rate = sum(w["burn_rate_gpu_hours_per_day"] for w in ws)
+        figures = totals[gpu]
+        assert figures[0] == str(jobs)
+        assert figures[1:4] == [_h(used), _h(planned), _h(planned - used)], gpu
+        assert figures[5] == _h(lost) and figures[7] == _h(rate), gpu
+    assert totals["h200"][1:4] == ["242.6", "377.7", "135.1"] and totals["h200"][-1] == "2026-11-19"
+    assert totals["a40"][1:4] == ["277.7", "650.0", "372.3"] and totals["a40"][-1] == "2026-12-11"
+    # The all-types figures of the old total row are nowhere in the table.
+    for old in ("526.3", "1,028", "501.4", "17.0", "2026-11-30"):
+        assert old not in "\n".join(table), old
+
+
+def test_json_by_gpu_type_totals_are_the_sums_of_its_workloads(capsys):
+    groups = usage_by_type(capsys)
+    usage = json.loads(cli(capsys, "usage", EXAMPLE, "--jobs", USAGE_JOBS, "--format", "json"))
+    t = usage["totals"]
+    assert list(t["by_gpu_type"]) == ["h200", "a40"]
+    for gpu, ws in groups.items():
+        g = t["by_gpu_type"][gpu]
+        assert g["workloads"] == [w["name"] for w in ws]
+        assert g["jobs"] == sum(w["jobs"] for w in ws)
+        for field in ("gpu_hours_used", "gpu_hours_planned", "gpu_hours_remaining", "gpu_hours_last_30_days",
+                      "burn_rate_gpu_hours_per_day"):
+            assert abs(g[field] - sum(w[field] for w in ws)) < 1e-5, (gpu, field)
+        for cause, hours in g["gpu_hours_lost"].items():
+            assert abs(hours - sum(w["gpu_hours_lost"][cause] for w in ws)) < 1e-5, (gpu, cause)
+    assert t["by_gpu_type"]["h200"]["runs_out_on"] == "2026-11-19"
+    assert t["by_gpu_type"]["a40"]["runs_out_on"] == usage["workloads"][3]["runs_out_on"] == "2026-12-11"
+    # The contract's all-types fields stay: only a sum, unattributed jobs included.
+    assert abs(t["gpu_hours_used"] - sum(g["gpu_hours_used"] for g in t["by_gpu_type"].values())
+               - t["gpu_hours_unattributed"]) < 1e-5
+    assert t["runs_out_on"] == "2026-11-30"
+
+
+def test_markdown_totals_per_gpu_type(capsys):
+    out = cli(capsys, "usage", EXAMPLE, "--jobs", USAGE_JOBS, "--format", "markdown")
+    rows = [r for r in out.splitlines() if r.startswith("| **total")]
+    assert [r.split("**")[1] for r in rows] == ["total, h200", "total, a40"]
+    assert "| **242.60** | **377.67** | **135.07** |" in rows[0] and "**2026-11-19**" in rows[0]
+    assert "| **277.67** | **650.00** | **372.33** |" in rows[1] and "**2026-12-11**" in rows[1]
+
+
+def test_api_agrees_with_the_cli(capsys):
+    u = proposalkit.usage(EXAMPLE, jobs=USAGE_JOBS)
+    cli_json = json.loads(cli(capsys, "usage", EXAMPLE, "--jobs", USAGE_JOBS, "--format", "json"))
+    assert usage_dict(u)["totals"]["by_gpu_type"] == cli_json["totals"]["by_gpu_type"]
+    assert [(g.gpu_type, round(g.gpu_hours.used, 2), runs_out_text(g.gpu_hours)) for g in u.by_gpu_type] == [
+        ("h200", 242.60, "2026-11-19"), ("a40", 277.67, "2026-12-11")]

@@ -30,17 +30,24 @@ def write(out: Path, *extra: str) -> list[str]:
 
 def test_the_progress_set_is_written(tmp_path, capsys):
     files = write(tmp_path / "out")
-    assert files == ["charts/burndown-gpu-hours.svg", "charts/burndown-ncsa-delta.svg",
-                     "charts/burndown-tacc-lonestar6.svg", "progress.html", "progress.md"]
+    # A burn-down per GPU type (each burns its own GPU-hours) and per system in its unit; none of all types added.
+    assert files == ["charts/burndown-gpu-hours-a100-40gb-pcie.svg", "charts/burndown-gpu-hours-a100-40gb.svg",
+                     "charts/burndown-ncsa-delta.svg", "charts/burndown-tacc-lonestar6.svg", "progress.html",
+                     "progress.md"]
     printed = capsys.readouterr().out.split()
     assert sorted(os.path.relpath(p, tmp_path / "out") for p in printed) == files
     md = (tmp_path / "out" / "progress.md").read_text()
     assert md.startswith("# Progress report: the allocation's use against the plan\n\n**Usage fixture**\n")
-    assert "As of 2026-10-31, the jobs used 53.53 of the 55.00 GPU-hours planned (97.3%), 1.47 remaining." in md
-    assert "at that rate the plan's GPU-hours run out on 2026-11-02 (the allocation ends on 2027-10-01)." in md
-    assert "![GPU-hours remaining, planned against used](charts/burndown-gpu-hours.svg)" in md
+    # sweep's 31.70 of 50.00 on a100-40gb; whole's 20.33 of 5.00 on a100-40gb-pcie: never 53.53 of 55.00 (the
+    # 1.50 GPU-hours of unattributed jobs are in neither).
+    assert ("As of 2026-10-31, each GPU type against its own planned GPU-hours: a100-40gb: 31.70 of 50.00 used "
+            "(63.4%), 18.30 remaining; 0.72 a day over the last 30 days, at which they run out on 2026-11-26. "
+            "a100-40gb-pcie: 20.33 of 5.00 used (406.7%), −15.33 remaining; 0.68 a day over the last 30 days; "
+            "used up on 2026-10-10. The allocation ends on 2027-10-01.") in md
+    assert "53.53" not in md and "55.00" not in md
+    assert "![a100-40gb: GPU-hours remaining, planned against used](charts/burndown-gpu-hours-a100-40gb.svg)" in md
     html = (tmp_path / "out" / "progress.html").read_text()
-    assert html.count("<svg") == 3 and "<td class=\"num\">2026-11-26</td>" in html
+    assert html.count("<svg") == 4 and "<td class=\"num\">2026-11-26</td>" in html
 
 
 def test_the_markdown_format_is_the_reports_tables(tmp_path, capsys):

@@ -6,7 +6,7 @@ budget, and the first MAX_LISTED unattributed jobs.
 
 - Attribution: a CSV row's `workload` names it; else the first workload, in the plan's order, whose
   `jobs:` glob matches the job name (fnmatch, case-sensitive; no `jobs:`: the name equal to the
-  workload's). A job no pattern matches is unattributed: listed, counted in every total.
+  workload's). A job no pattern matches is unattributed: listed, counted in the all-types total, in no GPU type's.
 - GPU-hours = GPUs × elapsed hours (a running job: so far). Every state counts: failed, cancelled and
   timed-out jobs are charged.
 - Units: each job charged on the workload's resource by its rule (charges.job_amount: per GPU-hour or
@@ -17,6 +17,9 @@ budget, and the first MAX_LISTED unattributed jobs.
 - Burn rate: used in the BURN_WINDOW_DAYS days ending with the as-of day (a job's hours spread over
   the days it ran, as its times are written), ÷ 30. The as-of day is --as-of, else the day of the latest
   job end; jobs started after it are left out. Runs out: the as-of day's end + remaining ÷ rate days.
+- Per GPU type: each type's workloads together (their jobs' hours, their requested GPU-hours), with its own
+  burn rate and run-out day: a type's hours are allocated and burnt apart from another's. The all-types
+  figure (Usage.gpu_hours) is only their sum, unattributed jobs included.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from ..input import sacct
 from ..input.jobs import Job
 from .charges import job_amount
 from .records import Plan, WorkloadPlan
-from .usage_records import BURN_WINDOW_DAYS, Burn, LostHours, MeasuredRate, UnattributedJob, Usage, WorkloadUsage
+from .usage_records import (BURN_WINDOW_DAYS, Burn, GpuTypeUsage, LostHours, MeasuredRate, UnattributedJob, Usage,
+                            WorkloadUsage)
 
 MAX_LISTED = 1000       # unattributed jobs listed one by one; the rest are counted (bounded memory)
 GPU_HOURS = "GPU-hours"
@@ -163,6 +167,7 @@ def usage(plan: Plan, jobs: Iterable[Job], *, patterns: dict[str, str] | None = 
     planned_units = {(s.system, s.unit): s.amount for s in plan.system_totals() if s.system}
     allocations = tuple(systems.get((system, unit), _Sums()).burn(system, unit, amount, as_of)
                         for (system, unit), amount in planned_units.items())
+    by_type = _by_gpu_type(plan, sums, as_of)
     unattributed.sort(key=lambda u: (u.where.rsplit(":", 1)[0], int(u.where.rsplit(":", 1)[1])))
     return Usage(
         workloads=tuple(_workload_usage(w, as_of) for w in sums),
@@ -174,8 +179,23 @@ def usage(plan: Plan, jobs: Iterable[Job], *, patterns: dict[str, str] | None = 
         zone=getattr(reader, "zone", None) or "as written, no zone", files=tuple(getattr(reader, "paths", ())),
         jobs=getattr(reader, "jobs", 0), steps_skipped=getattr(reader, "steps", 0),
         duplicates=getattr(reader, "duplicates", 0), jobs_after_as_of=after,
-        notes=_notes(reader),
+        by_gpu_type=by_type, notes=_notes(reader),
     )
+
+
+def _by_gpu_type(plan: Plan, sums: list[_Workload], as_of: date | None) -> tuple[GpuTypeUsage, ...]:
+    out = []
+    for gpu, planned in plan.by_gpu_type().items():
+        ws = [w for w in sums if w.plan.gpu.id == gpu]
+        hours = _Sums()
+        for w in ws:
+            hours.total += w.gpu.total
+            for day, amount in w.gpu.daily.items():
+                hours.daily[day] = hours.daily.get(day, 0.0) + amount
+        lost = {k: sum(w.lost[k] for w in ws) for k in sacct.LOST}
+        out.append(GpuTypeUsage(gpu, tuple(w.plan.name for w in ws), sum(w.jobs for w in ws),
+                                hours.burn(gpu, GPU_HOURS, planned, as_of), LostHours(**lost)))
+    return tuple(out)
 
 
 def _attribute(job: Job, by_name: dict[str, int], patterns) -> tuple[int | None, str]:

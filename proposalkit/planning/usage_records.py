@@ -155,6 +155,27 @@ class WorkloadUsage:
 
 
 @dataclass(frozen=True)
+class GpuTypeUsage:
+    """One GPU type's workloads together: each type burns its own allocation, so its totals are never added to
+    another type's (issue 23: never a sum across GPU types presented as one request)."""
+
+    gpu_type: str
+    """The plan's GPU type id (`h200`)."""
+    workloads: tuple[str, ...]
+    """Its workloads' names, in the plan's order: its figures are the sums of theirs."""
+    jobs: int
+    """Jobs attributed to those workloads."""
+    gpu_hours: Burn
+    """Their GPU-hours: planned (requested), used, the rate of the last 30 days and the run-out day."""
+    lost: LostHours
+    """Their lost GPU-hours, by why."""
+
+    @property
+    def lost_share(self) -> float | None:
+        return self.lost.total / self.gpu_hours.used if self.gpu_hours.used else None
+
+
+@dataclass(frozen=True)
 class UnattributedJob:
     """A job no workload's pattern matched: listed, never dropped."""
 
@@ -184,7 +205,7 @@ class Usage:
     """(jobs, GPU-hours) of unattributed jobs past the listed ones."""
     gpu_hours: Burn
     """Every job's GPU-hours (unattributed ones too: the allocation is charged for them) against the plan's
-    requested GPU-hours."""
+    requested GPU-hours, all GPU types added: only a sum, not one request (by_gpu_type has each type's)."""
     allocations: tuple[Burn, ...]
     """Per system and unit (partitions of a system share an allocation): the attributed jobs' units
     against the plan's charges."""
@@ -214,6 +235,9 @@ class Usage:
     """Jobs found in more than one file, counted once."""
     jobs_after_as_of: int
     """Jobs that started after the as-of day, not counted."""
+    by_gpu_type: tuple[GpuTypeUsage, ...] = ()
+    """Per GPU type of the plan (the plan's order): its workloads' GPU-hours against its requested GPU-hours,
+    burn rate and run-out day. Unattributed jobs are in no type's."""
     notes: tuple[str, ...] = ()
     """What reading and attributing found to report: unknown states, jobs without GPUs, FILE:LINE each."""
 

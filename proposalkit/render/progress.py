@@ -52,7 +52,7 @@ class ProgressContext:
     steps_skipped: int
     summary: tuple[Safe, ...]          # the lead's sentences
     workloads: tuple[tuple, ...]       # (name, jobs, runs, used, planned, remaining, used %, lost, lost %, /day, out)
-    total: tuple
+    totals: tuple[tuple, ...]          # per GPU type: ("total, h200", jobs, "", used, …, out), as a workload row
     units: tuple[tuple, ...]           # (name, resource, used, planned, remaining, unit)
     allocations: tuple[tuple, ...]     # (system, unit, used, planned, remaining, /day, out)
     lost: tuple[tuple, ...]            # (cause, GPU-hours, share of used)
@@ -103,13 +103,14 @@ def burndown(b: Burn, u: Usage) -> charts.BurnDown | None:
 
 
 def _charts(u: Usage) -> dict[str, Chart]:
+    """A burn-down per GPU type (each burns its own GPU-hours) and per system in its unit."""
     out = {}
-    for key, b in [("gpu-hours", u.gpu_hours)] + [(b.label, b) for b in u.allocations]:
+    for key, b in ([(f"gpu-hours-{g.gpu_type}", g.gpu_hours) for g in u.by_gpu_type]
+                   + [(b.label, b) for b in u.allocations]):
         drawn = burndown(b, u)
         if drawn is None:
             continue
-        title = f"{b.label}: {b.unit} remaining, planned against used" if b.label != b.unit else (
-            "GPU-hours remaining, planned against used")
+        title = f"{b.label}: {b.unit} remaining, planned against used"
         svg = charts.burndown_chart(drawn, title=title)
         out[key] = Chart(svg, f"charts/burndown-{key}.svg", title, 250.0)
     return out
@@ -118,13 +119,17 @@ def _charts(u: Usage) -> dict[str, Chart]:
 def progress_context(u: Usage, plan: Plan, *, drawn: bool = True) -> ProgressContext:
     """`drawn`: with the burn-down charts (the report's files; the tables alone need none)."""
     t = u.gpu_hours
-    summary = [Safe(f"As of {u.as_of}, the jobs used {fmt_hours(t.used)} of the {fmt_hours(t.planned)} GPU-hours "
-                    f"planned ({_share(t.used_share)}), {fmt_hours(t.remaining)} remaining.")] if u.as_of else []
-    if u.as_of is not None and t.rate_per_day > 0:
-        summary.append(Safe(f"Over the last {BURN_WINDOW_DAYS} days they used {t.rate_per_day:,.2f} GPU-hours a day; "
-                            + (f"at that rate the plan's GPU-hours run out on {t.runs_out_on}"
-                               if t.used < t.planned else f"the plan's GPU-hours were used up on {t.runs_out_on}")
-                            + (f" (the allocation ends on {u.allocation_end})." if u.allocation_end else ".")))
+    summary = [Safe(f"As of {u.as_of}, each GPU type against its own planned GPU-hours:")] if u.as_of else []
+    for g in u.by_gpu_type if u.as_of else ():
+        b = g.gpu_hours
+        summary.append(Safe(
+            f"{g.gpu_type}: {fmt_hours(b.used)} of {fmt_hours(b.planned)} used ({_share(b.used_share)}), "
+            f"{_h(b.remaining)} remaining"
+            + ("" if b.rate_per_day <= 0 else f"; {b.rate_per_day:,.2f} a day over the last {BURN_WINDOW_DAYS} days"
+               + (f", at which they run out on {b.runs_out_on}" if b.used < b.planned else ""))
+            + (f"; used up on {b.runs_out_on}" if b.used >= b.planned and b.runs_out_on else "") + "."))
+    if u.as_of is not None and u.allocation_end:
+        summary.append(Safe(f"The allocation ends on {u.allocation_end}."))
     if u.lost.total:
         summary.append(Safe(f"{fmt_hours(u.lost.total)} GPU-hours ({_share(u.lost_share)} of those used) went to "
                             "jobs that failed, timed out, ran out of memory, were preempted, cancelled, hit a node "
@@ -134,12 +139,13 @@ def progress_context(u: Usage, plan: Plan, *, drawn: bool = True) -> ProgressCon
     unattributed = len(u.unattributed) + u.unlisted[0]
     if unattributed:
         rows += (("unattributed", unattributed, "", _h(u.unattributed_gpu_hours), "", "", "", "", "", "", ""),)
-    total = ("total", u.jobs_counted, "", *_burn_row(t)[:4], _h(u.lost.total), _share(u.lost_share), *_burn_row(t)[4:])
+    totals = tuple((f"total, {g.gpu_type}", g.jobs, "", *_burn_row(g.gpu_hours)[:4], _h(g.lost.total),
+                    _share(g.lost_share), *_burn_row(g.gpu_hours)[4:]) for g in u.by_gpu_type)
     return ProgressContext(
         heading=HEADING, title=plan.proposal.title if plan.proposal is not None else None,
         as_of=str(u.as_of) if u.as_of else "—", as_of_source=u.as_of_source,
         window=f"{u.window_start} to {u.as_of}" if u.as_of else "—", zone=u.zone, files=u.files, jobs=u.jobs,
-        steps_skipped=u.steps_skipped, summary=tuple(summary), workloads=rows, total=total,
+        steps_skipped=u.steps_skipped, summary=tuple(summary), workloads=rows, totals=totals,
         units=tuple((w.name, w.resource_id or "—", _h(w.units.used), _h(w.units.planned), _h(w.units.remaining),
                      w.units.unit) for w in u.workloads),
         allocations=tuple((b.label, b.unit, *_burn_row(b)) for b in u.allocations),

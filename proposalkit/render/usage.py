@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from ..planning.usage_records import BURN_WINDOW_DAYS, Burn, LostHours, Usage, WorkloadUsage
+from ..planning.usage_records import BURN_WINDOW_DAYS, Burn, GpuTypeUsage, LostHours, Usage, WorkloadUsage
 from ..text import json_control_escape
 from .format import control_escape
 
@@ -62,6 +62,15 @@ def workload_dict(w: WorkloadUsage) -> dict:
     }
 
 
+def gpu_type_dict(g: GpuTypeUsage) -> dict:
+    b = g.gpu_hours
+    return {"workloads": list(g.workloads), "jobs": g.jobs, "gpu_hours_planned": _round(b.planned),
+            "gpu_hours_used": _round(b.used), "gpu_hours_remaining": _round(b.remaining),
+            "gpu_hours_lost": _lost(g.lost), "gpu_hours_lost_share": _round(g.lost_share),
+            "gpu_hours_last_30_days": _round(b.last_30_days), "burn_rate_gpu_hours_per_day": _round(b.rate_per_day),
+            "runs_out_on": _date(b.runs_out_on)}
+
+
 def usage_dict(u: Usage) -> dict:
     t = u.gpu_hours
     return {
@@ -80,7 +89,8 @@ def usage_dict(u: Usage) -> dict:
                    "gpu_hours_unattributed": _round(u.unattributed_gpu_hours),
                    "gpu_hours_remaining": _round(t.remaining), "gpu_hours_lost": _lost(u.lost),
                    "gpu_hours_lost_share": _round(u.lost_share), "gpu_hours_last_30_days": _round(t.last_30_days),
-                   "burn_rate_gpu_hours_per_day": _round(t.rate_per_day), "runs_out_on": _date(t.runs_out_on)},
+                   "burn_rate_gpu_hours_per_day": _round(t.rate_per_day), "runs_out_on": _date(t.runs_out_on),
+                   "by_gpu_type": {g.gpu_type: gpu_type_dict(g) for g in u.by_gpu_type}},
         "notes": list(u.notes),
     }
 
@@ -109,8 +119,9 @@ def runs_out_text(b: Burn) -> str:
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]], text: tuple[int, ...] = (0,),
-           total: bool = False) -> list[str]:
-    """Fixed-width columns: those in `text` left-aligned, the figures right-aligned."""
+           total: int = 0) -> list[str]:
+    """Fixed-width columns: those in `text` left-aligned, the figures right-aligned; a rule above the last
+    `total` rows."""
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
 
     def line(row) -> str:
@@ -119,12 +130,11 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, ...]], text: tuple[int
     rule = "  ".join("-" * n for n in widths)
     body = [line(r) for r in rows]
     if total:
-        body.insert(len(body) - 1, rule)
+        body.insert(len(body) - total, rule)
     return [line(header), rule] + body
 
 
 def usage_text(u: Usage) -> str:
-    t = u.gpu_hours
     files = ", ".join(control_escape(f) for f in u.files)
     out = [f"usage: {u.jobs:,} job{'s' if u.jobs != 1 else ''} in {files}"
            + (f" ({u.steps_skipped:,} job steps skipped)" if u.steps_skipped else "")
@@ -144,9 +154,11 @@ def usage_text(u: Usage) -> str:
     if unattributed:
         rows.append(("unattributed", f"{unattributed:,}", "", _h(u.unattributed_gpu_hours), "", "", "", "", "", "",
                      ""))
-    rows.append(("total", f"{u.jobs_counted:,}", "", _h(t.used), _h(t.planned), _h(t.remaining), _share(t.used_share),
-                 _h(u.lost.total), _share(u.lost_share), _h(t.rate_per_day), runs_out_text(t)))
-    out += _table(header, rows, total=True)
+    totals = [(f"total, {control_escape(g.gpu_type)}", f"{g.jobs:,}", "", _h(g.gpu_hours.used),
+               _h(g.gpu_hours.planned), _h(g.gpu_hours.remaining), _share(g.gpu_hours.used_share), _h(g.lost.total),
+               _share(g.lost_share), _h(g.gpu_hours.rate_per_day), runs_out_text(g.gpu_hours))
+              for g in u.by_gpu_type]
+    out += _table(header, rows + totals, total=len(totals))
     if u.allocations or any(w.resource_id for w in u.workloads):
         out += ["", "in the resources' units (each job charged by its resource's rule, as the plan charges it):"]
         rows = [(control_escape(w.name), w.resource_id or "—", _h(w.units.used), _h(w.units.planned),
@@ -158,7 +170,7 @@ def usage_text(u: Usage) -> str:
                        + ("" if b.runs_out_on is None else
                           f"; runs out {b.runs_out_on}" if b.used < b.planned else f"; used up {b.runs_out_on}"))
     out += ["", "lost GPU-hours: " + ", ".join(f"{LOST_WORDS[k]} {_h(v)}" for k, v in u.lost.items())
-            + f" ({_h(u.lost.total)} of {_h(t.used)}, {_share(u.lost_share)})"]
+            + f" ({_h(u.lost.total)}, {_share(u.lost_share)} of all jobs' GPU-hours; each GPU type's in its total)"]
     measured = [w for w in u.workloads if w.rate is not None]
     if measured:
         out += ["", "measured throughput (jobs that give tokens), per GPU:"]
@@ -167,7 +179,7 @@ def usage_text(u: Usage) -> str:
                         f"{w.rate.planned_per_gpu:,.0f}" if w.rate.planned_per_gpu else "—",
                         f"{w.rate.ratio:.2f}" if w.rate.ratio is not None else "—") for w in measured])
     if unattributed:
-        out += ["", "unattributed jobs (listed, and counted in the totals):"]
+        out += ["", "unattributed jobs (listed; charged, but in no GPU type's total):"]
         out += ["  " + line for line in _table(
             ("job", "name", "GPU-h", "state", "where", "why"),
             [(control_escape(j.job), control_escape(j.name), _h(j.gpu_hours), j.state, control_escape(j.where),
