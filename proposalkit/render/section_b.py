@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 
 from ..planning.records import Plan, WorkloadPlan
-from .format import CONFIDENCE_MARKS, Safe, confidence_notes, fmt_count, fmt_in_unit, fmt_pct, fmt_si
+from .format import (CONFIDENCE_MARKS, Safe, confidence_notes, fmt_count, fmt_hours, fmt_in_unit, fmt_pct, fmt_si,
+                     fmt_span)
 from .words import caveats, derivation_line, flops_rule, storage_note, storage_sentence
 
 
@@ -90,6 +91,8 @@ class SectionB:
     totals: tuple[TotalRow, ...]
     has_units: bool              # some workload targets a resource: the table has a units column
     name_width: str              # the first column's CSS width, "6.3em" (name_column_em)
+    widths: dict[str, str]       # each other column's CSS width but the purpose's, {"gpus": "5.9em", …}
+    wraps: frozenset[str]        # the columns whose figures wrap (column_widths)
     unit_heading: str            # the units column's heading: the one unit of every charge, else "units"
     has_ranges: bool             # the table gives the need's p10–p90 and the request's coverage
     ranges_note: str | None      # what those two columns are (section B's derivation, plan's Markdown table)
@@ -109,11 +112,20 @@ class SectionB:
 # breaks only after '-', '_' or '.' (table.html.j2 marks each with <wbr>), so the column is as wide as the
 # name's widest part. Widths are in em of the table's font: DejaVu Sans's advance widths (version 2.37, hmtx
 # table, units of 1/2048 em), the widest face of report.css's sans-serif stack and the one WeasyPrint falls
-# back on where Liberation Sans is not installed; any other character counted 1 em.
+# back on where Liberation Sans is not installed (its bold face for the headings and totals); any other
+# character counted 1 em.
 NAME_BREAKS = "-_."
-_DEJAVU_SANS = dict(zip("abcdefghijklmnopqrstuvwxyz0123456789-_.", (
+_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,%$/ –×()"
+_DEJAVU_SANS = dict(zip(_CHARS, (
     1255, 1300, 1126, 1300, 1260, 721, 1300, 1298, 569, 569, 1186, 569, 1995, 1298, 1253, 1300, 1300, 842, 1067,
-    803, 1298, 1212, 1675, 1212, 1212, 1075, *(1303,) * 10, 739, 1024, 651)))
+    803, 1298, 1212, 1675, 1212, 1212, 1075, 1401, 1405, 1430, 1577, 1294, 1178, 1587, 1540, 604, 604, 1343, 1141,
+    1767, 1532, 1612, 1235, 1612, 1423, 1300, 1251, 1499, 1401, 2025, 1403, 1251, 1403, *(1303,) * 10, 739, 1024,
+    651, 651, 1946, 1303, 690, 651, 1024, 1716, 799, 799)))
+_DEJAVU_SANS_BOLD = dict(zip(_CHARS, (
+    1382, 1466, 1214, 1466, 1389, 891, 1466, 1458, 702, 702, 1362, 702, 2134, 1458, 1407, 1466, 1466, 1010, 1219,
+    979, 1458, 1335, 1892, 1321, 1335, 1192, 1585, 1561, 1503, 1700, 1399, 1399, 1681, 1714, 762, 762, 1587, 1305,
+    2038, 1714, 1741, 1501, 1741, 1577, 1475, 1397, 1663, 1585, 2259, 1579, 1483, 1485, *(1425,) * 10, 850, 1024,
+    778, 778, 2052, 1425, 748, 713, 1024, 1716, 936, 936)))
 NAME_PAD_EM = 0.29       # the cell's 3 px of padding on the right (report.css): 0.28 em at section B's 8 pt
 NAME_MIN_EM = 5.5        # what the column had (9% of US Letter's text width at 8 pt, print.css): short names keep it
 NAME_MAX_EM = 12.0       # about a fifth of the text width; a part wider than that breaks anywhere
@@ -138,6 +150,75 @@ def name_column_em(names) -> float:
     rounded up to a tenth."""
     widest = max((name_em(n) for n in names), default=0.0) + NAME_PAD_EM
     return math.ceil(10 * min(max(widest, NAME_MIN_EM), NAME_MAX_EM)) / 10
+
+
+# The other columns (but the purpose's, which takes what they leave) are as wide as their widest cell: a figure
+# does not wrap (report.css .num), the GPUs cell ("16× a100-40gb") and a heading wrap at a space only, and the
+# totals and headings are bold. Issue 23: fixed percentages gave the units column 8% of the width, and a bold
+# "16,943.25" ran 13 pt into the right margin; with a buffer column they added up to more than 100%.
+CELL_PAD_EM = 0.57       # the cell's 3 px of padding each side (report.css): 4.5 pt, 0.5625 em at section B's 8 pt
+
+
+def text_em(text: str, bold: bool = False) -> float:
+    """The width of `text` in em of DejaVu Sans (bold or book); a character outside the tables counts 1 em."""
+    if not bold:
+        return sum(map(_char_em, text))
+    return sum(_DEJAVU_SANS_BOLD.get(c, 2048) / 2048 for c in text)
+
+
+def column_em(cells=(), bold=(), wraps=False) -> float:
+    """A column's width in em: its widest cell (`cells` in book, `bold` in bold; with `wraps`, a cell's widest
+    piece between the points it breaks at) and the padding, rounded up to a tenth."""
+    pieces = [p for c in cells for p in (_PIECE.findall(c) if wraps else [c])]
+    widest = max([text_em(c) for c in pieces] + [text_em(c, True) for c in bold] + [0.0])
+    return math.ceil(10 * (widest + CELL_PAD_EM)) / 10
+
+
+_PIECE = re.compile(r"[^ –]+–?")      # a cell breaks at a space and after an en dash (UAX #14: class BA)
+# US Letter's text width (612 pt less print.css's 0.8-in margins) in em of the table's 8 pt (print.css).
+TEXT_EM = (612 - 2 * 0.8 * 72) / 8
+# What the purpose column keeps before figures wrap: its width before issue 23's sizing (24% of the text).
+PURPOSE_MIN_EM = 14.0
+WRAPS_FIRST = ("range", "work")       # the columns that wrap first where the purpose would be narrower
+
+
+def column_widths(rows, totals, buffers, heading: str, has_ranges: bool, has_units: bool,
+                  name_em: float) -> tuple[dict[str, float], frozenset[str]]:
+    """The width in em of each column of section B's table but the name's and the purpose's (table.html.j2),
+    and the columns whose figures wrap: none where the purpose keeps PURPOSE_MIN_EM, else the need's range
+    (after its dash), then the work (at its space). The units heading breaks at a space and, like a name,
+    after a hyphen ("node-<wbr>hours", table.html.j2)."""
+    cells = {"work": [r.work for r in rows]}
+    if has_ranges:
+        cells["range"] = [fmt_span(r.need) if r.need is not None else "—" for r in rows]
+
+    def widths(wrap):
+        em = {
+            "gpus": column_em([r.gpus for r in rows], ["GPUs"], wraps=True),
+            "work": column_em(cells["work"], ["tokens or", "requests"], "work" in wrap),
+            "hours": column_em([fmt_hours(r.hours_per_run) for r in rows], ["h per", "run"]),
+            "runs": column_em([str(r.runs) for r in rows], ["runs"]),
+        }
+        if buffers is not None:
+            em["buffer"] = column_em(buffers, ["buffer"])
+        em["requested"] = column_em([fmt_hours(r.requested) for r in rows], ["requested", "GPU-h"]
+                                    + [fmt_hours(t.requested) for t in totals if t.requested is not None])
+        if has_ranges:
+            em["range"] = column_em(cells["range"], ["need", "p10–p90"], "range" in wrap)
+            em["covers"] = column_em([fmt_pct(r.covers) if r.covers is not None else "—" for r in rows],
+                                     ["covers"])
+        if has_units:
+            em["units"] = column_em([r.amount or "—" for r in rows],
+                                    [p for w in heading.split(" ") for p in name_parts(w)]
+                                    + [t.amount for t in totals if t.amount is not None])
+        return em
+
+    wrap: frozenset[str] = frozenset()
+    for column in WRAPS_FIRST:
+        if name_em + sum(widths(wrap).values()) <= TEXT_EM - PURPOSE_MIN_EM:
+            break
+        wrap |= {column} & cells.keys()
+    return widths(wrap), wrap
 
 
 def _work(w: WorkloadPlan) -> Safe:
@@ -271,9 +352,15 @@ def section_b(plan: Plan) -> SectionB:
     has_units = any(w.charge is not None for w in plan.workloads)
     buffers = tuple(dict.fromkeys(fmt_pct(w.settings.buffer) for w in plan.workloads))
     parts = [p for r in _requests(plan) if r.system for p in r.parts]
+    has_ranges = any(r.covers is not None for r in rows)
+    totals = total_rows(plan, unit)
+    name_em = name_column_em(w.name for w in plan.workloads)
+    widths, wraps = column_widths(rows, totals, buffers if len(buffers) > 1 else None, unit_heading(unit),
+                                  has_ranges, has_units, name_em)
     return SectionB(
-        requests=_requests(plan), rows=tuple(rows), totals=total_rows(plan, unit), has_units=has_units,
-        name_width=f"{name_column_em(w.name for w in plan.workloads):g}em",
+        requests=_requests(plan), rows=tuple(rows), totals=totals, has_units=has_units,
+        name_width=f"{name_em:g}em",
+        widths={k: f"{v:g}em" for k, v in widths.items()}, wraps=wraps,
         unit_heading=unit_heading(unit),
         has_ranges=any(r.covers is not None for r in rows),
         ranges_note=_ranges_note(plan) if any(r.covers is not None for r in rows) else None,
