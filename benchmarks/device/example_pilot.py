@@ -26,6 +26,7 @@ optional measurement, never imported by the package or its tests.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -48,7 +49,7 @@ TINY_STEPS = 6
 CHILD_TIMEOUT_S = 240
 # Fields of the example's workloads the pilot runs from, beyond measure_training.SETTINGS; the rest must be
 # the harness's (FIXED) or absent.
-PILOT_IGNORED = mt.IGNORED + ("description", "variants", "jobs", "pilot", "data", "tokens")
+PILOT_IGNORED = mt.IGNORED + ("description", "variants", "jobs", "pilot", "data")
 PILOT_FIXED = {k: v for k, v in mt.FIXED.items() if k not in ("kind", "gpu", "gpus")}
 
 
@@ -58,16 +59,6 @@ def workload(name: str) -> dict:
     if name not in rows:
         raise SystemExit(f"{WORKLOADS}: no workload {name!r}")
     return rows[name]
-
-
-def inline_shape(m: dict) -> mt.Shape:
-    """A workload's own model mapping (no catalog row) as the harness's Shape: a Llama decoder."""
-    if m.get("mlp", "gated") != "gated" or m.get("norm", "rmsnorm") != "rmsnorm" or "experts" in m:
-        raise SystemExit(f"{WORKLOADS}: model {m.get('name')!r}: the harness builds Llama decoders only")
-    return mt.Shape(model_type="llama", layers=m["layers"], hidden=m["hidden"], heads=m["heads"],
-                    kv_heads=m.get("kv_heads", m["heads"]), head_dim=m.get("head_dim", m["hidden"] // m["heads"]),
-                    ffn_hidden=m["ffn_hidden"], vocab=m["vocab"], max_context=m["max_context"],
-                    tied_embeddings=bool(m.get("tied_embeddings", False)))
 
 
 def config(name: str) -> mt.Config:
@@ -89,13 +80,14 @@ def config(name: str) -> mt.Config:
         raise SystemExit(f"{WORKLOADS}: {name}: " + "; ".join(problems))
     catalog = yaml.safe_load(mt.CATALOG.read_text())
     model = w["model"]
-    shape = mt.read_shape(model, catalog) if isinstance(model, str) else inline_shape(model)
+    shape = (mt.read_shape(model, catalog) if isinstance(model, str)
+             else mt.decoder_shape(model, "llama", f"{WORKLOADS}: model {model.get('name')!r}"))
     seq_len = (w.get("data") or {}).get("seq_len") or w.get("seq_len")
     targets = lora.get("targets")
     if isinstance(targets, list) and targets == ["all-linear"]:
         targets = "all-linear"
     text = WORKLOADS.read_bytes()
-    return mt.Config(id=name, file=str(WORKLOADS.relative_to(mt.ROOT)), sha256=mt.hashlib.sha256(text).hexdigest(),
+    return mt.Config(id=name, file=str(WORKLOADS.relative_to(mt.ROOT)), sha256=hashlib.sha256(text).hexdigest(),
                      method=method, model=model if isinstance(model, str) else model["name"], shape=shape,
                      seq_len=int(seq_len), micro_batch=int(w["micro_batch"]),
                      gradient_accumulation_steps=int(w.get("gradient_accumulation_steps", 1)),
@@ -106,7 +98,6 @@ def config(name: str) -> mt.Config:
 
 def child(name: str, out: Path, tiny_mode: bool) -> None:
     """Build, train and log one workload's pilot into out/name/."""
-    import torch
     from transformers import TrainerCallback
 
     c = config(name)
@@ -160,7 +151,6 @@ def child(name: str, out: Path, tiny_mode: bool) -> None:
                        "step_seconds": mt.percentiles(times[mt.WARMUP_STEPS:]) if len(times) > mt.WARMUP_STEPS + 1
                        else None}
     mt.write_json(where / "measured.json", record)
-    del torch
 
 
 def main(argv=None) -> int:

@@ -140,9 +140,18 @@ def read_shape(model_id: str, catalog: dict) -> Shape:
         raise SystemExit(f"model {model_id!r} is not a catalog id ({CATALOG})")
     m = rows[model_id]
     family = next((t for prefix, t in FAMILIES.items() if m.get("hf_id", "").startswith(prefix)), None)
-    if family is None or m.get("mlp", "gated") != "gated" or m.get("norm", "rmsnorm") != "rmsnorm" or "experts" in m:
+    if family is None:
         raise SystemExit(f"model {model_id!r}: the harness builds Llama and Qwen2 decoders only")
-    return Shape(model_type=family, layers=m["layers"], hidden=m["hidden"], heads=m["heads"],
+    return decoder_shape(m, family, f"model {model_id!r}")
+
+
+def decoder_shape(m: dict, model_type: str, what: str) -> Shape:
+    """A model mapping in the format's fields (a catalog row, or a workload's own `model:`) as a Shape, with the
+    format's defaults (kv_heads = heads, head_dim = hidden ÷ heads, untied); a shape the harness cannot build (not
+    a gated-MLP RMSNorm dense decoder) is an error."""
+    if m.get("mlp", "gated") != "gated" or m.get("norm", "rmsnorm") != "rmsnorm" or "experts" in m:
+        raise SystemExit(f"{what}: the harness builds Llama and Qwen2 decoders only")
+    return Shape(model_type=model_type, layers=m["layers"], hidden=m["hidden"], heads=m["heads"],
                  kv_heads=m.get("kv_heads", m["heads"]), head_dim=m.get("head_dim", m["hidden"] // m["heads"]),
                  ffn_hidden=m["ffn_hidden"], vocab=m["vocab"], max_context=m["max_context"],
                  tied_embeddings=bool(m.get("tied_embeddings", False)))
