@@ -61,8 +61,9 @@ def rate_clause(w: WorkloadPlan) -> str:
         run = w.pilots[0].run
         if run.illustrative:
             return f"{rate} from an illustrative {run.format} pilot log, not a measurement, on {_gpus(run.gpus, run.gpu)}"
-        steps = (f"its {run.steps_used:,} steady steps" if run.steps_used
-                 else "tokens ÷ the whole run's time, warm-up included")
+        # A log without per-step figures (a Trainer's trainer_state.json, a benchmark's result) gives one rate
+        # over its whole run: for training, the warm-up steps are in it (pilot/documents.py).
+        steps = f"its {run.steps_used:,} steady steps" if run.steps_used else "a whole-run average"
         return f"{rate} measured in a pilot on {_gpus(run.gpus, run.gpu)} ({run.format} log, {steps})"
     if tp.source == "pilot":
         return f"{rate} measured on {_gpus(w.gpu_count, w.gpu.id)}"
