@@ -212,15 +212,14 @@ def diff_dict(d: Diff) -> dict:
         return out
 
     t0, t1 = d.old.totals, d.new.totals
-    gpus = sorted(set(t0["by_gpu_type"]) | set(t1["by_gpu_type"]))
-    r0, r1 = t0.get("by_resource", {}), t1.get("by_resource", {})
-    by_resource = {rid: {"unit": (r1.get(rid) or r0[rid])["unit"],
-                         "amount": _round(r1.get(rid, {}).get("amount", 0.0) - r0.get(rid, {}).get("amount", 0.0))}
-                   for rid in sorted(set(r0) | set(r1))}
-    s0, s1 = t0.get("by_system", {}), t1.get("by_system", {})
-    by_system = {s: {"unit": (s1.get(s) or s0[s])["unit"],
-                     "amount": _round(s1.get(s, {}).get("amount", 0.0) - s0.get(s, {}).get("amount", 0.0))}
-                 for s in sorted(set(s0) | set(s1))}
+
+    def amounts(key: str) -> dict:
+        """Per resource or per system: the change of its amount, in its unit (the new side's where both have it)."""
+        a0, a1 = t0.get(key, {}), t1.get(key, {})
+        return {k: {"unit": (a1.get(k) or a0[k])["unit"],
+                    "amount": _round(a1.get(k, {}).get("amount", 0.0) - a0.get(k, {}).get("amount", 0.0))}
+                for k in sorted(set(a0) | set(a1))}
+
     return {
         "schema_version": SCHEMA_VERSION,
         "old": d.old.label,
@@ -233,8 +232,8 @@ def diff_dict(d: Diff) -> dict:
             "delta": {"gpu_hours": _round(t1["gpu_hours"] - t0["gpu_hours"]),
                       "gpu_hours_requested": _round(t1["gpu_hours_requested"] - t0["gpu_hours_requested"]),
                       "by_gpu_type": {g: _round(t1["by_gpu_type"].get(g, 0.0) - t0["by_gpu_type"].get(g, 0.0))
-                                      for g in gpus},
-                      "by_resource": by_resource, "by_system": by_system},
+                                      for g in _gpu_types(d)},
+                      "by_resource": amounts("by_resource"), "by_system": amounts("by_system")},
         },
     }
 
