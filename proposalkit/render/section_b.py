@@ -126,7 +126,8 @@ _DEJAVU_SANS_BOLD = dict(zip(_CHARS, (
     979, 1458, 1335, 1892, 1321, 1335, 1192, 1585, 1561, 1503, 1700, 1399, 1399, 1681, 1714, 762, 762, 1587, 1305,
     2038, 1714, 1741, 1501, 1741, 1577, 1475, 1397, 1663, 1585, 2259, 1579, 1483, 1485, *(1425,) * 10, 850, 1024,
     778, 778, 2052, 1425, 748, 713, 1024, 1716, 936, 936)))
-NAME_PAD_EM = 0.29       # the cell's 3 px of padding on the right (report.css): 0.28 em at section B's 8 pt
+NAME_PAD_EM = 0.29       # the cell's 3 px (2.25 pt) of padding on the right (report.css): 0.28125 em at section B's
+                         # 8 pt, rounded up
 NAME_MIN_EM = 5.5        # what the column had (9% of US Letter's text width at 8 pt, print.css): short names keep it
 NAME_MAX_EM = 12.0       # about a fifth of the text width; a part wider than that breaks anywhere
 
@@ -156,7 +157,8 @@ def name_column_em(names) -> float:
 # does not wrap (report.css .num), the GPUs cell ("16× a100-40gb") and a heading wrap at a space only, and the
 # totals and headings are bold. Issue 23: fixed percentages gave the units column 8% of the width, and a bold
 # "16,943.25" ran 13 pt into the right margin; with a buffer column they added up to more than 100%.
-CELL_PAD_EM = 0.57       # the cell's 3 px of padding each side (report.css): 4.5 pt, 0.5625 em at section B's 8 pt
+CELL_PAD_EM = 0.57       # the cell's 3 px of padding each side (report.css): 4.5 pt, 0.5625 em at section B's 8 pt,
+                         # rounded up
 
 
 def text_em(text: str, bold: bool = False) -> float:
@@ -362,8 +364,7 @@ def section_b(plan: Plan) -> SectionB:
         name_width=f"{name_em:g}em",
         widths={k: f"{v:g}em" for k, v in widths.items()}, wraps=wraps,
         unit_heading=unit_heading(unit),
-        has_ranges=any(r.covers is not None for r in rows),
-        ranges_note=_ranges_note(plan) if any(r.covers is not None for r in rows) else None,
+        has_ranges=has_ranges, ranges_note=_ranges_note(plan) if has_ranges else None,
         buffer=buffers[0] if len(buffers) == 1 else None,
         buffers=tuple(fmt_pct(w.settings.buffer) for w in plan.workloads),
         lines=tuple(lines), rate_rule=flops_rule(plan.workloads),
