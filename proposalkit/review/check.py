@@ -44,8 +44,8 @@ def _largest(plans, n: int = 3) -> str:
 
 def requested(plan) -> str:
     """What the plan requests, as section B's totals give it (issue 23: never GPU-hours summed across GPU
-    types as one request): 'requested 238.68 GPU-hours of a100-40gb, 251.21 of h200 (1,317.31 SUs on
-    ncsa-delta)', each system's amount in its own unit."""
+    types as one request): 'requested 377.67 GPU-hours of h200, 650.00 of a40 (1,458.01 SUs on ncsa-delta)'
+    (workloads/code-models.yaml), each system's amount in its own unit."""
     by_type = plan.by_gpu_type()
     if not by_type:
         return "nothing requested"
