@@ -121,7 +121,9 @@ def shown(x: float) -> float:
     return float(Decimal(repr(x)).quantize(_HOURS_STEP, rounding=ROUND_CEILING))
 
 
-GIB_DECIMALS = 2       # a size in GiB is printed to 0.01 GiB (render/format.fmt_gib)
+# A size in GiB is printed to this many decimals (render/format.fmt_gib): storage to the nearest 0.01 GiB
+# (gib_shown), memory per GPU (section B, the supplement, `plan`'s table, `check`) rounded up to it (gib_up).
+GIB_DECIMALS = 2
 
 
 def gib_shown(n_bytes: int) -> Decimal:
@@ -135,15 +137,13 @@ def bytes_of_gib(gib: Decimal) -> int:
     return int((gib * GiB).to_integral_value(rounding=ROUND_HALF_UP))
 
 
-# Memory per GPU is printed in GiB to this many decimals (section B, the supplement, `plan`'s table, `check`).
-MEMORY_DECIMALS = 2
-_MEMORY_STEPS_PER_GIB = 10**MEMORY_DECIMALS
+_GIB_STEPS = 10**GIB_DECIMALS
 
 
 def gib_up(n_bytes: int) -> Decimal:
     """A memory figure in GiB as printed: rounded up to 0.01 GiB, never down (memory under-estimated is the
     worse error: a run planned on it may not fit), exactly in integers (20.151 GiB → 20.16, 20.15 stays 20.15)."""
-    return Decimal(-(-n_bytes * _MEMORY_STEPS_PER_GIB // GiB)).scaleb(-MEMORY_DECIMALS)
+    return Decimal(-(-n_bytes * _GIB_STEPS // GiB)).scaleb(-GIB_DECIMALS)
 
 
 def memory_carried(n_bytes: int) -> int:
@@ -163,7 +163,7 @@ def memory_share(n_bytes: int, share: float | Fraction) -> int:
     """`share` of a memory figure as printed, rounded up as printed and carried (a reader takes 15% of the
     printed 17.43 GiB, 2.6145, and gets 2.62): the caching allocator's reserve on the allocated bytes."""
     factor = Decimal(repr(share)) if isinstance(share, float) else Decimal(share.numerator) / share.denominator
-    return bytes_at_gib((gib_up(n_bytes) * factor).quantize(Decimal(1).scaleb(-MEMORY_DECIMALS), ROUND_CEILING))
+    return bytes_at_gib((gib_up(n_bytes) * factor).quantize(Decimal(1).scaleb(-GIB_DECIMALS), ROUND_CEILING))
 
 
 # A millisecond figure is printed to 0.1 ms from this many up, else to three significant digits; a rate to whole

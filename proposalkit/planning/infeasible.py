@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from ..catalog import PRECISION_FALLBACK, PRECISION_HARDWARE
 from ..errors import Problem
-from ..units import GiB, factor_text, gib_shown
+from ..units import GiB, factor_text, gib_shown, gib_up
 from .records import Candidate, Settings
 from . import ranges, search
 from .search import Target
@@ -96,7 +96,7 @@ def does_not_fit(lw, s: Settings, closest: Candidate, relaxed: str | None) -> st
     where = f"{lw.path}:{lw.line}: workloads[{lw.index}]" if lw.line else lw.path
     margin, p10 = factor_text(ranges.memory_margins()[0]), ranges.memory_range(closest.per_gpu_bytes)[0]
     low = f" (× {margin} = {p10:,.2f} GiB at the memory p10)" if w.kind != "inference" else ""
-    needs = f"{gib_shown(closest.per_gpu_bytes):,.2f}" if low else f"{closest.per_gpu_bytes / GiB:,.1f}"
+    needs = f"{gib_up(closest.per_gpu_bytes):,.2f}" if low else f"{closest.per_gpu_bytes / GiB:,.1f}"
     msg = (f"{where}: {w.name} does not fit: it needs {needs} GiB per GPU{low} on "
            f"{closest.count}× {closest.gpu}, which has {closest.usable_bytes / GiB:,.1f} GiB usable")
     if relaxed:
@@ -204,7 +204,7 @@ def tight_warning(lw, s: Settings, chosen: Candidate, memory, low: float, high: 
     cuts.sort()
     share = ranges.memory_fit_share(memory.total, usable)
     p10, p90 = ranges.memory_range(memory.total)
-    return (f"{w.name}: tight on {chosen.count}× {chosen.gpu}: {gib_shown(memory.total):,.2f} GiB per GPU planned "
+    return (f"{w.name}: tight on {chosen.count}× {chosen.gpu}: {gib_up(memory.total):,.2f} GiB per GPU planned "
             f"of {gib_shown(usable):,.2f} GiB usable, × {factor_text(low)}–{factor_text(high)} = "
             f"{p10:,.2f}–{p90:,.2f} GiB at the memory p10–p90: "
             f"it fits in {share:.0%} of the validated cases (whole-device memory, measured ÷ planned), so a run may "

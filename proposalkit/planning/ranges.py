@@ -17,13 +17,14 @@ The request stays gpu_hours × (1 + buffer); request_coverage is the share of va
 from __future__ import annotations
 
 import functools
+import math
 from decimal import Decimal
 
 from ..catalog import engines
 from ..catalog.errors import MIN_ROWS, REGIMES, Basis, basis, speed_regime
 from ..estimate.links import NODE_GPUS
 from ..notes import Note, note
-from ..units import GIB_DECIMALS, bytes_of_gib, gib_shown, hours_step, ms_figure, ms_step, range_ends, rate_shown, rate_step
+from ..units import GIB_DECIMALS, bytes_of_gib, gib_up, hours_step, ms_figure, ms_step, range_ends, rate_shown, rate_step
 from .intervals import Interval, RangeBasis, Ranges, buffer_for, covered, factors, interval
 
 DEVICE_REGIME = "memory-device"
@@ -52,9 +53,9 @@ def memory_margins() -> tuple[float, float]:
 
 
 def memory_range(device_bytes: float) -> tuple[float, float]:
-    """The memory per GPU at the p10 and p90, in GiB as printed: the estimate's GiB as printed × memory_margins,
-    rounded outward to 0.01 GiB (units.range_ends)."""
-    return range_ends(float(gib_shown(round(device_bytes))), memory_margins(), 10.0 ** -GIB_DECIMALS)
+    """The memory per GPU at the p10 and p90, in GiB as printed: the estimate's GiB as printed (units.gib_up, never
+    below it) × memory_margins, rounded outward to 0.01 GiB (units.range_ends)."""
+    return range_ends(float(gib_up(math.ceil(device_bytes))), memory_margins(), 10.0 ** -GIB_DECIMALS)
 
 
 def _bytes(gib: float) -> int:

@@ -18,7 +18,7 @@ from ..estimate.memory import (
     DEFAULT_OVERHEAD, InferenceSetup, MemoryBreakdown, inference_memory, training_memory,
 )
 from ..catalog.shapes import ModelSpec
-from ..units import GiB, factor_text, gib_shown, requested_gpu_hours, requested_per_run
+from ..units import GiB, factor_text, gib_shown, gib_up, requested_gpu_hours, requested_per_run
 from ..catalog import resources
 from . import charges, pilots, ranges
 from .speed import throughput, training_setup
@@ -378,8 +378,8 @@ def does_not_fit(c: Candidate) -> str:
     tried = "" if c.zero_stage is None else (
         f" with ZeRO stage {c.zero_stage} and activation checkpointing "
         f"{'on' if c.activation_checkpointing else 'off'}")
-    # GiB to 0.01, as the table beside the reason prints them
-    need, has = f"{gib_shown(c.per_gpu_bytes):,} GiB", f"{gib_shown(c.usable_bytes):,} GiB"
+    # GiB to 0.01, as the table beside the reason prints them (the memory rounded up: units.gib_up)
+    need, has = f"{gib_up(c.per_gpu_bytes):,} GiB", f"{gib_shown(c.usable_bytes):,} GiB"
     if c.per_gpu_bytes <= c.usable_bytes:     # within the memory, not within the validated margin above it
         margin, p90 = factor_text(ranges.memory_margins()[1]), ranges.memory_range(c.per_gpu_bytes)[1]
         return (f"does not fit with the margin: needs {need} per GPU{tried}, × {margin} = {p90:,.2f} GiB at the "
