@@ -242,6 +242,7 @@ def test_an_unpinned_search_fits_at_the_memory_p90_and_a_pinned_one_is_planned_t
     free = plan_workloads(TRAIN.replace("    gpu: h100-80gb\n    gpus: 1\n", "    micro_batch: 9\n")
                           .replace("    micro_batch: 4\n", ""))["ft"]
     assert free["memory"]["device_bytes"] * high <= free["gpu"]["memory_bytes"]
+    assert free["ranges"]["device_bytes"]["p90"] <= free["gpu"]["memory_bytes"]      # the p90 as printed fits too
     (fit,) = records(free, "fit-margin")
     assert fit["values"] == {"margin": high, "tight": False}
     # On one H100 at micro-batch 9: the estimate exceeds the memory's p90 margin but fits at its p10.
@@ -250,6 +251,18 @@ def test_an_unpinned_search_fits_at_the_memory_p90_and_a_pinned_one_is_planned_t
     assert need * low <= usable < need * high
     (warning,) = [text for text in pinned["warnings"] if "tight on" in text]
     assert "micro_batch: 1" in warning and "activation_checkpointing: true" in warning
+
+
+def test_a_fit_at_a_margin_compares_the_figure_printed_rounded_up():
+    # 20.15 GiB × 1.137 = 22.91055 GiB, printed 22.92 (rounded up to 0.01 GiB): 22.915 GiB usable holds the
+    # product but not the printed p90, so the fit (search.fit) must not take it.
+    gib = 2**30
+    total = int(Decimal("20.15") * gib)             # a carried figure: the whole bytes just below 20.15 GiB
+    usable = int(Decimal("22.915") * gib)
+    assert total * 1.137 <= usable
+    assert ranges.memory_at(total, 1.137) == int((Decimal("22.92") * gib).to_integral_value()) > usable
+    # Exactly on a step the figure is not raised: 20 GiB × 1.25 = 25.00 GiB.
+    assert ranges.memory_at(20 * gib, 1.25) == 25 * gib
 
 
 def test_a_pilot_log_keeps_its_steady_steps_spread():

@@ -200,7 +200,7 @@ def tight_warning(lw, s: Settings, chosen: Candidate, memory, low: float, high: 
         total = search.memory_of(lw.model, w, settings, chosen.count, chosen.zero_stage, ckpt).total
         if total < memory.total:
             cuts.append((total, f"{text} (p90 {ranges.memory_range(total)[1]:,.2f} GiB"
-                                f"{', fits' if total * high <= usable else ''})"))
+                                f"{', fits' if ranges.memory_at(total, high) <= usable else ''})"))
     cuts.sort()
     share = ranges.memory_fit_share(memory.total, usable)
     p10, p90 = ranges.memory_range(memory.total)

@@ -52,10 +52,20 @@ def memory_margins() -> tuple[float, float]:
     return factors(_basis(DEVICE_REGIME).residuals)
 
 
+_GIB_STEP = 10.0 ** -GIB_DECIMALS
+
+
 def memory_range(device_bytes: float) -> tuple[float, float]:
     """The memory per GPU at the p10 and p90, in GiB as printed: the estimate's GiB as printed (units.gib_up, never
     below it) × memory_margins, rounded outward to 0.01 GiB (units.range_ends)."""
-    return range_ends(float(gib_up(math.ceil(device_bytes))), memory_margins(), 10.0 ** -GIB_DECIMALS)
+    return range_ends(float(gib_up(math.ceil(device_bytes))), memory_margins(), _GIB_STEP)
+
+
+def memory_at(device_bytes: float, margin: float) -> int:
+    """Whole bytes of the memory per GPU × `margin` as printed (memory_range's rule, rounded up to 0.01 GiB: at
+    the p90 its high end): what a fit at a margin compares with the usable memory (search.fit), never the
+    product below the printed figure."""
+    return _bytes(range_ends(float(gib_up(math.ceil(device_bytes))), (margin, margin), _GIB_STEP)[1])
 
 
 def _bytes(gib: float) -> int:

@@ -57,7 +57,8 @@ def fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict,
     stage first) under which the workload fits on `count` GPUs of `gpu`;
     else the smallest-memory setting, marked as not fitting. Training fits where
     its memory × `margin` (a percentile of the validated memory error,
-    planning/ranges.py memory_margins) is within the usable memory; an
+    planning/ranges.py memory_margins), as printed and rounded up
+    (ranges.memory_at), is within the usable memory; an
     inference engine's reservation is sized to the memory by its own rule.
 
     Memory does not depend on the GPU type, so `cache` (one per workload)
@@ -86,7 +87,7 @@ def fit(model: ModelSpec, w, s: Settings, gpu: GPUSpec, count: int, cache: dict,
     for ckpt in ckpts:
         for stage in stages:
             mem = memory(stage, ckpt)
-            if mem.total * margin <= gpu.usable_memory_bytes:
+            if ranges.memory_at(mem.total, margin) <= gpu.usable_memory_bytes:     # as printed, rounded up
                 return True, mem, stage, ckpt
             if smallest is None or mem.total < smallest[0].total:
                 smallest = (mem, stage, ckpt)
