@@ -33,7 +33,7 @@ def test_a_70b_batch_job_pinned_to_2_a100s_is_told_4_fit(tmp_path, capsys):
         - {name: b, kind: inference, model: llama-3.1-70b, gpu: a100-40gb, tensor_parallel: 2,
            requests: 10k, input_tokens: 2k, output_tokens: 256}
         """)
-    assert "b does not fit: it needs 74.0 GiB per GPU on 2× a100-40gb, which has 39.5 GiB usable" in err
+    assert "b does not fit: it needs 73.96 GiB per GPU on 2× a100-40gb, which has 39.50 GiB usable" in err
     assert err.endswith("it would fit on 4× a100-40gb (remove the gpu/gpus/tensor_parallel pin, or pin that)")
 
 
@@ -47,12 +47,12 @@ def test_a_service_is_told_the_replica_size_and_the_replicas(tmp_path, capsys):
 
 def test_where_4_do_not_hold_it_8_are_named(tmp_path, capsys):
     # A service of batch 8 at 4,096 tokens: 8 × 4,096 × 81,920 B = 2.68 GB of KV cache per GPU beside
-    # 35.3 GB of weights does not fit 4 × A100-40GB (40.5 GiB needed); 8 hold it.
+    # 35.3 GB of weights does not fit 4 × A100-40GB (40.49 GiB needed); 8 hold it.
     (err,) = run(tmp_path, capsys, """\
         - {name: h, kind: inference, model: llama-3.1-70b, gpu: a100-40gb, tensor_parallel: 4, hours: 100,
            batch: 8, context: 4k}
         """)
-    assert "it needs 40.5 GiB per GPU on 4× a100-40gb" in err
+    assert "it needs 40.49 GiB per GPU on 4× a100-40gb" in err
     assert err.endswith("it would fit on 8× a100-40gb (remove the gpu/gpus/tensor_parallel pin, or pin that)")
 
 

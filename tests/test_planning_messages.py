@@ -55,10 +55,10 @@ def test_inference_dominated_by_weights_suggests_quantization_with_the_numbers(t
     code, out, err, path = run(tmp_path, capsys, SERVE_405B)
     assert (code, out) == (1, "")
     assert err == (f"{path}:2: workloads[0]: serve does not fit in any job tacc-lonestar6-h100 takes: on 2× "
-                   "h100-pcie (tacc-lonestar6-h100 allows 1 node of 2 GPUs per job) it needs 420.8 GiB per GPU, which has 79.1 GiB usable; "
-                   "it would fit on 16× h100-pcie, more than tacc-lonestar6-h100 takes in one job: target another resource; or per GPU the KV cache of context 8,192 × batch 1 takes 2.0 GiB and the bf16 "
-                   "weights 378.0 GiB: quantize the weights (precision: int8, fp8 or int4; with int4 it needs "
-                   "118.7 GiB per GPU)\n")
+                   "h100-pcie (tacc-lonestar6-h100 allows 1 node of 2 GPUs per job) it needs 420.85 GiB per GPU, which has 79.11 GiB usable; "
+                   "it would fit on 16× h100-pcie, more than tacc-lonestar6-h100 takes in one job: target another resource; or per GPU the KV cache of context 8,192 × batch 1 takes 1.97 GiB and the bf16 "
+                   "weights 377.99 GiB: quantize the weights (precision: int8, fp8 or int4; with int4 it needs "
+                   "118.67 GiB per GPU)\n")
 
 
 def test_quantized_inference_suggests_int4_and_a_pinned_count_more_gpus(tmp_path, capsys):
@@ -69,11 +69,11 @@ def test_quantized_inference_suggests_int4_and_a_pinned_count_more_gpus(tmp_path
     # unquantized; on 1 GPU everything doubles (no relaxed fit: the partition takes 2 GPUs at most).
     assert err.splitlines() == [
         f"{path}:2: workloads[0]: serve does not fit in any job tacc-lonestar6-h100 takes: on 2× h100-pcie "
-        "(tacc-lonestar6-h100 allows 1 node of 2 GPUs per job) it needs 215.1 GiB per GPU, which has 79.1 GiB usable; it would fit on 8× h100-pcie, more than tacc-lonestar6-h100 takes in one job: target another resource; or per GPU the KV cache of context 8,192 × batch 1 takes 2.0 GiB and the int8 weights 190.9 GiB: "
-        "quantize the weights (precision: int4; with int4 it needs 118.7 GiB per GPU)",
-        f"{path}:3: workloads[1]: one does not fit: it needs 840.1 GiB per GPU on 1× h100-pcie, which has 79.1 GiB "
-        "usable; per GPU the KV cache of context 8,192 × batch 1 takes 3.9 GiB and the bf16 weights 756.0 GiB: "
-        "quantize the weights (precision: int8, fp8 or int4; with int4 it needs 235.8 GiB per GPU), or raise gpus, "
+        "(tacc-lonestar6-h100 allows 1 node of 2 GPUs per job) it needs 215.11 GiB per GPU, which has 79.11 GiB usable; it would fit on 8× h100-pcie, more than tacc-lonestar6-h100 takes in one job: target another resource; or per GPU the KV cache of context 8,192 × batch 1 takes 1.97 GiB and the int8 weights 190.95 GiB: "
+        "quantize the weights (precision: int4; with int4 it needs 118.67 GiB per GPU)",
+        f"{path}:3: workloads[1]: one does not fit: it needs 840.14 GiB per GPU on 1× h100-pcie, which has 79.11 GiB "
+        "usable; per GPU the KV cache of context 8,192 × batch 1 takes 3.94 GiB and the bf16 weights 755.97 GiB: "
+        "quantize the weights (precision: int8, fp8 or int4; with int4 it needs 235.79 GiB per GPU), or raise gpus, "
         "the tensor-parallel degree (now 1)",
     ]
 
@@ -85,8 +85,8 @@ def test_inference_dominated_by_the_kv_cache_suggests_context_or_batch(tmp_path,
                                                  f"batch: 64, hours: 10, {H100}")
     assert (code, out) == (1, "")
     assert err == (f"{path}:2: workloads[0]: long does not fit in any job tacc-lonestar6-h100 takes: on 2× h100-pcie "
-                   "(tacc-lonestar6-h100 allows 1 node of 2 GPUs per job) it needs 573.0 GiB per GPU, which has 79.1 GiB usable; per GPU the KV cache of context 131,072 × batch 64 takes 512.0 GiB and "
-                   "the bf16 weights 7.5 GiB: lower context or batch\n")
+                   "(tacc-lonestar6-h100 allows 1 node of 2 GPUs per job) it needs 572.97 GiB per GPU, which has 79.11 GiB usable; per GPU the KV cache of context 131,072 × batch 64 takes 512.00 GiB and "
+                   "the bf16 weights 7.48 GiB: lower context or batch\n")
 
 
 def test_training_suggestions_fit_the_larger_part_and_the_settings_given(tmp_path, capsys):
@@ -118,11 +118,11 @@ def test_training_suggestions_fit_the_larger_part_and_the_settings_given(tmp_pat
     err = re.sub(r"\(× [\d.]+ = [\d,.]+ GiB at the memory p10\)", "(P10 GiB at the memory p10)", err)
     assert err.splitlines() == [
         f"{path}:2: workloads[0]: states does not fit in any job tacc-lonestar6-h100 takes: on 2× h100-pcie "
-        "(tacc-lonestar6-h100 allows 1 node of 2 GPUs per job) it needs 625.1 GiB per GPU, which has 79.1 GiB usable; it would fit on 32× h100-pcie, more than tacc-lonestar6-h100 takes in one job: target another resource; or per GPU the model states take 531.5 GiB and the activations 11.1 GiB: try method: lora or qlora, "
+        "(tacc-lonestar6-h100 allows 1 node of 2 GPUs per job) it needs 625.09 GiB per GPU, which has 79.11 GiB usable; it would fit on 32× h100-pcie, more than tacc-lonestar6-h100 takes in one job: target another resource; or per GPU the model states take 531.55 GiB and the activations 11.13 GiB: try method: lora or qlora, "
         "or a larger tensor_parallel or pipeline_parallel (now 1 × 1)",
         f"{path}:3: workloads[1]: pinned does not fit: it needs 1,756.76 GiB per GPU (P10 GiB at the memory p10) on "
         "1× h100-pcie, which has "
-        "79.1 GiB usable; per GPU the model states take 1,051.3 GiB and the activations 544.8 GiB: try method: lora "
+        "79.11 GiB usable; per GPU the model states take 1,051.34 GiB and the activations 544.80 GiB: try method: lora "
         "or qlora, zero_stage: 3 (now 2), more GPUs (gpus: now 1), activation_checkpointing: true, a smaller "
         "micro_batch (now 4), a shorter seq_len (now 4,096), or a larger tensor_parallel or pipeline_parallel "
         "(now 1 × 1)",
@@ -213,5 +213,5 @@ def test_inference_tensor_parallel_mistakes_are_input_errors(tmp_path, capsys):
 def test_a_pinned_inference_degree_that_fits_nowhere_suggests_raising_it(tmp_path, capsys):
     code, out, err, path = run(tmp_path, capsys, SERVE_405B + ", tensor_parallel: 2")
     assert (code, out) == (1, "")
-    assert err.endswith("quantize the weights (precision: int8, fp8 or int4; with int4 it needs 118.7 GiB per GPU), "
+    assert err.endswith("quantize the weights (precision: int8, fp8 or int4; with int4 it needs 118.67 GiB per GPU), "
                         "or raise tensor_parallel, the tensor-parallel degree (now 2)\n")

@@ -147,5 +147,5 @@ def test_pinned_gpu_that_cannot_hold_the_workload_exits_1(tmp_path, capsys):
     assert err.startswith(f"{path}:2: workloads[0]: big does not fit: it needs ")
     needed_gib = float(err.split("it needs ")[1].split(" GiB")[0].replace(",", ""))
     assert needed_gib > 68_976_648_192 * 16 / 2**30  # at least the unsharded model states
-    assert "which has 79.2 GiB usable; it would fit on " in err
+    assert "which has 79.15 GiB usable; it would fit on " in err
     assert "× a100-80gb (remove the gpu/gpus pin, or pin that)" in err

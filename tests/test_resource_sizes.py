@@ -107,8 +107,8 @@ def test_a_405b_full_finetune_is_no_longer_planned_beyond_delta(plan_error):
     err = plan_error(DELTA + "  - {name: ft405, kind: finetune, method: full, model: llama-3.1-405b, tokens: 100M}\n",
                      1)
     assert err.startswith("FILE:3: workloads[0]: ft405 does not fit in any job ncsa-delta takes: on 400× a40 "
-                          "(ncsa-delta-a40 has 100 nodes of 4 GPUs, with no per-job node limit) it needs 64.3 GiB "
-                          "per GPU, which has 44.3 GiB usable; it would fit on 128× h200, more than ncsa-delta "
+                          "(ncsa-delta-a40 has 100 nodes of 4 GPUs, with no per-job node limit) it needs 64.34 GiB "
+                          "per GPU, which has 44.34 GiB usable; it would fit on 128× h200, more than ncsa-delta "
                           "takes in one job: target another resource; or per GPU")
 
 

@@ -7,6 +7,7 @@ but where the workload fits on none (InfeasibleError, exit 1).
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from ..catalog import PRECISION_FALLBACK, PRECISION_HARDWARE
@@ -21,7 +22,8 @@ QUANTIZED = ("int8", "fp8", "int4")
 
 
 def _gib(n: float) -> str:
-    return f"{n / GiB:,.1f} GiB"
+    """A memory figure as the plan prints it: GiB to 0.01, rounded up (units.gib_up)."""
+    return f"{gib_up(math.ceil(n)):,.2f} GiB"
 
 
 def no_configuration(lw, s: Settings, target: Target | None, gpu_types: list[str]) -> Problem | None:
@@ -96,9 +98,8 @@ def does_not_fit(lw, s: Settings, closest: Candidate, relaxed: str | None) -> st
     where = f"{lw.path}:{lw.line}: workloads[{lw.index}]" if lw.line else lw.path
     margin, p10 = factor_text(ranges.memory_margins()[0]), ranges.memory_range(closest.per_gpu_bytes)[0]
     low = f" (× {margin} = {p10:,.2f} GiB at the memory p10)" if w.kind != "inference" else ""
-    needs = f"{gib_up(closest.per_gpu_bytes):,.2f}" if low else f"{closest.per_gpu_bytes / GiB:,.1f}"
-    msg = (f"{where}: {w.name} does not fit: it needs {needs} GiB per GPU{low} on "
-           f"{closest.count}× {closest.gpu}, which has {closest.usable_bytes / GiB:,.1f} GiB usable")
+    msg = (f"{where}: {w.name} does not fit: it needs {_gib(closest.per_gpu_bytes)} per GPU{low} on "
+           f"{closest.count}× {closest.gpu}, which has {gib_shown(closest.usable_bytes):,.2f} GiB usable")
     if relaxed:
         return msg + would_fit(w, relaxed)
     memory = search.memory_of(lw.model, w, s, closest.count, closest.zero_stage, closest.activation_checkpointing)
@@ -114,8 +115,8 @@ def beyond_resource(lw, s: Settings, closest: Candidate, target: Target, anywher
     where = f"{lw.path}:{lw.line}: workloads[{lw.index}]" if lw.line else lw.path
     _, rule = target.most_per_job(closest.gpu)
     msg = (f"{where}: {w.name} does not fit in any job {target.id} takes: on {closest.count:,}× {closest.gpu} "
-           f"({rule}) it needs {closest.per_gpu_bytes / GiB:,.1f} GiB per GPU, which has "
-           f"{closest.usable_bytes / GiB:,.1f} GiB usable")
+           f"({rule}) it needs {_gib(closest.per_gpu_bytes)} per GPU, which has "
+           f"{gib_shown(closest.usable_bytes):,.2f} GiB usable")
     if anywhere:
         msg += f"; it would fit on {anywhere}, more than {target.id} takes in one job: target another resource"
     memory = search.memory_of(lw.model, w, s, closest.count, closest.zero_stage, closest.activation_checkpointing)
@@ -204,7 +205,7 @@ def tight_warning(lw, s: Settings, chosen: Candidate, memory, low: float, high: 
     cuts.sort()
     share = ranges.memory_fit_share(memory.total, usable)
     p10, p90 = ranges.memory_range(memory.total)
-    return (f"{w.name}: tight on {chosen.count}× {chosen.gpu}: {gib_up(memory.total):,.2f} GiB per GPU planned "
+    return (f"{w.name}: tight on {chosen.count}× {chosen.gpu}: {_gib(memory.total)} per GPU planned "
             f"of {gib_shown(usable):,.2f} GiB usable, × {factor_text(low)}–{factor_text(high)} = "
             f"{p10:,.2f}–{p90:,.2f} GiB at the memory p10–p90: "
             f"it fits in {share:.0%} of the validated cases (whole-device memory, measured ÷ planned), so a run may "
